@@ -1,0 +1,12 @@
+"""xspec.models: the executable state-machine model of Redis Streams (the oracle).
+
+Importing the package registers every command family's handlers with the
+dispatcher in :mod:`.server`.
+"""
+
+from xspec.models import admin, generic, groups, info, reads, streams, transactions  # noqa: F401
+from xspec.models.clock import Clock, ManualClock
+from xspec.models.dialect import DIALECTS, Dialect, get_dialect
+from xspec.models.server import Outcome, Server
+
+__all__ = ["Clock", "ManualClock", "DIALECTS", "Dialect", "get_dialect", "Outcome", "Server"]

@@ -1,0 +1,1 @@
+"""Handlers of the admin command family (being written)."""

@@ -1,0 +1,1 @@
+"""Handlers of the generic command family (being written)."""

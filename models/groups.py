@@ -1,0 +1,1 @@
+"""Handlers of the groups command family (being written)."""

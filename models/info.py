@@ -1,0 +1,1 @@
+"""Handlers of the info command family (being written)."""

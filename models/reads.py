@@ -1,0 +1,1 @@
+"""Handlers of the reads command family (being written)."""

@@ -1,0 +1,384 @@
+"""The model's server: command dispatch, transactions, blocking and propagation.
+
+:class:`Server` is the state machine. :meth:`Server.execute` runs one command
+of one client the way Redis 7.0's ``processCommand`` and ``call`` do (rules
+DISPATCH-*): look the command up, check its arity, queue it inside MULTI,
+otherwise run its handler, then serve the clients blocked on keys the command
+made ready, then hand what it propagated to replicas to the caller.
+
+Handlers live in one module per command family and register with
+:func:`command`. A handler receives a :class:`Call` and returns a semantic
+reply, or :data:`BLOCKED` after calling :meth:`Call.block`. It reports an
+error reply by raising :class:`CommandError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from xspec.models.clock import Clock, ManualClock
+from xspec.models.dialect import REDIS_70, Dialect
+from xspec.models.state import BlockState, Client, Stream, Value, freeze_value
+from xspec.spec import commands as table
+from xspec.spec.resp import QUEUED as _QUEUED
+from xspec.spec.resp import Error, NullArray, Reply, for_protocol
+
+NUM_DATABASES = 16
+
+
+class CommandError(Exception):
+    """Raised by a handler to reply with an error (the full text, code included)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class _Blocked:
+    def __repr__(self) -> str:
+        return "BLOCKED"
+
+
+BLOCKED = _Blocked()
+
+HandlerResult = Reply | _Blocked
+Handler = Callable[["Call"], HandlerResult]
+HANDLERS: dict[str, Handler] = {}
+
+
+def command(fullname: str) -> Callable[[Handler], Handler]:
+    """Register the handler of ``fullname`` (``xadd``, ``xgroup|create``)."""
+
+    def register(fn: Handler) -> Handler:
+        if fullname in HANDLERS:
+            raise ValueError(f"two handlers for {fullname}")
+        HANDLERS[fullname] = fn
+        return fn
+
+    return register
+
+
+@dataclass
+class Outcome:
+    """What one :meth:`Server.execute` produced.
+
+    ``reply`` is rendered for the calling client's protocol, or None when the
+    client blocked or the command produced no reply. ``served`` lists replies
+    that other (blocked) clients received because of this command, in the
+    order Redis sends them. ``propagated`` is what goes to replicas and the
+    AOF, SELECT and MULTI/EXEC wrapping included.
+    """
+
+    reply: Reply | None
+    blocked: bool = False
+    served: list[tuple[int, Reply]] = field(default_factory=list)
+    propagated: list[list[bytes]] = field(default_factory=list)
+    closed: bool = False
+
+
+class Call:
+    """The context of one command execution, passed to its handler."""
+
+    __slots__ = ("server", "client", "argv", "spec", "db", "ops", "can_block", "in_exec")
+
+    def __init__(self, server: Server, client: Client, argv: list[bytes], spec: table.CommandSpec,
+                 ops: list[tuple[int, list[bytes]]], *, in_exec: bool = False) -> None:
+        self.server = server
+        self.client = client
+        self.argv = argv
+        self.spec = spec
+        self.db: dict[bytes, Value] = server.dbs[client.db]
+        self.ops = ops
+        self.in_exec = in_exec
+        # XREAD-12: inside MULTI/EXEC a blocking command answers at once.
+        self.can_block = not in_exec
+
+    # -- time ---------------------------------------------------------------
+    def now(self) -> int:
+        """One reading of the server clock (see models/clock.py)."""
+        return self.server.now()
+
+    # -- keys -----------------------------------------------------------------
+    def lookup(self, key: bytes) -> Value | None:
+        return self.db.get(key)
+
+    def stream(self, key: bytes) -> Stream | None:
+        """The stream at ``key``, None if missing; WRONGTYPE for another type."""
+        v = self.db.get(key)
+        if v is None or isinstance(v, Stream):
+            return v
+        raise CommandError(table.WRONGTYPE)
+
+    def modified(self, key: bytes) -> None:
+        """``signalModifiedKey``: WATCHers of the key will fail their EXEC."""
+        self.server.touch_watched(self.client.db, key)
+
+    def ready(self, key: bytes) -> None:
+        """``signalKeyAsReady``: clients blocked on the key get a chance to be served."""
+        self.server.signal_ready(self.client.db, key)
+
+    def deleted(self, key: bytes) -> None:
+        """A key was removed or overwritten (DEL, SET, FLUSH...): watchers and blocked readers learn."""
+        self.server.touch_watched(self.client.db, key)
+        self.server.signal_deleted(self.client.db, key)
+
+    # -- replication ------------------------------------------------------------
+    def propagate(self, argv: list[bytes]) -> None:
+        """``alsoPropagate``: send ``argv`` to replicas and the AOF after this command."""
+        self.ops.append((self.client.db, argv))
+
+    def propagate_verbatim(self) -> None:
+        self.propagate(list(self.argv))
+
+    # -- blocking -------------------------------------------------------------------
+    def block(self, keys: list[bytes], timeout_ms: int, payload: Any,
+              serve: Callable[..., Reply | None], timeout_reply: Reply | None = None) -> _Blocked:
+        """Block the client on ``keys`` (FIFO per key); ``timeout_ms`` 0 blocks forever."""
+        now = self.now()
+        deadline = None if timeout_ms == 0 else now + timeout_ms
+        self.client.blocked = BlockState(
+            keys=keys, db=self.client.db, deadline=deadline, timeout_ms=timeout_ms,
+            argv=list(self.argv), payload=payload, serve=serve,
+            timeout_reply=NullArray() if timeout_reply is None else timeout_reply)
+        for k in dict.fromkeys(keys):
+            self.server.blocking.setdefault((self.client.db, k), []).append(self.client.id)
+        return BLOCKED
+
+
+class Server:
+    """The whole modelled server: databases, clients, configuration, blocked clients."""
+
+    def __init__(self, dialect: Dialect = REDIS_70, clock: Clock | None = None,
+                 config: dict[str, str] | None = None) -> None:
+        self.dialect = dialect
+        self.clock: Clock = clock if clock is not None else ManualClock()
+        self.config: dict[str, str] = dict(dialect.config_defaults)
+        if config:
+            self.config.update(config)
+        self.dbs: list[dict[bytes, Value]] = [{} for _ in range(NUM_DATABASES)]
+        self.clients: dict[int, Client] = {}
+        self.next_client_id = 1
+        # (db, key) -> client ids blocked on it, in the order they blocked
+        self.blocking: dict[tuple[int, bytes], list[int]] = {}
+        self.ready_keys: dict[tuple[int, bytes], None] = {}
+        self.repl_db = -1  # the database the replication stream last SELECTed
+        self._snapshot: int | None = None
+
+    # -- configuration -------------------------------------------------------
+    def config_int(self, name: str) -> int:
+        return int(self.config[name])
+
+    # -- time ---------------------------------------------------------------
+    def now(self) -> int:
+        if self._snapshot is not None:
+            return self._snapshot
+        return self.clock.now_ms()
+
+    # -- clients ----------------------------------------------------------
+    def connect(self, client_id: int | None = None) -> int:
+        """Open a connection; returns its client id (CLIENT ID)."""
+        cid = self.next_client_id if client_id is None else client_id
+        if cid in self.clients:
+            raise ValueError(f"client {cid} already connected")
+        self.next_client_id = max(self.next_client_id, cid) + 1
+        self.clients[cid] = Client(id=cid)
+        return cid
+
+    def close(self, client_id: int) -> None:
+        """The connection closed: forget its blocked state, watches and transaction (CONN-1)."""
+        c = self.clients.pop(client_id, None)
+        if c is None:
+            return
+        if c.blocked is not None:
+            self._unblock(c)
+        c.watched.clear()
+        c.closed = True
+
+    def client(self, client_id: int) -> Client:
+        c = self.clients.get(client_id)
+        if c is None:
+            self.connect(client_id)
+            c = self.clients[client_id]
+        return c
+
+    # -- dispatch -------------------------------------------------------------
+    def execute(self, client_id: int, argv: list[bytes]) -> Outcome:
+        """Run one command from one client (DISPATCH-1 .. DISPATCH-6)."""
+        c = self.client(client_id)
+        if c.blocked is not None:
+            raise RuntimeError(f"client {client_id} is blocked and cannot send commands")
+        if self.dialect.time_snapshot_per_command:
+            self._snapshot = self.clock.now_ms()
+        try:
+            return self._execute(c, argv)
+        finally:
+            self._snapshot = None
+
+    def _execute(self, c: Client, argv: list[bytes]) -> Outcome:
+        ops: list[tuple[int, list[bytes]]] = []
+        spec = table.lookup(argv)
+        if spec is None:  # DISPATCH-1
+            return self._reject(c, table.unknown_command_error(argv))
+        if not spec.arity_ok(len(argv)):  # DISPATCH-2
+            return self._reject(c, table.arity_error(spec))
+        name = spec.fullname
+        if c.in_multi and name not in _RUN_INSIDE_MULTI:  # DISPATCH-3
+            if "no_multi" in spec.flags:
+                return self._reject(c, "ERR Command not allowed inside a transaction")
+            c.multi_queue.append(list(argv))
+            return Outcome(self._render(c, _QUEUED))
+        handler = HANDLERS.get(name)
+        if handler is None:
+            # A command in the table that the model does not implement yet.
+            return Outcome(self._render(c, Error(f"ERR xspec model: '{name}' is not modelled")))
+        call = Call(self, c, argv, spec, ops)
+        c.last_cmd = name
+        try:
+            result = handler(call)
+        except CommandError as e:
+            result = Error(e.text)
+        out = Outcome(None)
+        if isinstance(result, _Blocked):
+            out.blocked = True
+        elif result is not None:
+            out.reply = self._render(c, result)
+        if c.closed:
+            out.closed = True
+        out.propagated = self._wrap(ops)
+        self._handle_ready(out)
+        return out
+
+    def _reject(self, c: Client, text: str) -> Outcome:
+        # rejectCommand: inside MULTI the transaction is flagged and EXEC will abort.
+        if c.in_multi:
+            c.multi_error = True
+        return Outcome(self._render(c, Error(text)))
+
+    def _render(self, c: Client, r: Reply) -> Reply:
+        return for_protocol(r, c.proto)
+
+    def run_queued(self, c: Client, ops: list[tuple[int, list[bytes]]]) -> list[Reply]:
+        """Run a transaction's queued commands (EXEC); replies are semantic, not rendered."""
+        replies: list[Reply] = []
+        queue, c.multi_queue = c.multi_queue, []
+        for argv in queue:
+            spec = table.lookup(argv)
+            assert spec is not None
+            handler = HANDLERS.get(spec.fullname)
+            if handler is None:
+                replies.append(Error(f"ERR xspec model: '{spec.fullname}' is not modelled"))
+                continue
+            call = Call(self, c, argv, spec, ops, in_exec=True)
+            try:
+                r = handler(call)
+            except CommandError as e:
+                r = Error(e.text)
+            assert not isinstance(r, _Blocked), "a command blocked inside EXEC"
+            replies.append(r)
+        return replies
+
+    # -- propagation ------------------------------------------------------------
+    def _wrap(self, ops: list[tuple[int, list[bytes]]]) -> list[list[bytes]]:
+        """``propagatePendingCommands``: wrap several ops in MULTI/EXEC, add SELECTs (PROP-1)."""
+        if not ops:
+            return []
+        out: list[list[bytes]] = []
+        if len(ops) > 1:
+            self._select(ops[0][0], out)
+            out.append([b"MULTI"])
+        for db, argv in ops:
+            self._select(db, out)
+            out.append(argv)
+        if len(ops) > 1:
+            out.append([b"EXEC"])
+        return out
+
+    def _select(self, db: int, out: list[list[bytes]]) -> None:
+        if db != self.repl_db:
+            out.append([b"SELECT", str(db).encode()])
+            self.repl_db = db
+
+    # -- WATCH ------------------------------------------------------------------
+    def touch_watched(self, db: int, key: bytes) -> None:
+        for c in self.clients.values():
+            if (db, key) in c.watched:
+                c.dirty_cas = True
+
+    # -- blocking ---------------------------------------------------------------
+    def signal_ready(self, db: int, key: bytes) -> None:
+        if (db, key) in self.blocking:
+            self.ready_keys[(db, key)] = None
+
+    def signal_deleted(self, db: int, key: bytes) -> None:
+        self.signal_ready(db, key)
+
+    def _handle_ready(self, out: Outcome) -> None:
+        """``handleClientsBlockedOnKeys``: serve blocked clients, FIFO per key (BLOCK-3)."""
+        while self.ready_keys:
+            batch = list(self.ready_keys)
+            self.ready_keys.clear()
+            for db, key in batch:
+                waiting = self.blocking.get((db, key))
+                if not waiting:
+                    continue
+                for cid in list(waiting):
+                    c = self.clients.get(cid)
+                    if c is None or c.blocked is None or cid not in self.blocking.get((db, key), ()):
+                        continue
+                    ops: list[tuple[int, list[bytes]]] = []
+                    spec = table.lookup(c.blocked.argv)
+                    assert spec is not None
+                    call = Call(self, c, c.blocked.argv, spec, ops)
+                    call.db = self.dbs[db]
+                    try:
+                        r = c.blocked.serve(call, key)
+                    except CommandError as e:
+                        r = Error(e.text)
+                    if r is None:
+                        continue
+                    self._unblock(c)
+                    out.served.append((cid, self._render(c, r)))
+                    out.propagated.extend(self._wrap(ops))
+
+    def _unblock(self, c: Client) -> None:
+        b = c.blocked
+        assert b is not None
+        for k in dict.fromkeys(b.keys):
+            q = self.blocking.get((b.db, k))
+            if q is not None:
+                q.remove(c.id)
+                if not q:
+                    del self.blocking[(b.db, k)]
+        c.blocked = None
+
+    def timeout(self, client_id: int) -> Reply:
+        """The blocked client's timeout fires now: unblock it and return its reply (BLOCK-6)."""
+        c = self.clients[client_id]
+        if c.blocked is None:
+            raise RuntimeError(f"client {client_id} is not blocked")
+        r = c.blocked.timeout_reply
+        self._unblock(c)
+        return self._render(c, r)
+
+    def due_timeouts(self, now: int) -> list[tuple[int, Reply]]:
+        """Time out every blocked client whose deadline is ``<= now``, earliest first."""
+        due = sorted((c.blocked.deadline, c.id) for c in self.clients.values()
+                     if c.blocked is not None and c.blocked.deadline is not None
+                     and c.blocked.deadline <= now)
+        return [(cid, self.timeout(cid)) for _, cid in due]
+
+    def blocked_clients(self) -> list[int]:
+        return [c.id for c in self.clients.values() if c.blocked is not None]
+
+    # -- canonical state --------------------------------------------------------------
+    def freeze(self) -> tuple[Any, ...]:
+        """A canonical hashable value of the whole state (for explorers and tests)."""
+        dbs = tuple(
+            tuple(sorted((k, freeze_value(v)) for k, v in db.items())) for db in self.dbs)
+        clients = tuple(c.freeze() for _, c in sorted(self.clients.items()))
+        blocking = tuple(sorted((k, tuple(v)) for k, v in self.blocking.items()))
+        return (self.dialect.name, dbs, clients, blocking, tuple(sorted(self.config.items())))
+
+
+_RUN_INSIDE_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})

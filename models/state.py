@@ -1,0 +1,160 @@
+"""The model's state: databases, streams, consumer groups, PELs, clients.
+
+Field names follow the spec's glossary (``spec/glossary.md``) and Redis's own
+names where they are visible to users (``last-generated-id`` is
+``Stream.last_id``). Ordered collections are ``SortedDict``s keyed the way
+Redis's radix trees order them (IDs numerically, names bytewise), so every
+reply that walks them comes out in Redis's order and every lookup is
+logarithmic.
+
+Every class has ``freeze()``: a canonical, hashable value of the state, for
+the explorer and for equality tests. Mutation stays on the plain objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from sortedcontainers import SortedDict
+
+from xspec.models.layout import NodeLayout
+from xspec.spec.ids import MIN_ID, StreamID
+from xspec.spec.resp import Reply
+
+Fields = tuple[bytes, ...]  # field, value, field, value ... as stored (duplicates kept)
+
+
+class Nack:
+    """A pending entry (streamNACK): who has it, since when, how many deliveries."""
+
+    __slots__ = ("delivery_time", "delivery_count", "consumer")
+
+    def __init__(self, delivery_time: int, delivery_count: int, consumer: Consumer | None) -> None:
+        self.delivery_time = delivery_time
+        self.delivery_count = delivery_count
+        self.consumer = consumer
+
+    def freeze(self) -> tuple[Any, ...]:
+        return (self.delivery_time, self.delivery_count,
+                None if self.consumer is None else self.consumer.name)
+
+
+class Consumer:
+    """A consumer of a group; ``pel`` holds the same Nack objects as the group PEL."""
+
+    __slots__ = ("name", "seen_time", "active_time", "pel")
+
+    def __init__(self, name: bytes, seen_time: int, active_time: int = -1) -> None:
+        self.name = name
+        self.seen_time = seen_time
+        self.active_time = active_time  # 7.2+; -1 means never active
+        self.pel: SortedDict = SortedDict()  # StreamID -> Nack
+
+    def freeze(self) -> tuple[Any, ...]:
+        return (self.name, self.seen_time, self.active_time, tuple(self.pel.keys()))
+
+
+class Group:
+    """A consumer group (streamCG)."""
+
+    __slots__ = ("name", "last_id", "entries_read", "pel", "consumers")
+
+    def __init__(self, name: bytes, last_id: StreamID, entries_read: int) -> None:
+        self.name = name
+        self.last_id = last_id  # last-delivered-id
+        self.entries_read = entries_read  # -1 means invalid (shown as nil)
+        self.pel: SortedDict = SortedDict()  # StreamID -> Nack
+        self.consumers: SortedDict = SortedDict()  # name -> Consumer
+
+    def freeze(self) -> tuple[Any, ...]:
+        return (self.name, self.last_id, self.entries_read,
+                tuple((i, n.freeze()) for i, n in self.pel.items()),
+                tuple(c.freeze() for c in self.consumers.values()))
+
+
+class Stream:
+    """A stream value: entries, metadata, groups and the node layout."""
+
+    __slots__ = ("entries", "last_id", "first_id", "max_deleted_id", "entries_added",
+                 "groups", "layout")
+
+    def __init__(self) -> None:
+        self.entries: SortedDict = SortedDict()  # StreamID -> Fields
+        self.last_id: StreamID = MIN_ID  # last-generated-id
+        self.first_id: StreamID = MIN_ID  # recorded-first-entry-id
+        self.max_deleted_id: StreamID = MIN_ID  # max-deleted-entry-id
+        self.entries_added = 0
+        self.groups: SortedDict = SortedDict()  # name -> Group
+        self.layout = NodeLayout()
+
+    @property
+    def length(self) -> int:
+        return len(self.entries)
+
+    def last_live_id(self) -> StreamID:
+        """The ID of the last live entry, 0-0 when empty (streamLastValidID)."""
+        return self.entries.peekitem(-1)[0] if self.entries else MIN_ID
+
+    def freeze(self) -> tuple[Any, ...]:
+        return ("stream", tuple(self.entries.items()), self.last_id, self.first_id,
+                self.max_deleted_id, self.entries_added,
+                tuple(g.freeze() for g in self.groups.values()), self.layout.freeze())
+
+
+Value = Stream | bytes  # a key holds a stream or (for SET/GET) a string
+
+
+def type_name(v: Value) -> str:
+    return "stream" if isinstance(v, Stream) else "string"
+
+
+def freeze_value(v: Value) -> Any:
+    return v.freeze() if isinstance(v, Stream) else ("string", v)
+
+
+@dataclass
+class BlockState:
+    """A client blocked in XREAD/XREADGROUP: on which keys, until when, and how to serve it.
+
+    ``serve(call, key)`` is called, in FIFO order, when ``key`` is signalled
+    as ready (``call`` is a :class:`xspec.models.server.Call` for the blocked
+    client and its original argv); it returns the semantic reply that unblocks
+    the client, or None to leave it blocked. ``payload`` is the blocking command's own data.
+    """
+
+    keys: list[bytes]
+    db: int
+    deadline: int | None  # ms; None blocks forever
+    timeout_ms: int
+    argv: list[bytes]
+    payload: Any
+    serve: Callable[..., Reply | None]
+    timeout_reply: Reply
+
+
+@dataclass
+class Client:
+    """One connection's state."""
+
+    id: int
+    proto: int = 2
+    db: int = 0
+    name: bytes | None = None
+    in_multi: bool = False
+    multi_queue: list[list[bytes]] = field(default_factory=list)
+    multi_error: bool = False  # a command was rejected while queuing: EXEC aborts
+    watched: dict[tuple[int, bytes], None] = field(default_factory=dict)
+    dirty_cas: bool = False  # a watched key was touched: EXEC fails
+    blocked: BlockState | None = None
+    closed: bool = False
+    created_ms: int = 0
+    last_cmd_ms: int = 0
+    last_cmd: str = "NULL"
+
+    def freeze(self) -> tuple[Any, ...]:
+        b = self.blocked
+        blocked = None if b is None else (tuple(b.keys), b.db, b.deadline, tuple(b.argv), repr(b.payload))
+        return (self.id, self.proto, self.db, self.name, self.in_multi,
+                tuple(tuple(c) for c in self.multi_queue), self.multi_error,
+                tuple(self.watched), self.dirty_cas, blocked)

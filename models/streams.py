@@ -1,0 +1,1 @@
+"""Handlers of the streams command family (being written)."""

@@ -1,0 +1,1 @@
+"""Handlers of the transactions command family (being written)."""

@@ -1,0 +1,1 @@
+"""xspec.reference: the reference RESP server (built in a later issue)."""

@@ -1,0 +1,190 @@
+"""Stream IDs and Redis's number parsers, bit for bit.
+
+An ID is two unsigned 64-bit halves, ``ms-seq``. The parsers here reproduce
+Redis's C helpers (``string2ll``, ``string2ull`` with its ``strtoull``
+fallback, ``streamGenericParseIDOrReply``), because their leniency is visible
+to clients (spec rules ID-1 .. ID-9).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+U64_MAX = (1 << 64) - 1
+I64_MAX = (1 << 63) - 1
+I64_MIN = -(1 << 63)
+LONG_STR_SIZE = 21  # Redis's LONG_STR_SIZE: string2ll refuses inputs this long or longer
+
+
+class StreamID(NamedTuple):
+    """A stream entry ID; orders like Redis's streamCompareID."""
+
+    ms: int
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.ms}-{self.seq}"
+
+    def encode(self) -> bytes:
+        return b"%d-%d" % (self.ms, self.seq)
+
+
+MIN_ID = StreamID(0, 0)
+MAX_ID = StreamID(U64_MAX, U64_MAX)
+
+
+def successor(i: StreamID) -> StreamID | None:
+    """The next ID, or None after the maximum (streamIncrID's overflow)."""
+    if i.seq < U64_MAX:
+        return StreamID(i.ms, i.seq + 1)
+    if i.ms < U64_MAX:
+        return StreamID(i.ms + 1, 0)
+    return None
+
+
+def predecessor(i: StreamID) -> StreamID | None:
+    """The previous ID, or None before 0-0 (streamDecrID's underflow)."""
+    if i.seq > 0:
+        return StreamID(i.ms, i.seq - 1)
+    if i.ms > 0:
+        return StreamID(i.ms - 1, U64_MAX)
+    return None
+
+
+def c_string(arg: bytes) -> bytes:
+    """What C string functions see of an argument: everything before the first NUL."""
+    nul = arg.find(b"\0")
+    return arg if nul < 0 else arg[:nul]
+
+
+def string2ll(s: bytes) -> int | None:
+    """Redis's strict signed 64-bit parser (util.c string2ll)."""
+    n = len(s)
+    if n == 0 or n >= LONG_STR_SIZE:
+        return None
+    if s == b"0":
+        return 0
+    negative = s[0:1] == b"-"
+    digits = s[1:] if negative else s
+    if not digits or not (49 <= digits[0] <= 57) or not digits.isdigit():
+        return None
+    v = int(digits)
+    if negative:
+        if v > -I64_MIN:
+            return None
+        return -v
+    if v > I64_MAX:
+        return None
+    return v
+
+
+_C_SPACE = b" \t\n\v\f\r"
+
+
+def strtoull(s: bytes) -> tuple[int, int] | None:
+    """C ``strtoull(s, &end, 10)``: (value, number of bytes consumed), or None on ERANGE.
+
+    Consumed is 0 when no digits were found (endptr == s).
+    """
+    i = 0
+    n = len(s)
+    while i < n and s[i] in _C_SPACE:
+        i += 1
+    negative = False
+    if i < n and s[i] in b"+-":
+        negative = s[i] == 45
+        i += 1
+    j = i
+    while j < n and 48 <= s[j] <= 57:
+        j += 1
+    if j == i:
+        return 0, 0
+    v = int(s[i:j])
+    if v > U64_MAX:
+        return None
+    if negative:
+        v = (-v) & U64_MAX
+    return v, j
+
+
+def string2ull(s: bytes) -> int | None:
+    """Redis's string2ull: strict parse first, then the lenient strtoull fallback."""
+    ll = string2ll(s)
+    if ll is not None:
+        return None if ll < 0 else ll
+    r = strtoull(s)
+    if r is None:
+        return None
+    value, consumed = r
+    if not s or consumed != len(s):
+        return None
+    return value
+
+
+def parse_ll(arg: bytes) -> int | None:
+    """``getLongLongFromObject``: a strict signed 64-bit integer, or None."""
+    return string2ll(arg)
+
+
+class ParsedID(NamedTuple):
+    """A parsed ID argument. ``seq_given`` is False for XADD's ``ms-*`` form."""
+
+    id: StreamID
+    seq_given: bool
+
+
+def parse_id(arg: bytes, *, strict: bool, missing_seq: int = 0, allow_auto_seq: bool = False) -> ParsedID | None:
+    """``streamGenericParseIDOrReply``: None means "Invalid stream ID" (ID-1..ID-7).
+
+    ``strict`` rejects the lone ``-`` and ``+``; ``missing_seq`` completes an
+    ``ms``-only ID; ``allow_auto_seq`` accepts XADD's ``ms-*``.
+    """
+    if len(arg) > 127:  # ID-2: the C code copies into a 128-byte buffer
+        return None
+    buf = c_string(arg)
+    if strict and buf in (b"-", b"+"):  # ID-3
+        return None
+    if buf == b"-":  # ID-4
+        return ParsedID(MIN_ID, True)
+    if buf == b"+":
+        return ParsedID(MAX_ID, True)
+    dash = buf.find(b"-")  # ID-5: split at the first dash
+    ms_part = buf if dash < 0 else buf[:dash]
+    ms = string2ull(ms_part)
+    if ms is None:
+        return None
+    if dash < 0:
+        return ParsedID(StreamID(ms, missing_seq), True)
+    seq_part = buf[dash + 1:]
+    if allow_auto_seq and seq_part == b"*":  # ID-6
+        return ParsedID(StreamID(ms, 0), False)
+    seq = string2ull(seq_part)
+    if seq is None:
+        return None
+    return ParsedID(StreamID(ms, seq), True)
+
+
+def parse_strict(arg: bytes, missing_seq: int = 0) -> StreamID | None:
+    """``streamParseStrictIDOrReply`` (no lone ``-``/``+``)."""
+    p = parse_id(arg, strict=True, missing_seq=missing_seq)
+    return None if p is None else p.id
+
+
+def parse_loose(arg: bytes, missing_seq: int = 0) -> StreamID | None:
+    """``streamParseIDOrReply`` (``-`` is 0-0, ``+`` is the maximum)."""
+    p = parse_id(arg, strict=False, missing_seq=missing_seq)
+    return None if p is None else p.id
+
+
+class IntervalID(NamedTuple):
+    id: StreamID
+    exclusive: bool
+
+
+def parse_interval(arg: bytes, missing_seq: int) -> IntervalID | None:
+    """``streamParseIntervalIdOrReply``: ``(ID`` is exclusive and parsed strictly (ID-8)."""
+    if len(arg) > 1 and arg[:1] == b"(":
+        i = parse_strict(arg[1:], missing_seq)
+        return None if i is None else IntervalID(i, True)
+    i = parse_loose(arg, missing_seq)
+    return None if i is None else IntervalID(i, False)

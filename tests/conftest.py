@@ -1,0 +1,112 @@
+"""Shared fixtures: a real redis-server 7.0.15 on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from xspec.traces.client import RespConnection
+from xspec.traces.recorder import Recorder
+
+REDIS_VERSION = "7.0.15"
+
+
+@dataclass
+class RealRedis:
+    host: str
+    port: int
+    pid: int
+    version: str
+
+    def connection(self) -> RespConnection:
+        return RespConnection(self.host, self.port)
+
+    def reset(self) -> None:
+        """Empty every database and restore the stream settings the tests touch."""
+        c = self.connection()
+        try:
+            c.call([b"FLUSHALL"])
+            c.call([b"CONFIG", b"SET", b"stream-node-max-entries", b"100"])
+            c.call([b"CONFIG", b"SET", b"stream-node-max-bytes", b"4096"])
+            c.call([b"CLIENT", b"KILL", b"TYPE", b"normal", b"SKIPME", b"yes"])
+        finally:
+            c.close()
+
+    def scenario(self, title: str | None = None, config: dict[str, str] | None = None) -> Scenario:
+        from tests.support import Scenario
+        return Scenario(self, title=title, config=config)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def redis_binary() -> str | None:
+    return os.environ.get("XSPEC_REDIS_SERVER") or shutil.which("redis-server")
+
+
+def start_redis(binary: str, workdir: str) -> tuple[subprocess.Popen[bytes], int]:
+    for _ in range(5):
+        port = free_port()
+        proc = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", workdir, "--daemonize", "no", "--logfile", os.path.join(workdir, f"redis-{port}.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            try:
+                c = RespConnection("127.0.0.1", port, timeout=1)
+                c.call([b"PING"])
+                c.close()
+                return proc, port
+            except OSError:
+                time.sleep(0.05)
+        proc.kill()
+        proc.wait()
+    raise RuntimeError(f"could not start {binary}")
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RealRedis]:
+    binary = redis_binary()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is not installed; the test command installs it")
+        pytest.skip("redis-server is not installed")
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    version = out.split("v=")[1].split()[0] if "v=" in out else "?"
+    if version != REDIS_VERSION and os.environ.get("CI"):
+        pytest.fail(f"expected redis-server {REDIS_VERSION}, found {version}")
+    with tempfile.TemporaryDirectory(prefix="xspec-redis-") as workdir:
+        proc, port = start_redis(binary, workdir)
+        try:
+            yield RealRedis("127.0.0.1", port, proc.pid, version)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def redis(redis_server: RealRedis) -> RealRedis:
+    """The session's real server, emptied and reset for this test."""
+    redis_server.reset()
+    return redis_server
+
+
+__all__ = ["RealRedis", "Recorder"]

@@ -1,0 +1,23 @@
+"""The skeleton's plumbing: real server fixture, recorder, checker, CLI."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from xspec.cli import main
+
+
+def test_unknown_command_matches_real_redis(redis):
+    s = redis.scenario()
+    s.call(1, "NOSUCH", "a", "b")
+    s.call(1, "XGROUP", "FOO")
+    s.call(1, "XGROUP")
+    s.check()
+
+
+def test_cli_help_on_every_subcommand():
+    runner = CliRunner()
+    for sub in [[], *([name] for name in main.commands)]:
+        r = runner.invoke(main, [*sub, "--help"])
+        assert r.exit_code == 0, r.output
+        assert "Usage:" in r.output

@@ -1,0 +1,1 @@
+"""Scripted conversations that record the corpus (``xspec record-corpus``)."""

@@ -1,0 +1,3 @@
+from xspec.cli import main
+
+main()

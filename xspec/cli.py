@@ -1,0 +1,43 @@
+"""The ``xspec`` command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from xspec import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="xspec")
+def main() -> None:
+    """xspec: the executable formal specification of Redis Streams and consumer groups."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--against", default="model", show_default=True,
+              help="What to check the traces against (only 'model' for now).")
+@click.option("--dialect", default="auto", show_default=True,
+              help="Dialect to check against: 'auto' takes it from each trace's header.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only divergences and the summary.")
+def replay(paths: tuple[Path, ...], against: str, dialect: str, quiet: bool) -> None:
+    """Check traces (files, or every trace under folders) for conformance."""
+    from xspec.traces.report import run_replay
+    if against != "model":
+        raise click.UsageError(f"--against {against!r}: only 'model' is supported in this version")
+    if not paths:
+        raise click.UsageError("give at least one trace file or folder")
+    sys.exit(run_replay(list(paths), dialect, quiet=quiet))
+
+
+@main.command()
+@click.option("--dialect", default="auto", show_default=True, help="Dialect, or 'auto' from each header.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only divergences and the summary.")
+def check(dialect: str, quiet: bool) -> None:
+    """Replay every bundled trace against the model and print a report."""
+    from xspec.traces import CORPUS_DIR
+    from xspec.traces.report import run_replay
+    sys.exit(run_replay([CORPUS_DIR], dialect, quiet=quiet))
