@@ -14,8 +14,9 @@ error reply by raising :class:`CommandError`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from xspec.models.clock import Clock, ManualClock
 from xspec.models.dialect import REDIS_70, Dialect
@@ -73,7 +74,7 @@ class Outcome:
     reply: Reply | None
     blocked: bool = False
     served: list[tuple[int, Reply]] = field(default_factory=list)
-    propagated: list[list[bytes]] = field(default_factory=list)
+    propagated: list[list[bytes | int]] = field(default_factory=list)
     closed: bool = False
 
 
@@ -83,7 +84,7 @@ class Call:
     __slots__ = ("server", "client", "argv", "spec", "db", "ops", "can_block", "in_exec")
 
     def __init__(self, server: Server, client: Client, argv: list[bytes], spec: table.CommandSpec,
-                 ops: list[tuple[int, list[bytes]]], *, in_exec: bool = False) -> None:
+                 ops: list[tuple[int, list[bytes | int]]], *, in_exec: bool = False) -> None:
         self.server = server
         self.client = client
         self.argv = argv
@@ -124,12 +125,17 @@ class Call:
         self.server.signal_deleted(self.client.db, key)
 
     # -- replication ------------------------------------------------------------
-    def propagate(self, argv: list[bytes]) -> None:
-        """``alsoPropagate``: send ``argv`` to replicas and the AOF after this command."""
+    def propagate(self, argv: list[bytes | int]) -> None:
+        """``alsoPropagate``: send ``argv`` to replicas and the AOF after this command.
+
+        Integers (times, counts) are kept as values and rendered by
+        :func:`render_op`, so a symbolic time never has to be made concrete
+        just to be propagated.
+        """
         self.ops.append((self.client.db, argv))
 
     def propagate_verbatim(self) -> None:
-        self.propagate(list(self.argv))
+        self.propagate(list[bytes | int](self.argv))
 
     # -- blocking -------------------------------------------------------------------
     def block(self, keys: list[bytes], timeout_ms: int, payload: Any,
@@ -216,7 +222,7 @@ class Server:
             self._snapshot = None
 
     def _execute(self, c: Client, argv: list[bytes]) -> Outcome:
-        ops: list[tuple[int, list[bytes]]] = []
+        ops: list[tuple[int, list[bytes | int]]] = []
         spec = table.lookup(argv)
         if spec is None:  # DISPATCH-1
             return self._reject(c, table.unknown_command_error(argv))
@@ -258,7 +264,7 @@ class Server:
     def _render(self, c: Client, r: Reply) -> Reply:
         return for_protocol(r, c.proto)
 
-    def run_queued(self, c: Client, ops: list[tuple[int, list[bytes]]]) -> list[Reply]:
+    def run_queued(self, c: Client, ops: list[tuple[int, list[bytes | int]]]) -> list[Reply]:
         """Run a transaction's queued commands (EXEC); replies are semantic, not rendered."""
         replies: list[Reply] = []
         queue, c.multi_queue = c.multi_queue, []
@@ -279,11 +285,11 @@ class Server:
         return replies
 
     # -- propagation ------------------------------------------------------------
-    def _wrap(self, ops: list[tuple[int, list[bytes]]]) -> list[list[bytes]]:
+    def _wrap(self, ops: list[tuple[int, list[bytes | int]]]) -> list[list[bytes | int]]:
         """``propagatePendingCommands``: wrap several ops in MULTI/EXEC, add SELECTs (PROP-1)."""
         if not ops:
             return []
-        out: list[list[bytes]] = []
+        out: list[list[bytes | int]] = []
         if len(ops) > 1:
             self._select(ops[0][0], out)
             out.append([b"MULTI"])
@@ -294,7 +300,7 @@ class Server:
             out.append([b"EXEC"])
         return out
 
-    def _select(self, db: int, out: list[list[bytes]]) -> None:
+    def _select(self, db: int, out: list[list[bytes | int]]) -> None:
         if db != self.repl_db:
             out.append([b"SELECT", str(db).encode()])
             self.repl_db = db
@@ -326,7 +332,7 @@ class Server:
                     c = self.clients.get(cid)
                     if c is None or c.blocked is None or cid not in self.blocking.get((db, key), ()):
                         continue
-                    ops: list[tuple[int, list[bytes]]] = []
+                    ops: list[tuple[int, list[bytes | int]]] = []
                     spec = table.lookup(c.blocked.argv)
                     assert spec is not None
                     call = Call(self, c, c.blocked.argv, spec, ops)
@@ -379,6 +385,11 @@ class Server:
         clients = tuple(c.freeze() for _, c in sorted(self.clients.items()))
         blocking = tuple(sorted((k, tuple(v)) for k, v in self.blocking.items()))
         return (self.dialect.name, dbs, clients, blocking, tuple(sorted(self.config.items())))
+
+
+def render_op(argv: list[bytes | int]) -> list[bytes]:
+    """A propagated command as bytes (integers in decimal)."""
+    return [a if isinstance(a, bytes) else b"%d" % a for a in argv]
 
 
 _RUN_INSIDE_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})

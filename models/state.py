@@ -13,8 +13,9 @@ the explorer and for equality tests. Mutation stays on the plain objects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from sortedcontainers import SortedDict
 

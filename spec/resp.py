@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +134,8 @@ class Attribute:
     value: Reply
 
 
-Reply = Union[
-    Simple, Error, BlobError, Int, Bulk, NullBulk, NullArray, Null, Array, Map, Set,
-    Push, Double, Bool, BigNum, Verbatim, Attribute,
-]
+Reply = (Simple | Error | BlobError | Int | Bulk | NullBulk | NullArray | Null | Array | Map | Set
+         | Push | Double | Bool | BigNum | Verbatim | Attribute)
 
 OK = Simple("OK")
 QUEUED = Simple("QUEUED")

@@ -10,11 +10,15 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
 from xspec.traces.client import RespConnection
 from xspec.traces.recorder import Recorder
+
+if TYPE_CHECKING:
+    from tests.support import Scenario
 
 REDIS_VERSION = "7.0.15"
 

@@ -45,7 +45,7 @@ class RespConnection:
                 return r
             try:
                 data = self.sock.recv(1 << 16)
-            except socket.timeout:
+            except TimeoutError:
                 raise TimeoutError("no reply") from None
             if not data:
                 self.closed = True

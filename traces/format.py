@@ -12,9 +12,10 @@ import base64
 import gzip
 import io
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Union
+from typing import Any
 
 from xspec.spec.resp import Reply, arg_from_json, arg_to_json, from_json, to_json
 
@@ -108,7 +109,7 @@ class Note:
     text: str
 
 
-Event = Union[Call, Send, Recv, Connect, Close, Note]
+Event = Call | Send | Recv | Connect | Close | Note
 
 
 @dataclass

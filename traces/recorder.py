@@ -11,7 +11,7 @@ server and check the result against the model.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from xspec.spec.resp import Reply
 from xspec.traces.client import RespConnection, now_us

@@ -1,0 +1,57 @@
+"""Operations on consumer groups' pending entries lists, shared by XREADGROUP,
+XCLAIM, XAUTOCLAIM, XACK and XGROUP.
+
+The invariant these keep (spec INV-PEL-1): every NACK in a group PEL is
+owned by exactly one consumer of that group, and appears in that consumer's
+PEL as the same object; a consumer PEL holds nothing else.
+"""
+
+from __future__ import annotations
+
+from xspec.models.server import Call
+from xspec.models.state import Consumer, Group, Nack
+from xspec.spec.ids import StreamID
+
+
+def create_consumer(group: Group, name: bytes, now: int) -> Consumer:
+    """``streamCreateConsumer``: a new consumer whose seen-time is ``now``."""
+    c = Consumer(name, seen_time=now)
+    group.consumers[name] = c
+    return c
+
+
+def give(group: Group, entry_id: StreamID, nack: Nack, consumer: Consumer) -> None:
+    """Make ``consumer`` the owner of ``nack`` (already or newly in the group PEL)."""
+    old = nack.consumer
+    if old is not None and old is not consumer:
+        old.pel.pop(entry_id, None)
+    nack.consumer = consumer
+    consumer.pel[entry_id] = nack
+    group.pel[entry_id] = nack
+
+
+def remove(group: Group, entry_id: StreamID) -> Nack | None:
+    """Drop a pending entry from the group PEL and its owner's PEL."""
+    nack = group.pel.pop(entry_id, None)
+    if nack is not None and nack.consumer is not None:
+        nack.consumer.pel.pop(entry_id, None)
+    return nack
+
+
+def propagate_claim(call: Call, key: bytes, group: Group, consumer_name: bytes,
+                    id_arg: bytes, nack: Nack) -> None:
+    """``streamPropagateXCLAIM``: the idempotent XCLAIM that replicates one PEL change."""
+    call.propagate([b"XCLAIM", key, group.name, consumer_name, b"0", id_arg,
+                    b"TIME", nack.delivery_time, b"RETRYCOUNT", nack.delivery_count,
+                    b"FORCE", b"JUSTID", b"LASTID", group.last_id.encode()])
+
+
+def propagate_group_id(call: Call, key: bytes, group: Group) -> None:
+    """``streamPropagateGroupID``: XGROUP SETID with ENTRIESREAD."""
+    call.propagate([b"XGROUP", b"SETID", key, group.name, group.last_id.encode(),
+                    b"ENTRIESREAD", group.entries_read])
+
+
+def propagate_consumer_creation(call: Call, key: bytes, group: Group, consumer_name: bytes) -> None:
+    """``streamPropagateConsumerCreation``: XGROUP CREATECONSUMER."""
+    call.propagate([b"XGROUP", b"CREATECONSUMER", key, group.name, consumer_name])
