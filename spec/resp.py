@@ -372,7 +372,7 @@ class Parser:
             items = self._items(n)
             if items is Parser._INCOMPLETE:
                 return items
-            tup = tuple(items)  # type: ignore[arg-type]
+            tup: tuple[Reply, ...] = tuple(items)  # type: ignore[arg-type]
             return Array(tup) if t == b"*" else Set(tup) if t == b"~" else Push(tup)
         if t in (b"%", b"|"):
             n = self._count(rest)
@@ -496,8 +496,9 @@ def from_json(obj: Any) -> Reply:
     if kind in ("simple", "error", "blob_error", "double", "bignum"):
         if not isinstance(v, str):
             raise ValueError(f"{kind} reply needs a string, got {v!r}")
-        cls = {"simple": Simple, "error": Error, "blob_error": BlobError, "double": Double, "bignum": BigNum}[kind]
-        return cls(v)  # type: ignore[abstract]
+        text_types: dict[str, type[Simple | Error | BlobError | Double | BigNum]] = {
+            "simple": Simple, "error": Error, "blob_error": BlobError, "double": Double, "bignum": BigNum}
+        return text_types[kind](v)
     if kind == "null":
         if v == "bulk":
             return NULL_BULK
