@@ -8,6 +8,7 @@ restating it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -32,20 +33,23 @@ def violations(server: Server) -> list[str]:
 
 def _stream(s: Stream) -> Iterator[str]:
     ids = list(s.entries.keys())
-    if any(a >= b for a, b in zip(ids, ids[1:])):
+    if any(a >= b for a, b in itertools.pairwise(ids)):
         yield "INV-1: live IDs are not strictly increasing"
     if ids and ids[-1] > s.last_id:
         yield f"INV-1: last live ID {ids[-1]} exceeds last-generated-id {s.last_id}"
-    live = getattr(s.layout, "live_count", None)
-    if live is not None and live != len(ids):
+    nodes = s.layout.node_sizes()  # (master id, live, deleted, bytes) per node
+    live = sum(n[1] for n in nodes)
+    if live != len(ids):
         yield f"INV-2: layout holds {live} live entries, stream has {len(ids)}"
     if s.entries_added < len(ids):
         yield f"INV-3: entries-added {s.entries_added} < length {len(ids)}"
     expected_first = ids[0] if ids else MIN_ID
     if s.first_id != expected_first:
         yield f"INV-4: recorded-first-entry-id {s.first_id}, first live entry {expected_first}"
-    if s.layout.radix_tree_keys > len(ids):
-        yield f"INV-5: {s.layout.radix_tree_keys} nodes for {len(ids)} live entries"
+    if any(n[1] + n[2] == 0 for n in nodes):
+        yield "INV-5: a node holds no entry at all"
+    if s.layout.radix_tree_keys != len(nodes):
+        yield f"INV-5: radix-tree-keys {s.layout.radix_tree_keys}, {len(nodes)} nodes"
     for g in s.groups.values():
         name = g.name
         for entry_id, nack in g.pel.items():
