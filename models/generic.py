@@ -1,1 +1,519 @@
-"""Handlers of the generic command family (being written)."""
+"""Handlers of the keyspace and connection-basics commands (spec/rules/generic.md).
+
+PING, ECHO, SELECT, SWAPDB, DEL, UNLINK, EXISTS, TYPE, RENAME, KEYS, SCAN,
+DBSIZE, FLUSHDB, FLUSHALL, SET and GET, as Redis 7.0.15 runs them.
+
+Key expiry is outside the model's scope: SET parses and validates EX, PX,
+EXAT and PXAT, and propagates the absolute PXAT form as Redis does, but the
+model never expires a key (SET-7).
+
+Every removal or overwrite of a value goes through :func:`_removed` so that
+WATCH and blocked readers learn about it the way ``signalDeletedKeyAsReady``
+and ``signalModifiedKey`` tell them.
+"""
+
+from __future__ import annotations
+
+from xspec.models.server import NUM_DATABASES, Call, CommandError, Server, command
+from xspec.models.state import Stream, Value, type_name
+from xspec.spec import commands as table
+from xspec.spec.ids import I64_MAX, c_string, parse_ll, strtoull
+from xspec.spec.resp import NULL_BULK, OK, Array, Bulk, Int, Reply, Simple
+
+DB_OUT_OF_RANGE = "ERR DB index is out of range"
+
+# stringmatchlen's protection against abusive patterns (util.c): a '*' reached
+# deeper than this many nested '*' never matches.
+_MAX_PATTERN_NESTING = 1000
+
+
+# -- PING / ECHO ------------------------------------------------------------------
+@command("ping")
+def ping(call: Call) -> Reply:
+    if len(call.argv) > 2:  # PING-1: arity is -1, but more than one argument is refused here
+        raise CommandError(table.arity_error(call.spec))
+    if len(call.argv) == 2:  # PING-2
+        return Bulk(call.argv[1])
+    return Simple("PONG")  # PING-2
+
+
+@command("echo")
+def echo(call: Call) -> Reply:
+    return Bulk(call.argv[1])  # ECHO-1
+
+
+# -- databases ----------------------------------------------------------------------
+def parse_int(arg: bytes) -> int | None:
+    """``getIntFromObject``: a strict 64-bit integer that also fits a C int."""
+    v = parse_ll(arg)
+    if v is None or not -(1 << 31) <= v < (1 << 31):
+        return None
+    return v
+
+
+@command("select")
+def select(call: Call) -> Reply:
+    db = parse_ll(call.argv[1])
+    if db is None:  # SELECT-1
+        raise CommandError(table.NOT_INTEGER)
+    if not -(1 << 31) <= db < (1 << 31):  # SELECT-1: getIntFromObjectOrReply's own range error
+        raise CommandError("ERR value is out of range, value must between -2147483648 and 2147483647")
+    if not 0 <= db < NUM_DATABASES:  # SELECT-2
+        raise CommandError(DB_OUT_OF_RANGE)
+    call.client.db = db  # SELECT-3
+    call.db = call.server.dbs[db]
+    return OK
+
+
+@command("swapdb")
+def swapdb(call: Call) -> Reply:
+    first = parse_int(call.argv[1])
+    if first is None:  # SWAPDB-1
+        raise CommandError("ERR invalid first DB index")
+    second = parse_int(call.argv[2])
+    if second is None:  # SWAPDB-1
+        raise CommandError("ERR invalid second DB index")
+    if not (0 <= first < NUM_DATABASES and 0 <= second < NUM_DATABASES):  # SWAPDB-2
+        raise CommandError(DB_OUT_OF_RANGE)
+    if first != second:  # SWAPDB-3
+        swap_databases(call.server, first, second)
+    call.propagate_verbatim()  # SWAPDB-4: always counted as a change, even for one database
+    return OK
+
+
+def swap_databases(server: Server, first: int, second: int) -> None:
+    """``dbSwapDatabases``: swap contents; clients, watches and blocked keys stay put."""
+    touch_watched_in_db(server, first, second)  # SWAPDB-5
+    touch_watched_in_db(server, second, first)
+    signal_streams_lost(server, first, second)  # SWAPDB-6
+    signal_streams_lost(server, second, first)
+    server.dbs[first], server.dbs[second] = server.dbs[second], server.dbs[first]
+    signal_streams_present(server, first)  # SWAPDB-7
+    signal_streams_present(server, second)
+
+
+def touch_watched_in_db(server: Server, emptied: int, replaced_with: int | None) -> None:
+    """``touchAllWatchedKeysInDb``: a key watched in ``emptied`` is touched if it
+    exists there now or (for SWAPDB) in the database that replaces it."""
+    old = server.dbs[emptied]
+    new = server.dbs[replaced_with] if replaced_with is not None else {}
+    for c in server.clients.values():
+        for db, key in c.watched:
+            if db == emptied and (key in old or key in new):
+                c.dirty_cas = True
+
+
+def signal_streams_lost(server: Server, emptied: int, replaced_with: int | None) -> None:
+    """``scanDatabaseForDeletedKeys``: a blocked-on stream key that disappears or
+    stops being a stream is signalled as deleted."""
+    old = server.dbs[emptied]
+    new = server.dbs[replaced_with] if replaced_with is not None else {}
+    for db, key in list(server.blocking):
+        if db != emptied or not isinstance(old.get(key), Stream):
+            continue
+        if not isinstance(new.get(key), Stream):
+            server.signal_deleted(db, key)
+
+
+def signal_streams_present(server: Server, dbid: int) -> None:
+    """``scanDatabaseForReadyKeys``: every blocked-on key that holds a stream is ready."""
+    for db, key in list(server.blocking):
+        if db == dbid and isinstance(server.dbs[db].get(key), Stream):
+            server.signal_ready(db, key)
+
+
+# -- flushing -----------------------------------------------------------------------
+def _flush_mode(call: Call) -> None:
+    """``getFlushCommandFlags``: nothing, SYNC or ASYNC (case-insensitive)."""
+    if len(call.argv) > 2:  # FLUSH-1
+        raise CommandError(table.SYNTAX)
+    if len(call.argv) == 2 and c_string(call.argv[1]).lower() not in (b"sync", b"async"):  # FLUSH-1
+        raise CommandError(table.SYNTAX)
+
+
+def flush_database(server: Server, dbid: int) -> None:
+    """``signalFlushedDb`` then empty: blocked readers and watchers learn first."""
+    signal_streams_lost(server, dbid, None)  # FLUSH-3
+    touch_watched_in_db(server, dbid, None)  # FLUSH-4
+    server.dbs[dbid].clear()
+
+
+@command("flushdb")
+def flushdb(call: Call) -> Reply:
+    _flush_mode(call)
+    flush_database(call.server, call.client.db)  # FLUSH-2
+    call.propagate_verbatim()  # FLUSH-5: propagated even when the database was empty
+    return OK
+
+
+@command("flushall")
+def flushall(call: Call) -> Reply:
+    _flush_mode(call)
+    for dbid in range(NUM_DATABASES):  # FLUSH-2
+        flush_database(call.server, dbid)
+    call.propagate_verbatim()  # FLUSH-5
+    return OK
+
+
+# -- removing and replacing values --------------------------------------------------
+def _removed(call: Call, key: bytes, old: Value) -> None:
+    """A value left ``key`` (deleted or overwritten): tell blocked readers and WATCH.
+
+    ``signalDeletedKeyAsReady`` only signals types a client can block on, which
+    ``Call.deleted`` decides from ``old``; ``signalModifiedKey`` follows.
+    """
+    call.deleted(key, old)
+    call.modified(key)
+
+
+def _delete_keys(call: Call) -> Reply:
+    deleted = 0
+    for key in call.argv[1:]:
+        old = call.db.pop(key, None)
+        if old is None:  # DEL-2: missing (or already deleted) keys count nothing
+            continue
+        _removed(call, key, old)  # DEL-3
+        deleted += 1
+    if deleted:  # DEL-4
+        call.propagate_verbatim()
+    return Int(deleted)  # DEL-1
+
+
+@command("del")
+def del_(call: Call) -> Reply:
+    return _delete_keys(call)
+
+
+@command("unlink")
+def unlink(call: Call) -> Reply:
+    return _delete_keys(call)  # DEL-5: UNLINK is DEL with lazy freeing, which nobody can see
+
+
+@command("exists")
+def exists(call: Call) -> Reply:
+    return Int(sum(1 for key in call.argv[1:] if key in call.db))  # EXISTS-1
+
+
+@command("type")
+def type_(call: Call) -> Reply:
+    v = call.db.get(call.argv[1])
+    return Simple("none" if v is None else type_name(v))  # TYPE-1
+
+
+@command("dbsize")
+def dbsize(call: Call) -> Reply:
+    return Int(len(call.db))  # DBSIZE-1
+
+
+@command("rename")
+def rename(call: Call) -> Reply:
+    src, dst = call.argv[1], call.argv[2]
+    value = call.db.get(src)
+    if value is None:  # RENAME-1 (also when source and destination are the same)
+        raise CommandError(table.NO_SUCH_KEY)
+    if src == dst:  # RENAME-2: nothing happens, nothing is signalled or propagated
+        return OK
+    old = call.db.pop(dst, None)
+    if old is not None:  # RENAME-3: the destination is deleted first
+        call.deleted(dst, old)
+    call.db[dst] = value
+    if isinstance(value, Stream):  # RENAME-3: dbAdd signals a stream as ready
+        call.ready(dst)
+    del call.db[src]
+    call.deleted(src, value)
+    call.modified(src)  # RENAME-4
+    call.modified(dst)
+    call.propagate_verbatim()  # RENAME-5
+    return OK
+
+
+# -- KEYS and SCAN ------------------------------------------------------------------
+def _signed_char(b: int) -> int:
+    # C's char is signed on the platforms Redis runs on: bytes >= 0x80 compare as negative
+    return b - 256 if b >= 128 else b
+
+
+def pattern_matches(pattern: bytes, subject: bytes, *, nocase: bool = False) -> bool:
+    """Redis 7.0.15's ``stringmatchlen``, including its nesting limit.
+
+    Glob syntax: ``*``, ``?``, ``[...]`` with ``^`` negation, ``a-z`` ranges
+    (ends in either order) and ``\\`` escapes; an unterminated ``[`` matches
+    as if closed at the pattern's end. A ``*`` reached through more than 1000
+    nested ``*`` never matches (KEYS-3). ``nocase`` (CONFIG GET) lowers both
+    sides byte by byte, except an escaped byte inside ``[...]``, and a range's
+    ends are ordered before they are lowered, as C does.
+    """
+    state = {"skip_longer": False}
+    return _match(pattern, subject, nocase, state)
+
+
+def _match(pat: bytes, s: bytes, nocase: bool, state: dict[str, bool]) -> bool:
+    # An explicit stack replaces C's recursion on '*', so that deep patterns do
+    # not exhaust Python's recursion limit. A frame is a '*' trying subject
+    # offsets for the rest of the pattern: [rest of pattern, offset, nesting].
+    stack: list[list[int]] = []
+    result = _match_from(pat, 0, s, 0, 0, nocase, stack)
+    while True:
+        if result is None:  # a '*' was reached: try its first offset
+            frame = stack[-1]
+            result = _match_from(pat, frame[0], s, frame[1], frame[2], nocase, stack)
+            continue
+        if result or not stack:
+            return result
+        frame = stack[-1]
+        if state["skip_longer"]:
+            stack.pop()
+            continue
+        frame[1] += 1
+        if frame[1] >= len(s):
+            # No offset matched the rest of the pattern, so longer matches of
+            # earlier stars cannot match either (stringmatchlen's skipLongerMatches).
+            state["skip_longer"] = True
+            stack.pop()
+            continue
+        result = _match_from(pat, frame[0], s, frame[1], frame[2], nocase, stack)
+
+
+def _lower(b: int) -> int:
+    return b + 32 if 0x41 <= b <= 0x5A else b
+
+
+def _match_from(pat: bytes, p: int, s: bytes, i: int, nesting: int, nocase: bool,
+                stack: list[list[int]]) -> bool | None:
+    """Match ``pat[p:]`` against ``s[i:]``; returns None after pushing a '*' frame."""
+    if nesting > _MAX_PATTERN_NESTING:
+        return False
+    plen = len(pat) - p
+    slen = len(s) - i
+
+    def at(k: int) -> int:
+        return pat[k] if k < len(pat) else 0  # the sds terminator
+
+    while plen and slen:
+        ch = pat[p]
+        if ch == 0x2A:  # '*'
+            while plen and at(p + 1) == 0x2A:
+                p += 1
+                plen -= 1
+            if plen == 1:
+                return True
+            stack.append([p + 1, i, nesting + 1])
+            return None
+        if ch == 0x3F:  # '?'
+            i += 1
+            slen -= 1
+        elif ch == 0x5B:  # '['
+            p += 1
+            plen -= 1
+            negate = at(p) == 0x5E
+            if negate:
+                p += 1
+                plen -= 1
+            matched = False
+            while True:
+                if at(p) == 0x5C and plen >= 2:
+                    p += 1
+                    plen -= 1
+                    if at(p) == s[i]:
+                        matched = True
+                elif at(p) == 0x5D:
+                    break
+                elif plen == 0:
+                    p -= 1
+                    plen += 1
+                    break
+                elif plen >= 3 and at(p + 1) == 0x2D:
+                    start, end = _signed_char(at(p)), _signed_char(at(p + 2))
+                    subject = _signed_char(s[i])
+                    if start > end:
+                        start, end = end, start
+                    if nocase:
+                        start, end, subject = _lower(start), _lower(end), _lower(subject)
+                    p += 2
+                    plen -= 2
+                    if start <= subject <= end:
+                        matched = True
+                elif at(p) == s[i] or (nocase and _lower(at(p)) == _lower(s[i])):
+                    matched = True
+                p += 1
+                plen -= 1
+            if negate:
+                matched = not matched
+            if not matched:
+                return False
+            i += 1
+            slen -= 1
+        else:
+            if ch == 0x5C and plen >= 2:  # '\\' escapes the next byte
+                p += 1
+                plen -= 1
+            if at(p) != s[i] and not (nocase and _lower(at(p)) == _lower(s[i])):
+                return False
+            i += 1
+            slen -= 1
+        p += 1
+        plen -= 1
+        if slen == 0:
+            while at(p) == 0x2A:
+                p += 1
+                plen -= 1
+            break
+    return plen == 0 and slen == 0
+
+
+def _matching_keys(db: dict[bytes, Value], pattern: bytes | None, type_filter: bytes | None) -> list[Bulk]:
+    out = []
+    for key, value in db.items():
+        if pattern is not None and not pattern_matches(pattern, key):
+            continue
+        if type_filter is not None and c_string(type_filter).lower() != type_name(value).encode():
+            continue
+        out.append(Bulk(key))
+    return out
+
+
+@command("keys")
+def keys(call: Call) -> Reply:
+    pattern = call.argv[1]
+    everything = pattern == b"*"  # KEYS-2
+    return Array(tuple(_matching_keys(call.db, None if everything else pattern, None)))  # KEYS-1
+
+
+def parse_cursor(arg: bytes) -> int | None:
+    """``parseScanCursorOrReply``: C ``strtoul`` that must consume the whole C string."""
+    text = c_string(arg)
+    if text[:1] in (b" ", b"\t", b"\n", b"\v", b"\f", b"\r"):
+        return None
+    parsed = strtoull(text)
+    if parsed is None:
+        return None
+    value, consumed = parsed
+    if consumed != len(text):
+        return None
+    return value
+
+
+@command("scan")
+def scan(call: Call) -> Reply:
+    cursor = parse_cursor(call.argv[1])
+    if cursor is None:  # SCAN-1
+        raise CommandError("ERR invalid cursor")
+    pattern: bytes | None = None
+    type_filter: bytes | None = None
+    i = 2
+    argv = call.argv
+    while i < len(argv):  # SCAN-2: options in any order, the last of each kind wins
+        option = c_string(argv[i]).lower()
+        more = len(argv) - i
+        if option == b"count" and more >= 2:
+            count = parse_ll(argv[i + 1])
+            if count is None:
+                raise CommandError(table.NOT_INTEGER)
+            if count < 1:
+                raise CommandError(table.SYNTAX)
+            i += 2
+        elif option == b"match" and more >= 2:
+            pattern = None if argv[i + 1] == b"*" else argv[i + 1]
+            i += 2
+        elif option == b"type" and more >= 2:
+            type_filter = argv[i + 1]
+            i += 2
+        else:
+            raise CommandError(table.SYNTAX)
+    # SCAN-3: the model answers every SCAN with the whole matching keyspace and
+    # cursor 0; which part of it a real server returns, and its next cursor,
+    # depend on its hash seed (spec/rules/environment.md ENV-SCAN).
+    return Array((Bulk(b"0"), Array(tuple(_matching_keys(call.db, pattern, type_filter)))))
+
+
+# -- SET and GET --------------------------------------------------------------------
+_EXPIRE_OPTIONS = (b"ex", b"px", b"exat", b"pxat")
+
+
+@command("set")
+def set_(call: Call) -> Reply:
+    argv = call.argv
+    key, value = argv[1], argv[2]
+    nx = xx = get = keepttl = False
+    expire_unit: bytes | None = None
+    expire_arg = b""
+    i = 3
+    while i < len(argv):  # SET-1: option parsing, in order
+        opt = c_string(argv[i]).lower()
+        has_next = i + 1 < len(argv)
+        if opt == b"nx" and not xx:
+            nx = True
+        elif opt == b"xx" and not nx:
+            xx = True
+        elif opt == b"get":
+            get = True
+        elif opt == b"keepttl" and expire_unit is None:
+            keepttl = True
+        elif opt in _EXPIRE_OPTIONS and not keepttl and expire_unit in (None, opt) and has_next:
+            expire_unit = opt
+            expire_arg = argv[i + 1]
+            i += 1
+        else:
+            raise CommandError(table.SYNTAX)
+        i += 1
+    expire_at: int | None = None
+    if expire_unit is not None:  # SET-2
+        expire_at = _expire_time(call, expire_unit, expire_arg)
+    if get:  # SET-3
+        reply = get_value(call, key)
+    found = key in call.db
+    if (nx and found) or (xx and not found):  # SET-4
+        return reply if get else NULL_BULK
+    old = call.db.get(key)
+    call.db[key] = value  # SET-5
+    if old is not None:
+        _removed(call, key, old)
+    else:
+        call.modified(key)
+    call.propagate(_set_propagation(argv, expire_unit, expire_at, get))  # SET-6
+    return reply if get else OK
+
+
+def _expire_time(call: Call, unit: bytes, arg: bytes) -> int:
+    """``getExpireMillisecondsOrReply`` for SET: the absolute expiry in ms."""
+    ms = parse_ll(arg)
+    if ms is None:  # SET-2
+        raise CommandError(table.NOT_INTEGER)
+    invalid = "ERR invalid expire time in 'set' command"
+    seconds = unit in (b"ex", b"exat")
+    if ms <= 0 or (seconds and ms > I64_MAX // 1000):
+        raise CommandError(invalid)
+    if seconds:
+        ms *= 1000
+    if unit in (b"ex", b"px"):
+        when = ms + call.now()
+        if when > I64_MAX:  # the C sum overflows and turns negative
+            raise CommandError(invalid)
+        return when
+    return ms
+
+
+def _set_propagation(argv: list[bytes], unit: bytes | None, expire_at: int | None,
+                     get: bool) -> list[bytes | int]:
+    if unit is not None and unit != b"pxat":
+        assert expire_at is not None
+        return [b"SET", argv[1], argv[2], b"PXAT", expire_at]  # SET-6: relative times become PXAT
+    if get:
+        # SET-6: every GET option is dropped (matched as C does, up to the first NUL)
+        return [a for n, a in enumerate(argv) if n < 3 or c_string(a).lower() != b"get"]
+    return list[bytes | int](argv)
+
+
+def get_value(call: Call, key: bytes) -> Reply:
+    """``getGenericCommand``: the string at ``key``, a null bulk, or WRONGTYPE."""
+    v = call.db.get(key)
+    if v is None:
+        return NULL_BULK
+    if isinstance(v, Stream):
+        raise CommandError(table.WRONGTYPE)
+    return Bulk(v)
+
+
+@command("get")
+def get(call: Call) -> Reply:
+    return get_value(call, call.argv[1])  # GET-1

@@ -43,7 +43,15 @@ class _Blocked:
 
 BLOCKED = _Blocked()
 
-HandlerResult = Reply | _Blocked
+
+@dataclass(frozen=True)
+class PreRendered:
+    """A reply its handler already rendered for the client's protocol (EXEC); sent as is."""
+
+    reply: Reply
+
+
+HandlerResult = Reply | _Blocked | PreRendered
 Handler = Callable[["Call"], HandlerResult]
 HANDLERS: dict[str, Handler] = {}
 
@@ -119,10 +127,15 @@ class Call:
         """``signalKeyAsReady``: clients blocked on the key get a chance to be served."""
         self.server.signal_ready(self.client.db, key)
 
-    def deleted(self, key: bytes) -> None:
-        """A key was removed or overwritten (DEL, SET, FLUSH...): watchers and blocked readers learn."""
+    def deleted(self, key: bytes, old: Value | None = None) -> None:
+        """A key was removed or overwritten (DEL, SET, FLUSH...): watchers and blocked readers learn.
+
+        ``old`` is the value the key held, when the caller has it: Redis signals
+        blocked readers only when that value was a stream (``signalDeletedKeyAsReady``).
+        """
         self.server.touch_watched(self.client.db, key)
-        self.server.signal_deleted(self.client.db, key)
+        if old is None or isinstance(old, Stream):
+            self.server.signal_deleted(self.client.db, key)
 
     # -- replication ------------------------------------------------------------
     def propagate(self, argv: list[bytes | int]) -> None:
@@ -140,9 +153,14 @@ class Call:
     # -- blocking -------------------------------------------------------------------
     def block(self, keys: list[bytes], timeout_ms: int, payload: Any,
               serve: Callable[..., Reply | None], timeout_reply: Reply | None = None) -> _Blocked:
-        """Block the client on ``keys`` (FIFO per key); ``timeout_ms`` 0 blocks forever."""
-        now = self.now()
-        deadline = None if timeout_ms == 0 else now + timeout_ms
+        """Block the client on ``keys`` (FIFO per key); ``timeout_ms`` 0 blocks forever.
+
+        A key named twice is waited on once. Like 7.0's ``getTimeoutFromObjectOrReply``
+        the clock is read only for a positive timeout; the deadline is that reading
+        plus ``timeout_ms``, and the client times out once the clock has passed it
+        (BLOCK-8).
+        """
+        deadline = None if timeout_ms == 0 else self.now() + timeout_ms
         self.client.blocked = BlockState(
             keys=keys, db=self.client.db, deadline=deadline, timeout_ms=timeout_ms,
             argv=list(self.argv), payload=payload, serve=serve,
@@ -192,7 +210,7 @@ class Server:
         return cid
 
     def close(self, client_id: int) -> None:
-        """The connection closed: forget its blocked state, watches and transaction (CONN-1)."""
+        """The connection closed: forget its blocked state, watches and transaction (CONN-1, BLOCK-10)."""
         c = self.clients.pop(client_id, None)
         if c is None:
             return
@@ -210,7 +228,7 @@ class Server:
 
     # -- dispatch -------------------------------------------------------------
     def execute(self, client_id: int, argv: list[bytes]) -> Outcome:
-        """Run one command from one client (DISPATCH-1 .. DISPATCH-6)."""
+        """Run one command from one client (DISPATCH-1 .. DISPATCH-7)."""
         c = self.client(client_id)
         if c.blocked is not None:
             raise RuntimeError(f"client {client_id} is blocked and cannot send commands")
@@ -224,22 +242,27 @@ class Server:
     def _execute(self, c: Client, argv: list[bytes]) -> Outcome:
         ops: list[tuple[int, list[bytes | int]]] = []
         spec = table.lookup(argv)
+        # CONN-5: the client's last command (CLIENT LIST cmd=) is set by the
+        # lookup, before any check; NULL when the lookup fails.
+        c.last_cmd = spec.fullname if spec is not None else "NULL"
         if spec is None:  # DISPATCH-1
             return self._reject(c, table.unknown_command_error(argv))
         if not spec.arity_ok(len(argv)):  # DISPATCH-2
-            return self._reject(c, table.arity_error(spec))
+            return self._reject(c, table.arity_error(spec), spec)
         name = spec.fullname
-        if c.in_multi and name not in _RUN_INSIDE_MULTI:  # DISPATCH-3
-            if "no_multi" in spec.flags:
+        if c.in_multi and name not in _RUN_INSIDE_MULTI:
+            if "no_multi" in spec.flags:  # DISPATCH-3
                 return self._reject(c, "ERR Command not allowed inside a transaction")
-            c.multi_queue.append(list(argv))
+            # DISPATCH-4: a doomed transaction (rejected command or touched
+            # watch) answers QUEUED but stops growing its queue.
+            if not (c.multi_error or c.dirty_cas):
+                c.multi_queue.append(list(argv))
             return Outcome(self._render(c, _QUEUED))
         handler = HANDLERS.get(name)
         if handler is None:
             # A command in the table that the model does not implement yet.
             return Outcome(self._render(c, Error(f"ERR xspec model: '{name}' is not modelled")))
         call = Call(self, c, argv, spec, ops)
-        c.last_cmd = name
         try:
             result = handler(call)
         except CommandError as e:
@@ -247,16 +270,31 @@ class Server:
         out = Outcome(None)
         if isinstance(result, _Blocked):
             out.blocked = True
+        elif isinstance(result, PreRendered):
+            out.reply = result.reply
         elif result is not None:
             out.reply = self._render(c, result)
-        if c.closed:
+        out.propagated = self._wrap(ops)  # DISPATCH-6, PROP-1
+        if c.closed:  # CONN-3: QUIT closes the connection after its reply
             out.closed = True
-        out.propagated = self._wrap(ops)
-        self._handle_ready(out)
+            self.close(c.id)
+        self._handle_ready(out)  # DISPATCH-7
         return out
 
-    def _reject(self, c: Client, text: str) -> Outcome:
-        # rejectCommand: inside MULTI the transaction is flagged and EXEC will abort.
+    def _reject(self, c: Client, text: str, spec: table.CommandSpec | None = None) -> Outcome:
+        """``rejectCommand``: reply with the error; inside MULTI the transaction is doomed (DISPATCH-5).
+
+        A rejected EXEC, in MULTI or not, discards the transaction and unwatches
+        every key, and its error says so (``execCommandAbort``, EXEC-6).
+        """
+        if spec is not None and spec.fullname == "exec":
+            c.in_multi = False
+            c.multi_queue = []
+            c.multi_error = False
+            c.watched.clear()
+            c.dirty_cas = False
+            reason = text.removeprefix("ERR ")
+            return Outcome(self._render(c, Error(f"EXECABORT Transaction discarded because of: {reason}")))
         if c.in_multi:
             c.multi_error = True
         return Outcome(self._render(c, Error(text)))
@@ -265,10 +303,14 @@ class Server:
         return for_protocol(r, c.proto)
 
     def run_queued(self, c: Client, ops: list[tuple[int, list[bytes | int]]]) -> list[Reply]:
-        """Run a transaction's queued commands (EXEC); replies are semantic, not rendered."""
+        """Run a transaction's queued commands for EXEC (EXEC-4, EXEC-5).
+
+        Each reply is rendered for the protocol in force when its command ran.
+        The queue stays in place while it runs (CLIENT INFO inside EXEC shows
+        it) and is emptied afterwards.
+        """
         replies: list[Reply] = []
-        queue, c.multi_queue = c.multi_queue, []
-        for argv in queue:
+        for argv in c.multi_queue:
             spec = table.lookup(argv)
             assert spec is not None
             handler = HANDLERS.get(spec.fullname)
@@ -281,7 +323,8 @@ class Server:
             except CommandError as e:
                 r = Error(e.text)
             assert not isinstance(r, _Blocked), "a command blocked inside EXEC"
-            replies.append(r)
+            replies.append(r.reply if isinstance(r, PreRendered) else self._render(c, r))
+        c.multi_queue = []
         return replies
 
     # -- propagation ------------------------------------------------------------
@@ -313,22 +356,31 @@ class Server:
 
     # -- blocking ---------------------------------------------------------------
     def signal_ready(self, db: int, key: bytes) -> None:
+        """``signalKeyAsReady``: queue ``key`` once, if a client is blocked on it (BLOCK-2)."""
         if (db, key) in self.blocking:
             self.ready_keys[(db, key)] = None
 
     def signal_deleted(self, db: int, key: bytes) -> None:
+        """``signalDeletedKeyAsReady``: a stream key was deleted or overwritten (BLOCK-5).
+
+        It is queued like a ready key; what the blocked clients get depends on
+        what the key holds when it is handled (see models/reads.py).
+        """
         self.signal_ready(db, key)
 
     def _handle_ready(self, out: Outcome) -> None:
-        """``handleClientsBlockedOnKeys``: serve blocked clients, FIFO per key (BLOCK-3)."""
+        """``handleClientsBlockedOnKeys``: serve blocked clients, FIFO per key (BLOCK-2, BLOCK-9).
+
+        Keys are handled in the order they were signalled; each leaves the queue
+        just before it is handled, so a key signalled again while it waits is
+        handled once. Each served client's derived commands are propagated as
+        their own unit, after the command that woke it (7.0 calls
+        ``afterCommand`` per served client).
+        """
         while self.ready_keys:
-            batch = list(self.ready_keys)
-            self.ready_keys.clear()
-            for db, key in batch:
-                waiting = self.blocking.get((db, key))
-                if not waiting:
-                    continue
-                for cid in list(waiting):
+            for db, key in list(self.ready_keys):
+                del self.ready_keys[(db, key)]
+                for cid in list(self.blocking.get((db, key), ())):
                     c = self.clients.get(cid)
                     if c is None or c.blocked is None or cid not in self.blocking.get((db, key), ()):
                         continue
@@ -359,7 +411,7 @@ class Server:
         c.blocked = None
 
     def timeout(self, client_id: int) -> Reply:
-        """The blocked client's timeout fires now: unblock it and return its reply (BLOCK-6)."""
+        """The blocked client's timeout fires now: unblock it and return its reply (BLOCK-8)."""
         c = self.clients[client_id]
         if c.blocked is None:
             raise RuntimeError(f"client {client_id} is not blocked")
@@ -368,10 +420,13 @@ class Server:
         return self._render(c, r)
 
     def due_timeouts(self, now: int) -> list[tuple[int, Reply]]:
-        """Time out every blocked client whose deadline is ``<= now``, earliest first."""
+        """Time out every blocked client whose deadline is before ``now``, earliest first (BLOCK-8).
+
+        7.0's ``handleBlockedClientsTimeout`` unblocks a client when ``deadline < now``.
+        """
         due = sorted((c.blocked.deadline, c.id) for c in self.clients.values()
                      if c.blocked is not None and c.blocked.deadline is not None
-                     and c.blocked.deadline <= now)
+                     and c.blocked.deadline < now)
         return [(cid, self.timeout(cid)) for _, cid in due]
 
     def blocked_clients(self) -> list[int]:

@@ -1,1 +1,85 @@
-"""Handlers of the transactions command family (being written)."""
+"""Handlers of MULTI, EXEC, DISCARD, WATCH and UNWATCH (spec/rules/transactions.md).
+
+Queuing itself is the dispatcher's job (``Server._execute``, DISPATCH-3..5):
+these handlers only open, run, abort and discard a transaction and keep the
+client's watched keys.
+"""
+
+from __future__ import annotations
+
+from xspec.models.server import Call, CommandError, PreRendered, command
+from xspec.models.state import Client
+from xspec.spec import commands as table
+from xspec.spec.resp import NULL_ARRAY, OK, Array, Error, Reply
+
+
+def discard_transaction(c: Client) -> None:
+    """``discardTransaction``: forget the queue and both dirty flags, unwatch everything."""
+    c.in_multi = False
+    c.multi_queue = []
+    c.multi_error = False
+    unwatch_all(c)
+
+
+def unwatch_all(c: Client) -> None:
+    """``unwatchAllKeys`` plus clearing CLIENT_DIRTY_CAS, as every caller does."""
+    c.watched.clear()
+    c.dirty_cas = False
+
+
+@command("multi")
+def multi(call: Call) -> Reply:
+    c = call.client
+    if c.in_multi:  # MULTI-2: an error reply that does not doom the transaction
+        raise CommandError("ERR MULTI calls can not be nested")
+    c.in_multi = True  # MULTI-1
+    return OK
+
+
+@command("discard")
+def discard(call: Call) -> Reply:
+    c = call.client
+    if not c.in_multi:  # DISCARD-1
+        raise CommandError("ERR DISCARD without MULTI")
+    discard_transaction(c)  # DISCARD-2
+    return OK
+
+
+@command("exec")
+def exec_(call: Call) -> Reply | PreRendered:
+    c = call.client
+    if not c.in_multi:  # EXEC-1
+        raise CommandError("ERR EXEC without MULTI")
+    if c.multi_error:  # EXEC-2: a rejected command while queuing wins over a touched watch
+        discard_transaction(c)
+        return Error(table.EXECABORT)
+    if c.dirty_cas:  # EXEC-3
+        discard_transaction(c)
+        return NULL_ARRAY
+    # EXEC-4: unwatch before running, so the transaction's own writes do not
+    # count against it; then run the queue in order.
+    # The client stays in MULTI while the queue runs (CLIENT INFO inside
+    # shows flags=x and the queue length).
+    unwatch_all(c)
+    replies = call.server.run_queued(c, call.ops)
+    c.in_multi = False
+    c.multi_error = False
+    # EXEC-5: each reply is rendered in the protocol in force when it was made
+    # (a queued HELLO switches the protocol half-way through the array).
+    return PreRendered(Array(tuple(replies)))
+
+
+@command("watch")
+def watch(call: Call) -> Reply:
+    c = call.client
+    if c.in_multi:  # WATCH-2: an error reply that does not doom the transaction
+        raise CommandError("ERR WATCH inside MULTI is not allowed")
+    for key in call.argv[1:]:  # WATCH-1: the key in the client's current database
+        c.watched.setdefault((c.db, key), None)
+    return OK
+
+
+@command("unwatch")
+def unwatch(call: Call) -> Reply:
+    unwatch_all(call.client)  # WATCH-6
+    return OK
