@@ -1,1 +1,589 @@
-"""Handlers of the groups command family (being written)."""
+"""Handlers of consumer-group management and claiming: XGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM.
+
+Every branch cites its rule in ``spec/rules/groups.md``. The checks come in
+the order Redis 7.0.15 makes them, because that order decides which error a
+client sees when several arguments are wrong at once.
+
+Redis compares option names and the special IDs (``$``) as C strings, so an
+argument is read up to its first NUL there; IDs, counts and names are
+binary-safe. Error texts that quote an argument quote it as C's ``%s`` would
+(up to the first NUL), with CR and LF turned into spaces.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from xspec.models import pel
+from xspec.models.server import Call, CommandError, command
+from xspec.models.state import Consumer, Group, Nack, Stream
+from xspec.spec import commands as table
+from xspec.spec.ids import (
+    I64_MAX,
+    MIN_ID,
+    U64_MAX,
+    StreamID,
+    c_string,
+    parse_interval,
+    parse_ll,
+    parse_loose,
+    parse_strict,
+    predecessor,
+    successor,
+)
+from xspec.spec.resp import OK, Array, Bulk, Int, NullArray, NullBulk, Reply, Simple
+
+AUTOCLAIM_ATTEMPTS_FACTOR = 10
+# XAUTOCLAIM-3: COUNT is capped so that COUNT * 16 (the bytes of one ID) cannot overflow.
+AUTOCLAIM_MAX_COUNT = I64_MAX // 16
+AUTOCLAIM_DEFAULT_COUNT = 100
+
+KEY_REQUIRED = ("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you "
+                "may want to use the MKSTREAM option to create an empty stream automatically.")
+BUSYGROUP = "BUSYGROUP Consumer Group name already exists"
+ENTRIESREAD_RANGE = "ERR value for ENTRIESREAD must be positive or -1"
+INVALID_START = "ERR invalid start ID for the interval"
+INVALID_END = "ERR invalid end ID for the interval"
+
+XGROUP_HELP = (
+    "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CREATE <key> <groupname> <id|$> [option]",
+    "    Create a new consumer group. Options are:",
+    "    * MKSTREAM",
+    "      Create the empty stream if it does not exist.",
+    "    * ENTRIESREAD entries_read",
+    "      Set the group's entries_read counter (internal use).",
+    "CREATECONSUMER <key> <groupname> <consumer>",
+    "    Create a new consumer in the specified group.",
+    "DELCONSUMER <key> <groupname> <consumer>",
+    "    Remove the specified consumer.",
+    "DESTROY <key> <groupname>",
+    "    Remove the specified group.",
+    "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+    "    Set the current group ID and entries_read counter.",
+    "HELP",
+    "    Prints this help.",
+)
+
+
+# -- helpers ------------------------------------------------------------------
+
+
+def _quoted(arg: bytes, limit: int | None = None) -> str:
+    """An argument as C's ``%s`` (or ``%.Ns``) prints it: up to the first NUL."""
+    s = c_string(arg)
+    if limit is not None:
+        s = s[:limit]
+    return s.decode("utf-8", "surrogateescape")
+
+
+def _error(text: str) -> CommandError:
+    """``addReplyErrorFormat``: CR and LF in a formatted error become spaces."""
+    return CommandError(text.replace("\r", " ").replace("\n", " "))
+
+
+def _option(arg: bytes) -> bytes:
+    """An argument as ``strcasecmp`` compares it to an option name."""
+    return c_string(arg).lower()
+
+
+def _entry_reply(entry_id: StreamID, fields: tuple[bytes, ...]) -> Reply:
+    return Array((Bulk(entry_id.encode()), Array(tuple(Bulk(f) for f in fields))))
+
+
+def _id_reply(entry_id: StreamID) -> Reply:
+    return Bulk(entry_id.encode())
+
+
+def _nogroup(call: Call) -> CommandError:
+    return _error(f"NOGROUP No such key '{_quoted(call.argv[1])}' or consumer group "
+                  f"'{_quoted(call.argv[2])}'")
+
+
+def _stream_and_group(call: Call) -> tuple[Stream, Group]:
+    """Key lookup, WRONGTYPE, then NOGROUP (XPENDING-6, XCLAIM-1, XAUTOCLAIM-4)."""
+    stream = call.stream(call.argv[1])
+    group = None if stream is None else stream.groups.get(call.argv[2])
+    if stream is None or group is None:
+        raise _nogroup(call)
+    return stream, group
+
+
+def _claimant(call: Call, group: Group, name: bytes) -> Consumer:
+    """The claiming consumer, looked up or created at the first claim (XCLAIM-13).
+
+    Either way Redis 7.0 reads the clock once: a found consumer's seen-time is
+    refreshed, a new one starts with it.
+    """
+    now = call.now()
+    consumer = group.consumers.get(name)
+    if consumer is None:
+        return pel.create_consumer(group, name, now)
+    consumer.seen_time = now
+    return consumer
+
+
+def _pending_owner(nack: Nack) -> Consumer:
+    # INV-6: every NACK in a group PEL has an owner.
+    assert nack.consumer is not None
+    return nack.consumer
+
+
+# -- XGROUP ---------------------------------------------------------------------
+
+
+def _subcommand_syntax(call: Call) -> CommandError:
+    # XGROUP-2: the subcommand is echoed as typed, at most 128 bytes.
+    return _error(f"ERR unknown subcommand or wrong number of arguments for "
+                  f"'{_quoted(call.argv[1], 128)}'. Try XGROUP HELP.")
+
+
+class _XGroupTarget(NamedTuple):
+    """What the shared preamble of the XGROUP subcommands found."""
+
+    stream: Stream | None
+    group: Group | None
+    entries_read: int
+
+
+def _xgroup_preamble(call: Call, sub: str) -> _XGroupTarget:
+    """Options, key and group checks shared by every XGROUP subcommand but HELP."""
+    argv = call.argv
+    create = sub == "create"
+    mkstream = False
+    entries_read = -1
+    i = 5
+    while i < len(argv):  # XGROUP-2
+        opt = _option(argv[i])
+        if create and opt == b"mkstream":
+            mkstream = True
+            i += 1
+        elif sub in ("create", "setid") and opt == b"entriesread" and i + 1 < len(argv):
+            value = parse_ll(argv[i + 1])
+            if value is None:
+                raise CommandError(table.NOT_INTEGER)
+            if value < 0 and value != -1:
+                raise CommandError(ENTRIESREAD_RANGE)
+            entries_read = value
+            i += 2
+        else:
+            raise _subcommand_syntax(call)
+    stream = call.stream(argv[2])  # XGROUP-3
+    group = None
+    if not mkstream:
+        if stream is None:  # XGROUP-4
+            raise CommandError(KEY_REQUIRED)
+        group = stream.groups.get(argv[3])
+        if group is None and sub in ("setid", "createconsumer", "delconsumer"):  # XGROUP-5
+            raise _error(f"NOGROUP No such consumer group '{_quoted(argv[3])}' "
+                         f"for key name '{_quoted(argv[2])}'")
+    return _XGroupTarget(stream, group, entries_read)
+
+
+@command("xgroup|create")
+def xgroup_create(call: Call) -> Reply:
+    target = _xgroup_preamble(call, "create")
+    argv = call.argv
+    if not 5 <= len(argv) <= 8:  # XGROUP-6
+        raise _subcommand_syntax(call)
+    stream = target.stream
+    if c_string(argv[4]) == b"$":  # XGROUP-7
+        last_id = stream.last_id if stream is not None else MIN_ID
+    else:
+        parsed = parse_strict(argv[4])
+        if parsed is None:
+            raise CommandError(table.INVALID_ID)
+        last_id = parsed
+    if stream is None:  # XGROUP-8
+        stream = Stream()
+        call.db[argv[2]] = stream
+        call.ready(argv[2])
+        call.modified(argv[2])
+    name = argv[3]
+    if name in stream.groups:  # XGROUP-9
+        raise CommandError(BUSYGROUP)
+    stream.groups[name] = Group(name, last_id, target.entries_read)  # XGROUP-10
+    call.propagate_verbatim()
+    return OK
+
+
+@command("xgroup|setid")
+def xgroup_setid(call: Call) -> Reply:
+    target = _xgroup_preamble(call, "setid")
+    argv = call.argv
+    if len(argv) not in (5, 7):  # XGROUP-6
+        raise _subcommand_syntax(call)
+    stream, group = target.stream, target.group
+    assert stream is not None and group is not None
+    if c_string(argv[4]) == b"$":  # XGROUP-11
+        last_id = stream.last_id
+    else:
+        parsed = parse_loose(argv[4])
+        if parsed is None:
+            raise CommandError(table.INVALID_ID)
+        last_id = parsed
+    group.last_id = last_id
+    group.entries_read = target.entries_read
+    call.propagate_verbatim()
+    return OK
+
+
+@command("xgroup|destroy")
+def xgroup_destroy(call: Call) -> Reply:
+    target = _xgroup_preamble(call, "destroy")
+    stream, group = target.stream, target.group
+    assert stream is not None
+    if group is None:  # XGROUP-12
+        return Int(0)
+    del stream.groups[group.name]
+    call.propagate_verbatim()
+    # XGROUP-12: every client blocked on the key re-checks it; readers of this group fail.
+    call.ready(call.argv[2])
+    return Int(1)
+
+
+@command("xgroup|createconsumer")
+def xgroup_createconsumer(call: Call) -> Reply:
+    group = _xgroup_preamble(call, "createconsumer").group
+    assert group is not None
+    name = call.argv[4]
+    if name in group.consumers:  # XGROUP-13
+        return Int(0)
+    pel.create_consumer(group, name, call.now())
+    call.propagate_verbatim()
+    return Int(1)
+
+
+@command("xgroup|delconsumer")
+def xgroup_delconsumer(call: Call) -> Reply:
+    group = _xgroup_preamble(call, "delconsumer").group
+    assert group is not None
+    consumer = group.consumers.get(call.argv[4])
+    if consumer is None:  # XGROUP-14
+        return Int(0)
+    pending = len(consumer.pel)
+    for entry_id in list(consumer.pel):
+        pel.remove(group, entry_id)
+    del group.consumers[consumer.name]
+    call.propagate_verbatim()
+    return Int(pending)
+
+
+@command("xgroup|help")
+def xgroup_help(call: Call) -> Reply:
+    return Array(tuple(Simple(line) for line in XGROUP_HELP))  # XGROUP-15
+
+
+# -- XACK -------------------------------------------------------------------------
+
+
+@command("xack")
+def xack(call: Call) -> Reply:
+    argv = call.argv
+    stream = call.stream(argv[1])  # XACK-1
+    group = None if stream is None else stream.groups.get(argv[2])
+    if group is None:
+        return Int(0)
+    ids: list[StreamID] = []
+    for arg in argv[3:]:  # XACK-2
+        parsed = parse_strict(arg)
+        if parsed is None:
+            raise CommandError(table.INVALID_ID)
+        ids.append(parsed)
+    acknowledged = 0
+    for entry_id in ids:  # XACK-3
+        if pel.remove(group, entry_id) is not None:
+            acknowledged += 1
+    if acknowledged:  # XACK-4
+        call.propagate_verbatim()
+    return Int(acknowledged)
+
+
+# -- XPENDING -----------------------------------------------------------------------
+
+
+@command("xpending")
+def xpending(call: Call) -> Reply:
+    argv = call.argv
+    argc = len(argv)
+    if argc != 3 and not 6 <= argc <= 9:  # XPENDING-1
+        raise CommandError(table.SYNTAX)
+    min_idle = 0
+    count = 0
+    start = end = MIN_ID
+    consumer_name: bytes | None = None
+    if argc >= 6:
+        first = 3
+        if _option(argv[3]) == b"idle":  # XPENDING-2
+            idle = parse_ll(argv[4])
+            if idle is None:
+                raise CommandError(table.NOT_INTEGER)
+            min_idle = idle
+            if argc < 8:
+                raise CommandError(table.SYNTAX)
+            first += 2
+        parsed_count = parse_ll(argv[first + 2])  # XPENDING-3
+        if parsed_count is None:
+            raise CommandError(table.NOT_INTEGER)
+        count = max(parsed_count, 0)
+        start, end = _pending_range(argv[first], argv[first + 1])  # XPENDING-4
+        if first + 3 < argc:  # XPENDING-5
+            consumer_name = argv[first + 3]
+    _, group = _stream_and_group(call)  # XPENDING-6
+    if argc == 3:
+        return _pending_summary(group)
+    return _pending_entries(call, group, start, end, count, min_idle, consumer_name)
+
+
+def _pending_range(start_arg: bytes, end_arg: bytes) -> tuple[StreamID, StreamID]:
+    """XPENDING-4: the inclusive ID range of an extended XPENDING."""
+    start = parse_interval(start_arg, 0)
+    if start is None:
+        raise CommandError(table.INVALID_ID)
+    first: StreamID | None = start.id
+    if start.exclusive:
+        first = successor(start.id)
+        if first is None:
+            raise CommandError(INVALID_START)
+    end = parse_interval(end_arg, U64_MAX)
+    if end is None:
+        raise CommandError(table.INVALID_ID)
+    last: StreamID | None = end.id
+    if end.exclusive:
+        last = predecessor(end.id)
+        if last is None:
+            raise CommandError(INVALID_END)
+    assert first is not None and last is not None
+    return first, last
+
+
+def _pending_summary(group: Group) -> Reply:
+    if not group.pel:  # XPENDING-8
+        return Array((Int(0), NullBulk(), NullBulk(), NullArray()))
+    owners = tuple(  # XPENDING-7
+        Array((Bulk(c.name), Bulk(b"%d" % len(c.pel))))
+        for c in group.consumers.values() if c.pel)
+    return Array((Int(len(group.pel)), _id_reply(group.pel.peekitem(0)[0]),
+                  _id_reply(group.pel.peekitem(-1)[0]), Array(owners)))
+
+
+def _pending_entries(call: Call, group: Group, start: StreamID, end: StreamID, count: int,
+                     min_idle: int, consumer_name: bytes | None) -> Reply:
+    if consumer_name is not None:
+        consumer = group.consumers.get(consumer_name)
+        if consumer is None:  # XPENDING-9
+            return Array(())
+        scanned = consumer.pel
+    else:
+        scanned = group.pel
+    now = call.now()  # XPENDING-10
+    rows: list[Reply] = []
+    for entry_id in scanned.irange(start, end):
+        if not count:
+            break
+        nack: Nack = scanned[entry_id]
+        if min_idle and now - nack.delivery_time < min_idle:
+            continue
+        count -= 1
+        rows.append(Array((_id_reply(entry_id), Bulk(_pending_owner(nack).name),
+                           Int(max(now - nack.delivery_time, 0)), Int(pel.reported_count(nack)))))
+    return Array(tuple(rows))
+
+
+# -- XCLAIM -----------------------------------------------------------------------------
+
+
+class _ClaimOptions:
+    """The options after XCLAIM's IDs (XCLAIM-5)."""
+
+    __slots__ = ("force", "justid", "delivery_time", "retry_count", "last_id")
+
+    def __init__(self) -> None:
+        self.force = False
+        self.justid = False
+        self.delivery_time: int | None = None  # from IDLE or TIME
+        self.retry_count = -1  # -1: not given
+        self.last_id = MIN_ID
+
+
+def _claim_options(call: Call, first: int, now: int) -> _ClaimOptions:
+    argv = call.argv
+    opts = _ClaimOptions()
+    j = first
+    while j < len(argv):
+        more = j + 1 < len(argv)
+        opt = _option(argv[j])
+        if opt == b"force":
+            opts.force = True
+        elif opt == b"justid":
+            opts.justid = True
+        elif opt == b"idle" and more:
+            j += 1
+            idle = parse_ll(argv[j])
+            if idle is None:
+                raise CommandError("ERR Invalid IDLE option argument for XCLAIM")
+            opts.delivery_time = now - idle
+        elif opt == b"time" and more:
+            j += 1
+            at = parse_ll(argv[j])
+            if at is None:
+                raise CommandError("ERR Invalid TIME option argument for XCLAIM")
+            opts.delivery_time = at
+        elif opt == b"retrycount" and more:
+            j += 1
+            retry = parse_ll(argv[j])
+            if retry is None:
+                raise CommandError("ERR Invalid RETRYCOUNT option argument for XCLAIM")
+            opts.retry_count = retry
+        elif opt == b"lastid" and more:
+            j += 1
+            last_id = parse_strict(argv[j])
+            if last_id is None:
+                raise CommandError(table.INVALID_ID)
+            opts.last_id = last_id
+        else:
+            raise _error(f"ERR Unrecognized XCLAIM option '{_quoted(argv[j])}'")
+        j += 1
+    return opts
+
+
+@command("xclaim")
+def xclaim(call: Call) -> Reply:
+    argv = call.argv
+    key = argv[1]
+    stream, group = _stream_and_group(call)  # XCLAIM-1
+    min_idle = parse_ll(argv[4])  # XCLAIM-2
+    if min_idle is None:
+        raise CommandError("ERR Invalid min-idle-time argument for XCLAIM")
+    min_idle = max(min_idle, 0)
+    ids: list[tuple[StreamID, bytes]] = []
+    j = 5
+    while j < len(argv):  # XCLAIM-3
+        parsed = parse_strict(argv[j])
+        if parsed is None:
+            break
+        ids.append((parsed, argv[j]))
+        j += 1
+    now = call.now()  # XCLAIM-4
+    opts = _claim_options(call, j, now)  # XCLAIM-5
+    propagate_last_id = False
+    if opts.last_id > group.last_id:  # XCLAIM-6
+        group.last_id = opts.last_id
+        propagate_last_id = True
+    delivery_time = opts.delivery_time  # XCLAIM-7
+    if delivery_time is None or delivery_time < 0 or delivery_time > now:
+        delivery_time = now
+
+    consumer: Consumer | None = None
+    claimed: list[Reply] = []
+    for entry_id, id_arg in ids:  # XCLAIM-8
+        nack = group.pel.get(entry_id)
+        if entry_id not in stream.entries:  # XCLAIM-9
+            if nack is not None:
+                pel.propagate_claim(call, key, group, _pending_owner(nack).name, id_arg, nack)
+                propagate_last_id = False
+                pel.remove(group, entry_id)
+            continue
+        if nack is None:
+            if not opts.force:  # XCLAIM-11
+                continue
+            nack = Nack(call.now(), 1, None)  # XCLAIM-10
+        if nack.consumer is not None and min_idle and now - nack.delivery_time < min_idle:
+            continue  # XCLAIM-12
+        if consumer is None:  # XCLAIM-13
+            consumer = _claimant(call, group, argv[3])
+        nack.delivery_time = delivery_time  # XCLAIM-14
+        if opts.retry_count >= 0:
+            nack.delivery_count = opts.retry_count
+        elif not opts.justid:
+            pel.count_delivery(nack)
+        pel.give(group, entry_id, nack, consumer)
+        if opts.justid:  # XCLAIM-15
+            claimed.append(_id_reply(entry_id))
+        else:
+            claimed.append(_entry_reply(entry_id, stream.entries[entry_id]))
+        pel.propagate_claim(call, key, group, consumer.name, id_arg, nack)  # XCLAIM-16
+        propagate_last_id = False
+    if propagate_last_id:  # XCLAIM-16
+        pel.propagate_group_id(call, key, group)
+    return Array(tuple(claimed))
+
+
+# -- XAUTOCLAIM ---------------------------------------------------------------------------
+
+
+@command("xautoclaim")
+def xautoclaim(call: Call) -> Reply:
+    argv = call.argv
+    key = argv[1]
+    min_idle = parse_ll(argv[4])  # XAUTOCLAIM-1
+    if min_idle is None:
+        raise CommandError("ERR Invalid min-idle-time argument for XAUTOCLAIM")
+    min_idle = max(min_idle, 0)
+    start_arg = parse_interval(argv[5], 0)  # XAUTOCLAIM-2
+    if start_arg is None:
+        raise CommandError(table.INVALID_ID)
+    start: StreamID | None = start_arg.id
+    if start_arg.exclusive:
+        start = successor(start_arg.id)
+        if start is None:
+            raise CommandError(INVALID_START)
+    count = AUTOCLAIM_DEFAULT_COUNT
+    justid = False
+    j = 6
+    while j < len(argv):  # XAUTOCLAIM-3
+        opt = _option(argv[j])
+        if opt == b"count" and j + 1 < len(argv):
+            value = parse_ll(argv[j + 1])
+            if value is None or not 1 <= value <= AUTOCLAIM_MAX_COUNT:
+                raise CommandError("ERR COUNT must be > 0")
+            count = value
+            j += 1
+        elif opt == b"justid":
+            justid = True
+        else:
+            raise CommandError(table.SYNTAX)
+        j += 1
+    stream, group = _stream_and_group(call)  # XAUTOCLAIM-4
+    # XAUTOCLAIM-5: the allocation of the deleted list is assumed to succeed.
+    attempts = count * AUTOCLAIM_ATTEMPTS_FACTOR  # XAUTOCLAIM-6
+    now = call.now()
+    consumer: Consumer | None = None
+    claimed: list[Reply] = []
+    deleted: list[Reply] = []
+    position: StreamID | None = start  # where the walk resumes; None past the maximum ID
+    while attempts and count and position is not None:
+        index = group.pel.bisect_left(position)
+        if index == len(group.pel):
+            position = None
+            break
+        entry_id, nack = group.pel.peekitem(index)
+        attempts -= 1
+        position = successor(entry_id)
+        if entry_id not in stream.entries:  # XAUTOCLAIM-7
+            pel.propagate_claim(call, key, group, _pending_owner(nack).name, entry_id.encode(),
+                                nack)  # XAUTOCLAIM-11
+            pel.remove(group, entry_id)
+            deleted.append(_id_reply(entry_id))
+            count -= 1
+            continue
+        if min_idle and now - nack.delivery_time < min_idle:  # XAUTOCLAIM-8
+            continue
+        if consumer is None:  # XAUTOCLAIM-9
+            consumer = _claimant(call, group, argv[3])
+        nack.delivery_time = now
+        if not justid:
+            pel.count_delivery(nack)
+        pel.give(group, entry_id, nack, consumer)
+        if justid:
+            claimed.append(_id_reply(entry_id))
+        else:
+            claimed.append(_entry_reply(entry_id, stream.entries[entry_id]))
+        count -= 1
+        pel.propagate_claim(call, key, group, consumer.name, entry_id.encode(), nack)  # XAUTOCLAIM-11
+    cursor = MIN_ID  # XAUTOCLAIM-10
+    if position is not None:
+        index = group.pel.bisect_left(position)
+        if index < len(group.pel):
+            cursor = group.pel.peekitem(index)[0]
+    return Array((_id_reply(cursor), Array(tuple(claimed)), Array(tuple(deleted))))  # XAUTOCLAIM-11

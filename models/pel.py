@@ -12,6 +12,23 @@ from xspec.models.server import Call
 from xspec.models.state import Consumer, Group, Nack
 from xspec.spec.ids import StreamID
 
+_U64_MASK = (1 << 64) - 1
+
+
+def count_delivery(nack: Nack) -> None:
+    """One more delivery: the count is an unsigned 64-bit integer in Redis, so it wraps."""
+    nack.delivery_count = (nack.delivery_count + 1) & _U64_MASK
+
+
+def reported_count(nack: Nack) -> int:
+    """The delivery count as replies and propagation show it: Redis prints it as signed 64-bit.
+
+    A count past 2^63 - 1 (possible after ``XCLAIM ... RETRYCOUNT 9223372036854775807``
+    and one more delivery) shows as negative.
+    """
+    n = nack.delivery_count
+    return n - (1 << 64) if n >= 1 << 63 else n
+
 
 def create_consumer(group: Group, name: bytes, now: int) -> Consumer:
     """``streamCreateConsumer``: a new consumer whose seen-time is ``now``."""
@@ -42,7 +59,7 @@ def propagate_claim(call: Call, key: bytes, group: Group, consumer_name: bytes,
                     id_arg: bytes, nack: Nack) -> None:
     """``streamPropagateXCLAIM``: the idempotent XCLAIM that replicates one PEL change."""
     call.propagate([b"XCLAIM", key, group.name, consumer_name, b"0", id_arg,
-                    b"TIME", nack.delivery_time, b"RETRYCOUNT", nack.delivery_count,
+                    b"TIME", nack.delivery_time, b"RETRYCOUNT", reported_count(nack),
                     b"FORCE", b"JUSTID", b"LASTID", group.last_id.encode()])
 
 
