@@ -1,1 +1,183 @@
-"""Handlers of the info command family (being written)."""
+"""XINFO STREAM [FULL [COUNT n]], XINFO GROUPS, XINFO CONSUMERS and XINFO HELP (rules XINFO-*).
+
+Every record is a :class:`~xspec.spec.resp.Map`: a flat array of names and
+values in RESP2, a map in RESP3. Groups, consumers and PELs come out in radix
+tree order, which is the order of the state's SortedDicts. XINFO only reads:
+it changes nothing and propagates nothing (XINFO-8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sortedcontainers import SortedDict
+
+from xspec.models.lag import INVALID_ENTRIES_READ, group_lag
+from xspec.models.pel import reported_count
+from xspec.models.reads import entry_reply, error_text
+from xspec.models.server import Call, CommandError, command
+from xspec.models.state import Group, Stream
+from xspec.spec import commands as table
+from xspec.spec.ids import c_string, parse_ll
+from xspec.spec.resp import Array, Bulk, Int, Map, NullBulk, Reply, Simple
+
+FULL_DEFAULT_COUNT = 10
+
+HELP_LINES = (
+    "CONSUMERS <key> <groupname>",
+    "    Show consumers of <groupname>.",
+    "GROUPS <key>",
+    "    Show the stream consumer groups.",
+    "STREAM <key> [FULL [COUNT <count>]",
+    "    Show information about the stream.",
+    "HELP",
+    "    Prints this help.",
+)
+
+
+def _field(name: str, value: Reply) -> tuple[Reply, Reply]:
+    return Bulk(name.encode()), value
+
+
+def _maybe_int(value: int | None) -> Reply:
+    return NullBulk() if value is None else Int(value)
+
+
+def _entries_read(group: Group) -> Reply:
+    return NullBulk() if group.entries_read == INVALID_ENTRIES_READ else Int(group.entries_read)
+
+
+def info_stream(call: Call) -> Stream:
+    """The key every subcommand but HELP starts with: ``no such key``, then WRONGTYPE (XINFO-2)."""
+    value = call.lookup(call.argv[2])
+    if value is None:
+        raise CommandError(table.NO_SUCH_KEY)
+    if not isinstance(value, Stream):
+        raise CommandError(table.WRONGTYPE)
+    return value
+
+
+def subcommand_syntax_error(call: Call) -> CommandError:
+    """``addReplySubcommandSyntaxError``: names the subcommand as typed."""
+    sub = error_text(c_string(call.argv[1])[:128])  # "%.128s": at most 128 bytes
+    container = c_string(call.argv[0]).decode("utf-8", "surrogateescape").upper()
+    return CommandError(f"ERR unknown subcommand or wrong number of arguments for '{sub}'. "
+                        f"Try {container} HELP.")
+
+
+@command("xinfo|help")
+def xinfo_help(call: Call) -> Reply:
+    """XINFO-1: the usage line, then the help lines, as simple strings."""
+    container = c_string(call.argv[0]).decode("utf-8", "surrogateescape").upper()
+    head = f"{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    return Array(tuple(Simple(line) for line in (head, *HELP_LINES)))
+
+
+@command("xinfo|stream")
+def xinfo_stream(call: Call) -> Reply:
+    stream = info_stream(call)
+    options = call.argv[3:]
+    if not options:
+        return Map((*_stream_head(stream), *_stream_summary(stream)))  # XINFO-3
+    if len(options) not in (1, 3) or c_string(options[0]).lower() != b"full":  # XINFO-4
+        raise subcommand_syntax_error(call)
+    count = FULL_DEFAULT_COUNT
+    if len(options) == 3:
+        if c_string(options[1]).lower() != b"count":  # XINFO-4
+            raise subcommand_syntax_error(call)
+        n = parse_ll(options[2])
+        if n is None:  # XINFO-4
+            raise CommandError(table.NOT_INTEGER)
+        count = FULL_DEFAULT_COUNT if n < 0 else n
+    return Map((*_stream_head(stream), *_stream_full(stream, count)))  # XINFO-5
+
+
+def _stream_head(stream: Stream) -> tuple[tuple[Reply, Reply], ...]:
+    """The seven fields both forms of XINFO STREAM start with (XINFO-3)."""
+    return (
+        _field("length", Int(stream.length)),
+        _field("radix-tree-keys", Int(stream.layout.radix_tree_keys)),
+        _field("radix-tree-nodes", Int(stream.layout.radix_tree_nodes)),
+        _field("last-generated-id", Bulk(stream.last_id.encode())),
+        _field("max-deleted-entry-id", Bulk(stream.max_deleted_id.encode())),
+        _field("entries-added", Int(stream.entries_added)),
+        _field("recorded-first-entry-id", Bulk(stream.first_id.encode())),
+    )
+
+
+def _stream_summary(stream: Stream) -> tuple[tuple[Reply, Reply], ...]:
+    """groups, first-entry, last-entry (XINFO-3)."""
+    if stream.entries:
+        first = entry_reply(*stream.entries.peekitem(0))
+        last = entry_reply(*stream.entries.peekitem(-1))
+    else:
+        first = last = NullBulk()
+    return (_field("groups", Int(len(stream.groups))), _field("first-entry", first),
+            _field("last-entry", last))
+
+
+def _stream_full(stream: Stream, count: int) -> tuple[tuple[Reply, Reply], ...]:
+    """entries and groups of XINFO STREAM FULL; ``count`` 0 means everything (XINFO-5)."""
+    entries = [entry_reply(i, f) for i, f in _head(stream.entries, count)]
+    groups = []
+    for group in stream.groups.values():
+        pending = [Array((Bulk(i.encode()), Bulk(n.consumer.name), Int(n.delivery_time),
+                          Int(reported_count(n))))
+                   for i, n in _head(group.pel, count)]
+        consumers = []
+        for consumer in group.consumers.values():
+            own = [Array((Bulk(i.encode()), Int(n.delivery_time), Int(reported_count(n))))
+                   for i, n in _head(consumer.pel, count)]
+            consumers.append(Map((
+                _field("name", Bulk(consumer.name)),
+                _field("seen-time", Int(consumer.seen_time)),
+                _field("pel-count", Int(len(consumer.pel))),
+                _field("pending", Array(tuple(own))),
+            )))
+        groups.append(Map((
+            _field("name", Bulk(group.name)),
+            _field("last-delivered-id", Bulk(group.last_id.encode())),
+            _field("entries-read", _entries_read(group)),
+            _field("lag", _maybe_int(group_lag(stream, group))),
+            _field("pel-count", Int(len(group.pel))),
+            _field("pending", Array(tuple(pending))),
+            _field("consumers", Array(tuple(consumers))),
+        )))
+    return _field("entries", Array(tuple(entries))), _field("groups", Array(tuple(groups)))
+
+
+def _head(items: SortedDict, count: int) -> Sequence[tuple[Any, Any]]:
+    """The first ``count`` (ID, value) pairs of entries or a PEL; 0 means all."""
+    view = items.items()
+    return view if count == 0 else view[:count]
+
+
+@command("xinfo|groups")
+def xinfo_groups(call: Call) -> Reply:
+    """XINFO-6: one record per group, in name order."""
+    stream = info_stream(call)
+    return Array(tuple(Map((
+        _field("name", Bulk(g.name)),
+        _field("consumers", Int(len(g.consumers))),
+        _field("pending", Int(len(g.pel))),
+        _field("last-delivered-id", Bulk(g.last_id.encode())),
+        _field("entries-read", _entries_read(g)),
+        _field("lag", _maybe_int(group_lag(stream, g))),
+    )) for g in stream.groups.values()))
+
+
+@command("xinfo|consumers")
+def xinfo_consumers(call: Call) -> Reply:
+    """XINFO-7: name, pending and idle (now - seen-time, at least 0) per consumer."""
+    stream = info_stream(call)
+    group = stream.groups.get(call.argv[3])
+    if group is None:
+        raise CommandError(f"NOGROUP No such consumer group '{error_text(call.argv[3])}' "
+                           f"for key name '{error_text(call.argv[2])}'")
+    now = call.now()
+    return Array(tuple(Map((
+        _field("name", Bulk(c.name)),
+        _field("pending", Int(len(c.pel))),
+        _field("idle", Int(max(now - c.seen_time, 0))),
+    )) for c in group.consumers.values()))

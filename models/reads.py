@@ -1,1 +1,344 @@
-"""Handlers of the reads command family (being written)."""
+"""XREAD and XREADGROUP, and the clients they leave blocked (rules XREAD-*, XREADGROUP-*, BLOCK-*).
+
+Both commands share Redis 7.0's ``xreadCommand``: one option loop, one
+per-stream check loop in argument order, one synchronous serving loop. A
+command that serves nothing and has BLOCK blocks on all its keys; the server
+later calls :func:`serve_blocked` for it, in FIFO order, each time one of
+those keys is signalled (``serveClientsBlockedOnStreamKey`` and
+``unblockDeletedStreamReadgroupClients`` of 7.0's blocked.c).
+
+Inside this module the special ID ``>`` is :data:`~xspec.spec.ids.MAX_ID`, as
+in Redis, which is why an explicit maximum ID behaves as ``>`` (XREADGROUP-8).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xspec.models import lag, pel
+from xspec.models.server import Call, CommandError, HandlerResult, command
+from xspec.models.state import Consumer, Fields, Group, Nack, Stream
+from xspec.spec import commands as table
+from xspec.spec.ids import MAX_ID, MIN_ID, StreamID, c_string, parse_ll, parse_strict, successor
+from xspec.spec.resp import Array, Bulk, Error, Map, NullArray, Reply
+
+BLOCKED_DEFAULT_COUNT = 1000  # XREAD_BLOCKED_DEFAULT_COUNT
+
+UNBALANCED = ("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be "
+              "specified.")
+GROUP_IN_XREAD = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+NOACK_IN_XREAD = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+MISSING_GROUP = "ERR Missing GROUP option for XREADGROUP"
+TIMEOUT_NOT_INTEGER = "ERR timeout is not an integer or out of range"
+TIMEOUT_NEGATIVE = "ERR timeout is negative"
+DOLLAR_IN_XREADGROUP = (
+    "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of "
+    "this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would "
+    "just return an empty result set.")
+GT_IN_XREAD = ("ERR The > ID can be specified only when calling XREADGROUP using the GROUP "
+               "<group> <consumer> option.")
+UNBLOCKED_KEY_GONE = "UNBLOCKED the stream key no longer exists"
+UNBLOCKED_GROUP_GONE = "NOGROUP the consumer group this client was blocked on no longer exists"
+
+
+def error_text(arg: bytes) -> str:
+    """An argument as a ``%s`` in an error shows it: cut at a NUL, CR and LF made spaces."""
+    text = c_string(arg).decode("utf-8", "surrogateescape")
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+def entry_reply(entry_id: StreamID, fields: Fields) -> Reply:
+    """One stream entry: ``[id, [field, value, ...]]``."""
+    return Array((Bulk(entry_id.encode()), Array(tuple(Bulk(f) for f in fields))))
+
+
+def streams_reply(call: Call, served: list[tuple[bytes, Reply]]) -> Reply:
+    """The top level of a read reply: RESP2 ``[[key, entries], ...]``, RESP3 ``{key: entries}``."""
+    if call.client.proto == 2:
+        return Array(tuple(Array((Bulk(k), entries)) for k, entries in served))
+    return Map(tuple((Bulk(k), entries) for k, entries in served))
+
+
+@dataclass
+class ReadOptions:
+    """What the option loop of XREAD/XREADGROUP found."""
+
+    count: int  # 0: no limit
+    timeout_ms: int | None  # None: no BLOCK; 0: block forever
+    group: bytes | None
+    consumer: bytes | None
+    noack: bool
+    keys: list[bytes]
+    id_args: list[bytes]
+
+
+@dataclass
+class BlockedRead:
+    """The payload of a blocked XREAD/XREADGROUP (7.0's ``client->bpop``)."""
+
+    count: int  # never 0: BLOCKED_DEFAULT_COUNT when none was given
+    group: bytes | None
+    consumer: bytes | None
+    noack: bool
+    after: dict[bytes, StreamID]  # XREAD: per key, the ID entries must be greater than
+
+
+def parse_options(call: Call, grouped: bool) -> ReadOptions:
+    """The option loop, from argv[1] to STREAMS (XREAD-1 .. XREAD-7, XREADGROUP-1)."""
+    argv = call.argv
+    argc = len(argv)
+    count = 0
+    timeout_ms: int | None = None
+    group: bytes | None = None
+    consumer: bytes | None = None
+    noack = False
+    streams_at = 0
+    i = 1
+    while i < argc:
+        more = argc - i - 1
+        opt = c_string(argv[i]).lower()
+        if opt == b"block" and more:
+            i += 1
+            t = parse_ll(argv[i])
+            if t is None:  # XREAD-2
+                raise CommandError(TIMEOUT_NOT_INTEGER)
+            if t < 0:  # XREAD-2
+                raise CommandError(TIMEOUT_NEGATIVE)
+            timeout_ms = t
+        elif opt == b"count" and more:
+            i += 1
+            n = parse_ll(argv[i])
+            if n is None:  # XREAD-3
+                raise CommandError(table.NOT_INTEGER)
+            count = max(n, 0)  # XREAD-3: negative means no limit
+        elif opt == b"streams" and more:
+            streams_at = i + 1
+            if (argc - streams_at) % 2:  # XREAD-4
+                raise CommandError(UNBALANCED)
+            break
+        elif opt == b"group" and more >= 2:
+            if not grouped:  # XREAD-5
+                raise CommandError(GROUP_IN_XREAD)
+            group, consumer = argv[i + 1], argv[i + 2]  # XREADGROUP-1: the last GROUP wins
+            i += 2
+        elif opt == b"noack":
+            if not grouped:  # XREAD-5
+                raise CommandError(NOACK_IN_XREAD)
+            noack = True
+        else:  # XREAD-6
+            raise CommandError(table.SYNTAX)
+        i += 1
+    if streams_at == 0:  # XREAD-6
+        raise CommandError(table.SYNTAX)
+    if grouped and group is None:  # XREADGROUP-1
+        raise CommandError(MISSING_GROUP)
+    half = (argc - streams_at) // 2
+    return ReadOptions(count, timeout_ms, group, consumer, noack,
+                       argv[streams_at:streams_at + half], argv[streams_at + half:])
+
+
+@dataclass
+class StreamRead:
+    """One key/ID pair after the per-stream checks."""
+
+    key: bytes
+    stream: Stream | None
+    group: Group | None
+    after: StreamID  # MAX_ID stands for ">"
+
+
+def check_streams(call: Call, opts: ReadOptions) -> list[StreamRead]:
+    """Per key/ID pair in argument order: type, group, then ID (XREAD-8, XREAD-9, XREADGROUP-2..4)."""
+    reads = []
+    for key, id_arg in zip(opts.keys, opts.id_args, strict=True):
+        stream = call.stream(key)  # XREAD-8: WRONGTYPE
+        group = None
+        if opts.group is not None:
+            group = None if stream is None else stream.groups.get(opts.group)
+            if group is None:  # XREADGROUP-2
+                raise CommandError(
+                    f"NOGROUP No such key '{error_text(key)}' or consumer group "
+                    f"'{error_text(opts.group)}' in XREADGROUP with GROUP option")
+        token = c_string(id_arg)
+        if token == b"$":
+            if opts.group is not None:  # XREADGROUP-3
+                raise CommandError(DOLLAR_IN_XREADGROUP)
+            after = MIN_ID if stream is None else stream.last_id  # XREAD-9
+        elif token == b">":
+            if opts.group is None:  # XREAD-9
+                raise CommandError(GT_IN_XREAD)
+            after = MAX_ID  # XREADGROUP-4
+        else:
+            parsed = parse_strict(id_arg)
+            if parsed is None:  # XREAD-9
+                raise CommandError(table.INVALID_ID)
+            after = parsed
+        reads.append(StreamRead(key, stream, group, after))
+    return reads
+
+
+def read_command(call: Call, grouped: bool) -> HandlerResult:
+    """``xreadCommand``: parse, check every pair, serve what can be served, else block or reply nil."""
+    opts = parse_options(call, grouped)
+    reads = check_streams(call, opts)
+    served: list[tuple[bytes, Reply]] = []
+    for r in reads:
+        s = r.stream
+        if s is None:  # XREAD-10: a missing key is left out
+            continue
+        if r.group is None:
+            if s.length and s.last_live_id() > r.after:  # XREAD-10
+                served.append((r.key, Array(range_after(s, r.after, opts.count))))
+            continue
+        assert opts.consumer is not None
+        if r.after != MAX_ID:  # XREADGROUP-5: history is always served
+            consumer = touch_consumer(call, r.key, r.group, opts.consumer, opts.noack)
+            served.append((r.key, Array(history(call, s, consumer, r.after, opts.count))))
+        elif s.length and s.last_live_id() > r.group.last_id:  # XREADGROUP-7
+            consumer = touch_consumer(call, r.key, r.group, opts.consumer, opts.noack)
+            served.append((r.key, Array(deliver_new(call, r.key, s, r.group, consumer, r.group.last_id,
+                                                    opts.count, opts.noack))))
+    if served:  # XREAD-11
+        return streams_reply(call, served)
+    if opts.timeout_ms is None or not call.can_block:  # XREAD-11, XREAD-12
+        return NullArray()
+    after: dict[bytes, StreamID] = {}
+    for r in reads:
+        after.setdefault(r.key, r.after)  # BLOCK-1: the first occurrence of a key counts
+    payload = BlockedRead(opts.count or BLOCKED_DEFAULT_COUNT, opts.group, opts.consumer,
+                          opts.noack, after)
+    return call.block(list(opts.keys), opts.timeout_ms, payload, serve_blocked)  # BLOCK-1
+
+
+@command("xread")
+def xread(call: Call) -> HandlerResult:
+    return read_command(call, grouped=False)
+
+
+@command("xreadgroup")
+def xreadgroup(call: Call) -> HandlerResult:
+    return read_command(call, grouped=True)
+
+
+def first_after(after: StreamID) -> StreamID:
+    """``streamIncrID``: where a read "greater than ``after``" starts.
+
+    Reads only start below the maximum ID: ``>`` never reaches here as an ID,
+    and a stream is served only when it holds something greater than ``after``.
+    """
+    nxt = successor(after)
+    assert nxt is not None
+    return nxt
+
+
+def range_after(stream: Stream, after: StreamID, count: int) -> tuple[Reply, ...]:
+    """Live entries greater than ``after``, at most ``count`` of them (0: all)."""
+    out: list[Reply] = []
+    for entry_id in stream.entries.irange(minimum=first_after(after)):
+        out.append(entry_reply(entry_id, stream.entries[entry_id]))
+        if count and len(out) == count:
+            break
+    return tuple(out)
+
+
+def touch_consumer(call: Call, key: bytes, group: Group, name: bytes, noack: bool) -> Consumer:
+    """The reading consumer: its seen-time refreshed, or created (XREADGROUP-9).
+
+    With NOACK a creation is propagated at once as XGROUP CREATECONSUMER,
+    since no XCLAIM will create it on the replica (XREADGROUP-12).
+    """
+    consumer = group.consumers.get(name)
+    if consumer is not None:
+        consumer.seen_time = call.now()
+        return consumer
+    consumer = pel.create_consumer(group, name, call.now())
+    if noack:
+        pel.propagate_consumer_creation(call, key, group, name)
+    return consumer
+
+
+def history(call: Call, stream: Stream, consumer: Consumer, after: StreamID, count: int) -> tuple[Reply, ...]:
+    """The consumer's own pending entries greater than ``after`` (XREADGROUP-6).
+
+    An entry still in the stream is re-delivered (new delivery time, count + 1);
+    one that was deleted shows as ``[id, nil]`` and its NACK is left alone.
+    Nothing is propagated.
+    """
+    out: list[Reply] = []
+    for entry_id in consumer.pel.irange(minimum=first_after(after)):
+        if count and len(out) >= count:
+            break
+        fields = stream.entries.get(entry_id)
+        if fields is None:
+            out.append(Array((Bulk(entry_id.encode()), NullArray())))
+            continue
+        out.append(entry_reply(entry_id, fields))
+        nack: Nack = consumer.pel[entry_id]
+        nack.delivery_time = call.now()
+        pel.count_delivery(nack)
+    return tuple(out)
+
+
+def deliver_new(call: Call, key: bytes, stream: Stream, group: Group, consumer: Consumer,
+                after: StreamID, count: int, noack: bool) -> tuple[Reply, ...]:
+    """Deliver the entries greater than ``after`` to ``consumer`` (XREADGROUP-7, -10, -11, -12).
+
+    Each delivered entry moves the group (last-delivered-id, entries-read) and,
+    without NOACK, becomes a NACK of this consumer (an existing one is taken
+    over, its delivery count reset to 1) propagated as an XCLAIM. With NOACK the
+    group's new position is propagated once, as XGROUP SETID ... ENTRIESREAD.
+    """
+    out: list[Reply] = []
+    for entry_id in stream.entries.irange(minimum=first_after(after)):
+        lag.advance_group(stream, group, entry_id)
+        out.append(entry_reply(entry_id, stream.entries[entry_id]))
+        if not noack:
+            now = call.now()
+            nack = group.pel.get(entry_id)
+            if nack is None:
+                nack = Nack(now, 1, consumer)
+            else:
+                nack.delivery_time = now
+                nack.delivery_count = 1
+            pel.give(group, entry_id, nack, consumer)
+            pel.propagate_claim(call, key, group, consumer.name, entry_id.encode(), nack)
+        if count and len(out) == count:
+            break
+    if noack and out:
+        pel.propagate_group_id(call, key, group)
+    return tuple(out)
+
+
+def serve_blocked(call: Call, key: bytes) -> Reply | None:
+    """A key this blocked client waits on was signalled: its reply, or None to stay blocked.
+
+    BLOCK-2 .. BLOCK-7: the reply holds only this key; XREADGROUP waits for
+    last-generated-id to pass the group's *current* last-delivered-id; an
+    XREAD keeps waiting when the key is deleted or replaced, an XREADGROUP
+    gets an error.
+    """
+    blocked = call.client.blocked
+    assert blocked is not None
+    b: BlockedRead = blocked.payload
+    value = call.lookup(key)
+    if not isinstance(value, Stream):
+        if b.group is None:  # BLOCK-5
+            return None
+        return Error(UNBLOCKED_KEY_GONE)  # BLOCK-5
+    group = None
+    if b.group is not None:
+        group = value.groups.get(b.group)
+        if group is None:  # BLOCK-6
+            return Error(UNBLOCKED_GROUP_GONE)
+        after = group.last_id  # BLOCK-3
+    else:
+        after = b.after[key]
+    if not value.last_id > after:  # BLOCK-2: last-generated-id, not the last live entry
+        return None
+    if group is None:
+        entries = range_after(value, after, b.count)  # BLOCK-4
+    else:
+        assert b.consumer is not None
+        consumer = touch_consumer(call, key, group, b.consumer, b.noack)
+        entries = deliver_new(call, key, value, group, consumer, after, b.count, b.noack)
+    return streams_reply(call, [(key, Array(entries))])
