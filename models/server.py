@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from errno import EAGAIN
 from typing import Any
 
 from xspec.models.clock import Clock, ManualClock
@@ -188,6 +189,10 @@ class Server:
         self.ready_keys: dict[tuple[int, bytes], None] = {}
         self.repl_db = -1  # the database the replication stream last SELECTed
         self._snapshot: int | None = None
+        # The C errno of Redis's main thread, as far as it shows: 7.0's XADD
+        # words one failure after it (XADD-14). Stream handlers update it
+        # where Redis's code sets it; 0 until something does.
+        self.errno = 0
 
     # -- configuration -------------------------------------------------------
     def config_int(self, name: str) -> int:
@@ -207,6 +212,8 @@ class Server:
             raise ValueError(f"client {cid} already connected")
         self.next_client_id = max(self.next_client_id, cid) + 1
         self.clients[cid] = Client(id=cid)
+        # The accept loop stops at the accept4() that fails with EAGAIN (XADD-14).
+        self.errno = EAGAIN
         return cid
 
     def close(self, client_id: int) -> None:
@@ -439,7 +446,7 @@ class Server:
             tuple(sorted((k, freeze_value(v)) for k, v in db.items())) for db in self.dbs)
         clients = tuple(c.freeze() for _, c in sorted(self.clients.items()))
         blocking = tuple(sorted((k, tuple(v)) for k, v in self.blocking.items()))
-        return (self.dialect.name, dbs, clients, blocking, tuple(sorted(self.config.items())))
+        return (self.dialect.name, dbs, clients, blocking, tuple(sorted(self.config.items())), self.errno)
 
 
 def render_op(argv: list[bytes | int]) -> list[bytes]:

@@ -1,1 +1,494 @@
-"""Handlers of the streams command family (being written)."""
+"""Handlers of the stream-entry commands: XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XSETID.
+
+Rules: spec/rules/streams.md (XADD-*, XTRIM-*, XLEN-*, XRANGE-*, XDEL-*,
+XSETID-*), ID grammar in spec/ids.py (ID-*). The physical node layout that
+approximate trimming depends on lives in :mod:`xspec.models.layout`; this
+module keeps ``Stream.entries`` and the stream's metadata in step with it.
+
+Besides the replies, Redis 7.0's XADD lets one hidden value show: the C
+``errno`` of the main thread, which words the error of an ``ms-*`` ID whose
+sequence is exhausted (XADD-14). The handlers here record where the code
+behind them writes ``errno`` (ID parsing through ``strtoull``, a radix-tree
+iterator running off its end, a failed append) in ``Server.errno``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from errno import EDOM, ERANGE
+
+from xspec.models.reads import entry_reply
+from xspec.models.server import Call, CommandError, HandlerResult, command
+from xspec.models.state import Fields, Stream
+from xspec.spec import commands as table
+from xspec.spec.ids import (
+    MAX_ID,
+    MIN_ID,
+    U64_MAX,
+    ParsedID,
+    StreamID,
+    c_string,
+    parse_id,
+    parse_interval,
+    parse_ll,
+    parse_strict,
+    predecessor,
+    string2ll,
+    strtoull,
+    successor,
+)
+from xspec.spec.resp import OK, Array, Bulk, Int, NullArray, NullBulk, Reply
+
+LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE: the most field and value bytes one entry may carry
+
+ERR_STRATEGIES = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+ERR_MAXLEN_NEGATIVE = "ERR The MAXLEN argument must be >= 0."
+ERR_LIMIT_NEGATIVE = "ERR The LIMIT argument must be >= 0."
+ERR_LIMIT_NO_STRATEGY = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+ERR_XTRIM_NO_STRATEGY = "ERR syntax error, XTRIM must be called with a trimming strategy"
+ERR_LIMIT_NOT_APPROX = "ERR syntax error, LIMIT cannot be used without the special ~ option"
+ERR_ID_ZERO = "ERR The ID specified in XADD must be greater than 0-0"
+ERR_EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
+ERR_ID_NOT_ABOVE_TOP = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+ERR_TOO_LARGE = "ERR Elements are too large to be stored"
+ERR_START_INTERVAL = "ERR invalid start ID for the interval"
+ERR_END_INTERVAL = "ERR invalid end ID for the interval"
+ERR_ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
+ERR_SETID_BELOW_MAXDELETED = "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
+ERR_SETID_BELOW_TOP = "ERR The ID specified in XSETID is smaller than the target stream top item"
+ERR_SETID_ENTRIES_ADDED = "ERR The entries_added specified in XSETID is smaller than the target stream length"
+
+DEFAULT_APPROX_LIMIT_FACTOR = 100  # ~ without LIMIT: at most 100 nodes' worth of entries
+APPROX_LIMIT_WHEN_UNSET = 10_000
+APPROX_LIMIT_CAP = 1_000_000
+
+
+# -- errno -----------------------------------------------------------------------
+def _note_strtoull(call: Call, part: bytes) -> None:
+    """``string2ull`` fell back to ``strtoull``: errno is 0, or ERANGE on overflow (XADD-14)."""
+    call.server.errno = ERANGE if strtoull(part) is None else 0
+
+
+def note_id_parse(call: Call, arg: bytes, *, allow_auto_seq: bool = False) -> None:
+    """The errno that parsing ``arg`` as an ID leaves (ID-5, ID-7): a part that the strict
+    signed parse refuses goes through ``strtoull``, whatever the outcome."""
+    if len(arg) > 127:  # ID-2: refused before any number is read
+        return
+    buf = c_string(arg)
+    if buf in (b"-", b"+"):  # ID-3, ID-4: no number read
+        return
+    dash = buf.find(b"-")
+    ms_part = buf if dash < 0 else buf[:dash]
+    if string2ll(ms_part) is None:
+        _note_strtoull(call, ms_part)
+        return  # an invalid ms part ends the parse; a valid one set errno already
+    if dash < 0:
+        return
+    seq_part = buf[dash + 1:]
+    if allow_auto_seq and seq_part == b"*":
+        return
+    if string2ll(seq_part) is None:
+        _note_strtoull(call, seq_part)
+
+
+def note_interval_parse(call: Call, arg: bytes) -> None:
+    """``note_id_parse`` for an XRANGE bound, after a leading ``(`` (ID-8)."""
+    note_id_parse(call, arg[1:] if len(arg) > 1 and arg[:1] == b"(" else arg)
+
+
+def note_iterator_end(call: Call) -> None:
+    """A radix-tree iterator ran off the end of its tree: ``raxNext``/``raxPrev`` set errno to 0."""
+    call.server.errno = 0
+
+
+# -- the XADD/XTRIM argument parser ------------------------------------------------------
+@dataclass
+class AddTrimArgs:
+    """``streamAddTrimArgs``: what XADD and XTRIM parsed (XTRIM-1 .. XTRIM-7)."""
+
+    strategy: str | None = None  # "maxlen", "minid" or None
+    approx: bool = False
+    maxlen: int = 0
+    minid: StreamID = MIN_ID
+    limit: int = 0  # 0: unlimited
+    threshold_index: int = 0  # argv index of the MAXLEN/MINID value (the rewrite target)
+    nomkstream: bool = False
+    id: ParsedID | None = None  # XADD's explicit ID; None for ``*``
+    id_index: int = 0  # argv index of the ID (XADD), or argc when options ran out
+
+
+def _getll(arg: bytes) -> int:
+    value = parse_ll(arg)
+    if value is None:
+        raise CommandError(table.NOT_INTEGER)
+    return value
+
+
+def _lower(arg: bytes) -> bytes:
+    return c_string(arg).lower()  # strcasecmp on the C string
+
+
+def parse_add_trim_args(call: Call, xadd: bool) -> AddTrimArgs:
+    """``streamParseAddOrTrimArgsOrReply``: options from argv[2], left to right (XTRIM-1 .. XTRIM-7)."""
+    argv = call.argv
+    args = AddTrimArgs()
+    limit_given = False
+    i = 2
+    while i < len(argv):
+        more = len(argv) - 1 - i
+        opt = _lower(argv[i])
+        if xadd and opt == b"*":  # XADD-2: the auto-ID fast path ends the options
+            break
+        if opt in (b"maxlen", b"minid") and more:  # XTRIM-2
+            if args.strategy is not None:
+                raise CommandError(ERR_STRATEGIES)
+            args.approx = False
+            marker = c_string(argv[i + 1])
+            if more >= 2 and marker == b"~":
+                args.approx = True
+                i += 1
+            elif more >= 2 and marker == b"=":
+                i += 1
+            if opt == b"maxlen":
+                args.maxlen = _getll(argv[i + 1])
+                if args.maxlen < 0:
+                    raise CommandError(ERR_MAXLEN_NEGATIVE)
+            else:
+                note_id_parse(call, argv[i + 1])
+                minid = parse_strict(argv[i + 1])
+                if minid is None:
+                    raise CommandError(table.INVALID_ID)
+                args.minid = minid
+            i += 1
+            args.strategy = opt.decode()
+            args.threshold_index = i
+        elif opt == b"limit" and more:  # XTRIM-3
+            args.limit = _getll(argv[i + 1])
+            if args.limit < 0:
+                raise CommandError(ERR_LIMIT_NEGATIVE)
+            limit_given = True
+            i += 1
+        elif xadd and opt == b"nomkstream":  # XADD-3
+            args.nomkstream = True
+        elif xadd:  # XADD-4: the first other word is the ID
+            note_id_parse(call, argv[i], allow_auto_seq=True)
+            parsed = parse_id(argv[i], strict=True, allow_auto_seq=True)
+            if parsed is None:
+                raise CommandError(table.INVALID_ID)
+            args.id = parsed
+            break
+        else:  # XTRIM-4
+            raise CommandError(table.SYNTAX)
+        i += 1
+    args.id_index = i
+    if args.limit and args.strategy is None:  # XTRIM-5
+        raise CommandError(ERR_LIMIT_NO_STRATEGY)
+    if not xadd and args.strategy is None:  # XTRIM-5
+        raise CommandError(ERR_XTRIM_NO_STRATEGY)
+    if limit_given:
+        if not args.approx:  # XTRIM-6
+            raise CommandError(ERR_LIMIT_NOT_APPROX)
+    elif args.approx:  # XTRIM-7: the default work limit of ~
+        limit = DEFAULT_APPROX_LIMIT_FACTOR * call.server.config_int("stream-node-max-entries")
+        if limit <= 0:
+            limit = APPROX_LIMIT_WHEN_UNSET
+        args.limit = min(limit, APPROX_LIMIT_CAP)
+    else:
+        args.limit = 0  # XTRIM-7: exact trimming is never limited
+    return args
+
+
+# -- trimming ------------------------------------------------------------------------------
+def trim(call: Call, stream: Stream, args: AddTrimArgs) -> int:
+    """``streamTrim``: remove entries per ``args``; returns how many (XTRIM-9, XTRIM-10)."""
+    removed = stream.layout.trim(  # XTRIM-9: the node walk is the layout's
+        maxlen=args.maxlen if args.strategy == "maxlen" else None,
+        minid=args.minid if args.strategy == "minid" else None,
+        approx=args.approx, limit=args.limit)
+    for entry_id in removed:
+        del stream.entries[entry_id]
+    if stream.layout.radix_tree_keys == 0:
+        note_iterator_end(call)  # the node walk ran off the end of the tree
+    # XTRIM-10: the first live entry, 0-0 for an empty stream; max-deleted-entry-id stays.
+    stream.first_id = stream.entries.peekitem(0)[0] if stream.entries else MIN_ID
+    return len(removed)
+
+
+def rewritten_trim_argv(argv: list[bytes], stream: Stream, args: AddTrimArgs) -> list[bytes]:
+    """XTRIM-11: ``~`` becomes ``=`` and the threshold what the trim left: the length, or the
+    first entry ID counting tombstones (the maximum ID when no node is left)."""
+    out = list(argv)
+    out[args.threshold_index - 1] = b"="
+    if args.strategy == "maxlen":
+        out[args.threshold_index] = b"%d" % stream.length
+    else:
+        first = stream.layout.first_id()
+        out[args.threshold_index] = (MAX_ID if first is None else first).encode()
+    return out
+
+
+# -- XADD ------------------------------------------------------------------------------------
+def _next_auto_id(call: Call, last: StreamID) -> StreamID:
+    """``streamNextID`` (XADD-11): the clock's millisecond if it is past the top, else the top's successor."""
+    now = call.now()
+    if now > last.ms:
+        return StreamID(call.server.clock.concrete(now), 0)
+    nxt = successor(last)
+    assert nxt is not None, "the exhausted check (XADD-9) comes first"
+    return nxt
+
+
+@command("xadd")
+def xadd(call: Call) -> HandlerResult:
+    argv = call.argv
+    key = argv[1]
+    args = parse_add_trim_args(call, xadd=True)
+    field_pos = args.id_index + 1
+    nfields = len(argv) - field_pos
+    if nfields < 2 or nfields % 2 == 1:  # XADD-5
+        raise CommandError(table.arity_error(call.spec))
+    given = args.id
+    if given is not None and given.seq_given and given.id == MIN_ID:  # XADD-6
+        raise CommandError(ERR_ID_ZERO)
+    stream = call.stream(key)  # XADD-7: WRONGTYPE
+    if stream is None:
+        if args.nomkstream:  # XADD-7
+            return NullBulk()
+        stream = Stream()  # XADD-8: the key exists from here on, even if the append fails
+        call.db[key] = stream
+    last = stream.last_id
+    if last == MAX_ID:  # XADD-9
+        raise CommandError(ERR_EXHAUSTED)
+    if given is None:
+        new_id = _next_auto_id(call, last)
+    elif given.seq_given:
+        new_id = given.id  # XADD-12
+    elif given.id.ms == last.ms:  # XADD-13
+        if last.seq == U64_MAX:
+            # XADD-14: streamAppendItem fails without setting errno; 7.0 words
+            # the error after whatever errno was left by earlier code.
+            raise CommandError(ERR_ID_NOT_ABOVE_TOP if call.server.errno == EDOM else ERR_TOO_LARGE)
+        new_id = StreamID(last.ms, last.seq + 1)
+    else:
+        new_id = given.id  # XADD-13: ms-0
+    if new_id <= last:  # XADD-15
+        call.server.errno = EDOM
+        raise CommandError(ERR_ID_NOT_ABOVE_TOP)
+    fields: Fields = tuple(argv[field_pos:])
+    if sum(map(len, fields)) > LISTPACK_MAX_SIZE:  # XADD-16
+        call.server.errno = ERANGE
+        raise CommandError(ERR_TOO_LARGE)
+    if stream.layout.radix_tree_keys == 0:
+        note_iterator_end(call)  # the seek for the tail node finds an empty tree
+    stream.layout.append(new_id, fields, call.server.config_int("stream-node-max-entries"),
+                         call.server.config_int("stream-node-max-bytes"))
+    stream.entries[new_id] = fields  # XADD-17
+    stream.last_id = new_id
+    stream.entries_added += 1
+    if stream.length == 1:
+        stream.first_id = new_id
+    call.modified(key)
+    propagated = list(argv)
+    if args.strategy is not None:  # XADD-18: the new entry itself may go
+        trim(call, stream, args)
+        if args.approx:
+            propagated = rewritten_trim_argv(propagated, stream, args)
+    if given is None or not given.seq_given:  # XADD-19
+        propagated[args.id_index] = new_id.encode()
+    call.propagate(list[bytes | int](propagated))
+    call.ready(key)  # XADD-20
+    return Bulk(new_id.encode())
+
+
+# -- XTRIM ---------------------------------------------------------------------------------
+@command("xtrim")
+def xtrim(call: Call) -> Reply:
+    args = parse_add_trim_args(call, xadd=False)  # XTRIM-1: before the key
+    stream = call.stream(call.argv[1])  # XTRIM-8: WRONGTYPE
+    if stream is None:
+        return Int(0)  # XTRIM-8
+    deleted = trim(call, stream, args)
+    if deleted:  # XTRIM-12
+        call.modified(call.argv[1])
+        argv = rewritten_trim_argv(call.argv, stream, args) if args.approx else list(call.argv)
+        call.propagate(list[bytes | int](argv))
+    return Int(deleted)
+
+
+# -- XLEN ------------------------------------------------------------------------------------
+@command("xlen")
+def xlen(call: Call) -> Reply:
+    stream = call.stream(call.argv[1])  # XLEN-1
+    return Int(0 if stream is None else stream.length)
+
+
+# -- XRANGE / XREVRANGE ----------------------------------------------------------------
+def _range_bounds(call: Call, start_arg: bytes, end_arg: bytes) -> tuple[StreamID, StreamID]:
+    """XRANGE-1, XRANGE-2: start, then end, each with its exclusive adjustment."""
+    note_interval_parse(call, start_arg)
+    start = parse_interval(start_arg, 0)
+    if start is None:
+        raise CommandError(table.INVALID_ID)
+    low: StreamID | None = start.id
+    if start.exclusive:
+        low = successor(start.id)
+        if low is None:
+            raise CommandError(ERR_START_INTERVAL)
+    note_interval_parse(call, end_arg)
+    end = parse_interval(end_arg, U64_MAX)
+    if end is None:
+        raise CommandError(table.INVALID_ID)
+    high: StreamID | None = end.id
+    if end.exclusive:
+        high = predecessor(end.id)
+        if high is None:
+            raise CommandError(ERR_END_INTERVAL)
+    assert low is not None and high is not None
+    return low, high
+
+
+def _range_count(argv: list[bytes]) -> int:
+    """XRANGE-3: ``COUNT n`` pairs after the bounds; -1 when none. A negative count is 0."""
+    count = -1
+    j = 4
+    while j < len(argv):
+        if _lower(argv[j]) == b"count" and len(argv) - j - 1 >= 1:
+            count = max(_getll(argv[j + 1]), 0)
+            j += 2
+        else:
+            raise CommandError(table.SYNTAX)
+    return count
+
+
+def range_reply(call: Call, stream: Stream, low: StreamID, high: StreamID, count: int, rev: bool) -> Reply:
+    """``streamReplyWithRange`` without a group: live entries in [low, high], at most ``count`` (0: all).
+
+    The iterator stops at the first live entry beyond the range or when COUNT
+    is reached; otherwise it runs off the end of the tree (errno 0).
+    """
+    entries = stream.entries
+    if rev:  # beyond: a live entry below low that is not above high
+        inside = entries.irange(low, high, reverse=True)
+        beyond = (entries.irange(maximum=low, inclusive=(True, False)) if low <= high
+                  else entries.irange(maximum=high))
+    else:  # beyond: a live entry above high that is not below low
+        inside = entries.irange(low, high)
+        beyond = (entries.irange(minimum=high, inclusive=(False, True)) if low <= high
+                  else entries.irange(minimum=low))
+    out: list[Reply] = []
+    for entry_id in inside:
+        out.append(entry_reply(entry_id, entries[entry_id]))
+        if count and len(out) == count:
+            return Array(tuple(out))
+    if next(iter(beyond), None) is None:
+        note_iterator_end(call)
+    return Array(tuple(out))
+
+
+def _xrange(call: Call, rev: bool) -> Reply:
+    """XRANGE and XREVRANGE; they change and propagate nothing (XRANGE-6)."""
+    argv = call.argv
+    start_arg, end_arg = (argv[3], argv[2]) if rev else (argv[2], argv[3])  # XRANGE-1
+    low, high = _range_bounds(call, start_arg, end_arg)
+    count = _range_count(argv)
+    stream = call.stream(argv[1])  # XRANGE-4
+    if stream is None:
+        return Array(())
+    if count == 0:  # XRANGE-5
+        return NullArray()
+    return range_reply(call, stream, low, high, 0 if count < 0 else count, rev)
+
+
+@command("xrange")
+def xrange(call: Call) -> Reply:
+    return _xrange(call, rev=False)
+
+
+@command("xrevrange")
+def xrevrange(call: Call) -> Reply:
+    return _xrange(call, rev=True)
+
+
+# -- XDEL --------------------------------------------------------------------------------------
+@command("xdel")
+def xdel(call: Call) -> Reply:
+    key = call.argv[1]
+    stream = call.stream(key)  # XDEL-1
+    if stream is None:
+        return Int(0)
+    ids: list[StreamID] = []
+    for arg in call.argv[2:]:  # XDEL-2: every ID before any deletion
+        note_id_parse(call, arg)
+        entry_id = parse_strict(arg)
+        if entry_id is None:
+            raise CommandError(table.INVALID_ID)
+        ids.append(entry_id)
+    deleted = 0
+    first_deleted = False
+    for entry_id in ids:  # XDEL-3
+        if entry_id not in stream.entries:
+            if next(stream.entries.irange(minimum=entry_id, inclusive=(False, True)), None) is None:
+                note_iterator_end(call)  # the lookup ran past the last node
+            continue
+        del stream.entries[entry_id]
+        stream.layout.delete(entry_id)
+        first_deleted = first_deleted or entry_id == stream.first_id
+        stream.max_deleted_id = max(stream.max_deleted_id, entry_id)
+        deleted += 1
+    if deleted:  # XDEL-4
+        if not stream.entries:
+            stream.first_id = MIN_ID
+        elif first_deleted:
+            stream.first_id = stream.entries.peekitem(0)[0]
+        call.modified(key)
+        call.propagate_verbatim()
+    return Int(deleted)
+
+
+# -- XSETID -------------------------------------------------------------------------------------
+@command("xsetid")
+def xsetid(call: Call) -> Reply:
+    argv = call.argv
+    note_id_parse(call, argv[2])
+    last_id = parse_strict(argv[2])  # XSETID-1
+    if last_id is None:
+        raise CommandError(table.INVALID_ID)
+    entries_added = -1
+    max_deleted = MIN_ID
+    i = 3
+    while i < len(argv):  # XSETID-2
+        more = len(argv) - 1 - i
+        opt = _lower(argv[i])
+        if opt == b"entriesadded" and more:
+            entries_added = _getll(argv[i + 1])
+            if entries_added < 0:
+                raise CommandError(ERR_ENTRIES_ADDED_NEGATIVE)
+        elif opt == b"maxdeletedid" and more:
+            note_id_parse(call, argv[i + 1])
+            parsed = parse_strict(argv[i + 1])
+            if parsed is None:
+                raise CommandError(table.INVALID_ID)
+            if last_id < parsed:
+                raise CommandError(ERR_SETID_BELOW_MAXDELETED)
+            max_deleted = parsed
+        else:
+            raise CommandError(table.SYNTAX)
+        i += 2
+    value = call.lookup(argv[1])  # XSETID-3
+    if value is None:
+        raise CommandError(table.NO_SUCH_KEY)
+    stream = call.stream(argv[1])
+    assert stream is not None
+    if stream.length:  # XSETID-4
+        if last_id < stream.last_live_id():
+            raise CommandError(ERR_SETID_BELOW_TOP)
+        if entries_added != -1 and stream.length > entries_added:
+            raise CommandError(ERR_SETID_ENTRIES_ADDED)
+    stream.last_id = last_id  # XSETID-5
+    if entries_added != -1:
+        stream.entries_added = entries_added
+    if max_deleted != MIN_ID:
+        stream.max_deleted_id = max_deleted
+    # XSETID-5: 7.0 does not signal the key as modified: WATCH does not see it.
+    call.propagate_verbatim()  # XSETID-6
+    return OK

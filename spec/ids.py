@@ -3,7 +3,7 @@
 An ID is two unsigned 64-bit halves, ``ms-seq``. The parsers here reproduce
 Redis's C helpers (``string2ll``, ``string2ull`` with its ``strtoull``
 fallback, ``streamGenericParseIDOrReply``), because their leniency is visible
-to clients (spec rules ID-1 .. ID-9).
+to clients (spec/rules/streams.md, rules ID-1 .. ID-9).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ MAX_ID = StreamID(U64_MAX, U64_MAX)
 
 
 def successor(i: StreamID) -> StreamID | None:
-    """The next ID, or None after the maximum (streamIncrID's overflow)."""
+    """The next ID, or None after the maximum (streamIncrID's overflow; ID-9)."""
     if i.seq < U64_MAX:
         return StreamID(i.ms, i.seq + 1)
     if i.ms < U64_MAX:
@@ -43,7 +43,7 @@ def successor(i: StreamID) -> StreamID | None:
 
 
 def predecessor(i: StreamID) -> StreamID | None:
-    """The previous ID, or None before 0-0 (streamDecrID's underflow)."""
+    """The previous ID, or None before 0-0 (streamDecrID's underflow; ID-9)."""
     if i.seq > 0:
         return StreamID(i.ms, i.seq - 1)
     if i.ms > 0:
@@ -108,7 +108,7 @@ def strtoull(s: bytes) -> tuple[int, int] | None:
 
 
 def string2ull(s: bytes) -> int | None:
-    """Redis's string2ull: strict parse first, then the lenient strtoull fallback."""
+    """Redis's string2ull: strict parse first, then the lenient strtoull fallback (ID-7)."""
     ll = string2ll(s)
     if ll is not None:
         return None if ll < 0 else ll
@@ -134,14 +134,14 @@ class ParsedID(NamedTuple):
 
 
 def parse_id(arg: bytes, *, strict: bool, missing_seq: int = 0, allow_auto_seq: bool = False) -> ParsedID | None:
-    """``streamGenericParseIDOrReply``: None means "Invalid stream ID" (ID-1..ID-7).
+    """``streamGenericParseIDOrReply``: None means "Invalid stream ID" (ID-1 .. ID-7).
 
     ``strict`` rejects the lone ``-`` and ``+``; ``missing_seq`` completes an
     ``ms``-only ID; ``allow_auto_seq`` accepts XADD's ``ms-*``.
     """
     if len(arg) > 127:  # ID-2: the C code copies into a 128-byte buffer
         return None
-    buf = c_string(arg)
+    buf = c_string(arg)  # ID-1: a C string from here on
     if strict and buf in (b"-", b"+"):  # ID-3
         return None
     if buf == b"-":  # ID-4
@@ -150,7 +150,7 @@ def parse_id(arg: bytes, *, strict: bool, missing_seq: int = 0, allow_auto_seq: 
         return ParsedID(MAX_ID, True)
     dash = buf.find(b"-")  # ID-5: split at the first dash
     ms_part = buf if dash < 0 else buf[:dash]
-    ms = string2ull(ms_part)
+    ms = string2ull(ms_part)  # ID-7
     if ms is None:
         return None
     if dash < 0:
