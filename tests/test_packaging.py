@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -30,11 +31,24 @@ def test_editable_install_maps_subpackages_to_the_layout_folders():
     assert corpus_files(CORPUS_DIR), "the bundled corpus is missing"
 
 
+def source_tree(dest: Path) -> Path:
+    """A copy of what a clean clone has (tracked and unignored files): no stale build/ output."""
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                           cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    for f in filter(None, files):
+        src = ROOT / f.decode()
+        if src.is_file():
+            (dest / f.decode()).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / f.decode())
+    return dest
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    src = source_tree(tmp_path_factory.mktemp("src"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(out), str(ROOT)], check=True)
+                    "-w", str(out), str(src)], check=True)
     (whl,) = out.glob("xspec-*.whl")
     return whl
 
