@@ -95,6 +95,7 @@ def auth(call: Call) -> Reply:
 
 @command("reset")
 def reset(call: Call) -> Reply:
+    """CONN-4: back to a new connection's state, keeping the client ID."""
     c = call.client
     c.db = 0  # RESET-1
     c.proto = 2

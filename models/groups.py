@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from xspec.models import pel
+from xspec.models.ordered import first_key, first_key_from, keys_from, last_key
 from xspec.models.server import Call, CommandError, command
 from xspec.models.state import Consumer, Group, Nack, Stream
 from xspec.spec import commands as table
@@ -88,7 +89,7 @@ def _option(arg: bytes) -> bytes:
 
 
 def _entry_reply(entry_id: StreamID, fields: tuple[bytes, ...]) -> Reply:
-    return Array((Bulk(entry_id.encode()), Array(tuple(Bulk(f) for f in fields))))
+    return Array((Bulk(entry_id.encode()), Array(tuple(map(Bulk, fields)))))
 
 
 def _id_reply(entry_id: StreamID) -> Reply:
@@ -363,8 +364,8 @@ def _pending_summary(group: Group) -> Reply:
     owners = tuple(  # XPENDING-7
         Array((Bulk(c.name), Bulk(b"%d" % len(c.pel))))
         for c in group.consumers.values() if c.pel)
-    return Array((Int(len(group.pel)), _id_reply(group.pel.peekitem(0)[0]),
-                  _id_reply(group.pel.peekitem(-1)[0]), Array(owners)))
+    return Array((Int(len(group.pel)), _id_reply(first_key(group.pel)),
+                  _id_reply(last_key(group.pel)), Array(owners)))
 
 
 def _pending_entries(call: Call, group: Group, start: StreamID, end: StreamID, count: int,
@@ -378,7 +379,7 @@ def _pending_entries(call: Call, group: Group, start: StreamID, end: StreamID, c
         scanned = group.pel
     now = call.now()  # XPENDING-10
     rows: list[Reply] = []
-    for entry_id in scanned.irange(start, end):
+    for entry_id in keys_from(scanned, start, end):
         if not count:
             break
         nack: Nack = scanned[entry_id]
@@ -553,11 +554,11 @@ def xautoclaim(call: Call) -> Reply:
     deleted: list[Reply] = []
     position: StreamID | None = start  # where the walk resumes; None past the maximum ID
     while attempts and count and position is not None:
-        index = group.pel.bisect_left(position)
-        if index == len(group.pel):
+        entry_id = first_key_from(group.pel, position)
+        if entry_id is None:
             position = None
             break
-        entry_id, nack = group.pel.peekitem(index)
+        nack = group.pel[entry_id]
         attempts -= 1
         position = successor(entry_id)
         if entry_id not in stream.entries:  # XAUTOCLAIM-7
@@ -583,7 +584,7 @@ def xautoclaim(call: Call) -> Reply:
         pel.propagate_claim(call, key, group, consumer.name, entry_id.encode(), nack)  # XAUTOCLAIM-11
     cursor = MIN_ID  # XAUTOCLAIM-10
     if position is not None:
-        index = group.pel.bisect_left(position)
-        if index < len(group.pel):
-            cursor = group.pel.peekitem(index)[0]
+        after_walk = first_key_from(group.pel, position)
+        if after_walk is not None:
+            cursor = after_walk
     return Array((_id_reply(cursor), Array(tuple(claimed)), Array(tuple(deleted))))  # XAUTOCLAIM-11

@@ -36,6 +36,8 @@ _KEY = struct.Struct(">QQ")
 
 def _delta_size(new: int, base: int) -> int:
     """Bytes of ``new - base`` stored as Redis does: unsigned subtraction read back as int64."""
+    if 0 <= new - base <= 127:
+        return 2  # the common case: a small forward step, a 7-bit integer
     delta = (new - base) & _U64
     if delta > _U64 >> 1:
         delta -= 1 << 64
@@ -130,8 +132,8 @@ class NodeLayout:
         tail = self._nodes[-1] if self._nodes else None
         if tail is not None:
             limit = max_bytes if 0 < max_bytes <= LISTPACK_MAX_SIZE else LISTPACK_MAX_SIZE
-            if (tail.lp_bytes() + sum(map(len, fields)) >= limit
-                    or (max_entries and tail.live + tail.deleted >= max_entries)):
+            if ((max_entries and tail.live + tail.deleted >= max_entries)
+                    or tail.lp_bytes() + sum(map(len, fields)) >= limit):
                 tail = None
         if tail is None:
             tail = _Node(entry_id, names)

@@ -1,7 +1,7 @@
 """Operations on consumer groups' pending entries lists, shared by XREADGROUP,
 XCLAIM, XAUTOCLAIM, XACK and XGROUP.
 
-The invariant these keep (spec INV-PEL-1): every NACK in a group PEL is
+The invariant these keep (spec INV-6, INV-7): every NACK in a group PEL is
 owned by exactly one consumer of that group, and appears in that consumer's
 PEL as the same object; a consumer PEL holds nothing else.
 """

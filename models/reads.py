@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xspec.models import lag, pel
+from xspec.models.ordered import keys_from
 from xspec.models.server import Call, CommandError, HandlerResult, command
 from xspec.models.state import Consumer, Fields, Group, Nack, Stream
 from xspec.spec import commands as table
@@ -49,7 +50,7 @@ def error_text(arg: bytes) -> str:
 
 def entry_reply(entry_id: StreamID, fields: Fields) -> Reply:
     """One stream entry: ``[id, [field, value, ...]]``."""
-    return Array((Bulk(entry_id.encode()), Array(tuple(Bulk(f) for f in fields))))
+    return Array((Bulk(entry_id.encode()), Array(tuple(map(Bulk, fields)))))
 
 
 def streams_reply(call: Call, served: list[tuple[bytes, Reply]]) -> Reply:
@@ -59,7 +60,7 @@ def streams_reply(call: Call, served: list[tuple[bytes, Reply]]) -> Reply:
     return Map(tuple((Bulk(k), entries) for k, entries in served))
 
 
-@dataclass
+@dataclass(slots=True)
 class ReadOptions:
     """What the option loop of XREAD/XREADGROUP found."""
 
@@ -137,7 +138,7 @@ def parse_options(call: Call, grouped: bool) -> ReadOptions:
                        argv[streams_at:streams_at + half], argv[streams_at + half:])
 
 
-@dataclass
+@dataclass(slots=True)
 class StreamRead:
     """One key/ID pair after the per-stream checks."""
 
@@ -234,7 +235,7 @@ def first_after(after: StreamID) -> StreamID:
 def range_after(stream: Stream, after: StreamID, count: int) -> tuple[Reply, ...]:
     """Live entries greater than ``after``, at most ``count`` of them (0: all)."""
     out: list[Reply] = []
-    for entry_id in stream.entries.irange(minimum=first_after(after)):
+    for entry_id in keys_from(stream.entries, first_after(after)):
         out.append(entry_reply(entry_id, stream.entries[entry_id]))
         if count and len(out) == count:
             break
@@ -265,7 +266,7 @@ def history(call: Call, stream: Stream, consumer: Consumer, after: StreamID, cou
     Nothing is propagated.
     """
     out: list[Reply] = []
-    for entry_id in consumer.pel.irange(minimum=first_after(after)):
+    for entry_id in keys_from(consumer.pel, first_after(after)):
         if count and len(out) >= count:
             break
         fields = stream.entries.get(entry_id)
@@ -289,7 +290,7 @@ def deliver_new(call: Call, key: bytes, stream: Stream, group: Group, consumer: 
     group's new position is propagated once, as XGROUP SETID ... ENTRIESREAD.
     """
     out: list[Reply] = []
-    for entry_id in stream.entries.irange(minimum=first_after(after)):
+    for entry_id in keys_from(stream.entries, first_after(after)):
         lag.advance_group(stream, group, entry_id)
         out.append(entry_reply(entry_id, stream.entries[entry_id]))
         if not noack:

@@ -69,7 +69,7 @@ def command(fullname: str) -> Callable[[Handler], Handler]:
     return register
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     """What one :meth:`Server.execute` produced.
 
@@ -149,7 +149,8 @@ class Call:
         self.ops.append((self.client.db, argv))
 
     def propagate_verbatim(self) -> None:
-        self.propagate(list[bytes | int](self.argv))
+        argv: list[bytes | int] = list(self.argv)
+        self.propagate(argv)
 
     # -- blocking -------------------------------------------------------------------
     def block(self, keys: list[bytes], timeout_ms: int, payload: Any,
@@ -206,7 +207,7 @@ class Server:
 
     # -- clients ----------------------------------------------------------
     def connect(self, client_id: int | None = None) -> int:
-        """Open a connection; returns its client id (CLIENT ID)."""
+        """Open a connection (CONN-2: RESP2, database 0, no name); returns its client id."""
         cid = self.next_client_id if client_id is None else client_id
         if cid in self.clients:
             raise ValueError(f"client {cid} already connected")
@@ -236,7 +237,7 @@ class Server:
     # -- dispatch -------------------------------------------------------------
     def execute(self, client_id: int, argv: list[bytes]) -> Outcome:
         """Run one command from one client (DISPATCH-1 .. DISPATCH-7)."""
-        c = self.client(client_id)
+        c = self.clients.get(client_id) or self.client(client_id)
         if c.blocked is not None:
             raise RuntimeError(f"client {client_id} is blocked and cannot send commands")
         if self.dialect.time_snapshot_per_command:
@@ -247,7 +248,6 @@ class Server:
             self._snapshot = None
 
     def _execute(self, c: Client, argv: list[bytes]) -> Outcome:
-        ops: list[tuple[int, list[bytes | int]]] = []
         spec = table.lookup(argv)
         # CONN-5: the client's last command (CLIENT LIST cmd=) is set by the
         # lookup, before any check; NULL when the lookup fails.
@@ -269,23 +269,25 @@ class Server:
         if handler is None:
             # A command in the table that the model does not implement yet.
             return Outcome(self._render(c, Error(f"ERR xspec model: '{name}' is not modelled")))
+        ops: list[tuple[int, list[bytes | int]]] = []
         call = Call(self, c, argv, spec, ops)
         try:
             result = handler(call)
         except CommandError as e:
             result = Error(e.text)
-        out = Outcome(None)
         if isinstance(result, _Blocked):
-            out.blocked = True
+            out = Outcome(None, blocked=True)
         elif isinstance(result, PreRendered):
-            out.reply = result.reply
-        elif result is not None:
-            out.reply = self._render(c, result)
-        out.propagated = self._wrap(ops)  # DISPATCH-6, PROP-1
+            out = Outcome(result.reply)
+        else:
+            out = Outcome(None if result is None else for_protocol(result, c.proto))
+        if ops:
+            out.propagated = self._wrap(ops)  # DISPATCH-6, PROP-1
         if c.closed:  # CONN-3: QUIT closes the connection after its reply
             out.closed = True
             self.close(c.id)
-        self._handle_ready(out)  # DISPATCH-7
+        if self.ready_keys:
+            self._handle_ready(out)  # DISPATCH-7
         return out
 
     def _reject(self, c: Client, text: str, spec: table.CommandSpec | None = None) -> Outcome:
@@ -339,12 +341,15 @@ class Server:
         """``propagatePendingCommands``: wrap several ops in MULTI/EXEC, add SELECTs (PROP-1)."""
         if not ops:
             return []
+        if len(ops) == 1 and ops[0][0] == self.repl_db:  # the common case: one command, no SELECT
+            return [ops[0][1]]
         out: list[list[bytes | int]] = []
         if len(ops) > 1:
             self._select(ops[0][0], out)
             out.append([b"MULTI"])
         for db, argv in ops:
-            self._select(db, out)
+            if db != self.repl_db:
+                self._select(db, out)
             out.append(argv)
         if len(ops) > 1:
             out.append([b"EXEC"])
@@ -357,14 +362,15 @@ class Server:
 
     # -- WATCH ------------------------------------------------------------------
     def touch_watched(self, db: int, key: bytes) -> None:
+        watched_key = (db, key)
         for c in self.clients.values():
-            if (db, key) in c.watched:
+            if watched_key in c.watched:
                 c.dirty_cas = True
 
     # -- blocking ---------------------------------------------------------------
     def signal_ready(self, db: int, key: bytes) -> None:
         """``signalKeyAsReady``: queue ``key`` once, if a client is blocked on it (BLOCK-2)."""
-        if (db, key) in self.blocking:
+        if self.blocking and (db, key) in self.blocking:
             self.ready_keys[(db, key)] = None
 
     def signal_deleted(self, db: int, key: bytes) -> None:

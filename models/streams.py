@@ -14,9 +14,11 @@ iterator running off its end, a failed append) in ``Server.errno``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from errno import EDOM, ERANGE
 
+from xspec.models.ordered import first_key, first_key_from, keys_down_from, keys_from, last_key_to
 from xspec.models.reads import entry_reply
 from xspec.models.server import Call, CommandError, HandlerResult, command
 from xspec.models.state import Fields, Stream
@@ -25,9 +27,11 @@ from xspec.spec.ids import (
     MAX_ID,
     MIN_ID,
     U64_MAX,
+    IntervalID,
     ParsedID,
     StreamID,
     c_string,
+    canonical_id,
     parse_id,
     parse_interval,
     parse_ll,
@@ -72,6 +76,8 @@ def _note_strtoull(call: Call, part: bytes) -> None:
 def note_id_parse(call: Call, arg: bytes, *, allow_auto_seq: bool = False) -> None:
     """The errno that parsing ``arg`` as an ID leaves (ID-5, ID-7): a part that the strict
     signed parse refuses goes through ``strtoull``, whatever the outcome."""
+    if canonical_id(arg) is not None:  # both parts pass the strict signed parse: errno untouched
+        return
     if len(arg) > 127:  # ID-2: refused before any number is read
         return
     buf = c_string(arg)
@@ -91,9 +97,27 @@ def note_id_parse(call: Call, arg: bytes, *, allow_auto_seq: bool = False) -> No
         _note_strtoull(call, seq_part)
 
 
+def parse_id_noting_errno(call: Call, arg: bytes, *, allow_auto_seq: bool = False) -> ParsedID | None:
+    """``parse_id(arg, strict=True)``, with the errno that parse leaves (``note_id_parse``)."""
+    fast = canonical_id(arg)
+    if fast is not None:  # both parts pass the strict signed parse: errno untouched
+        return ParsedID(fast, True)
+    note_id_parse(call, arg, allow_auto_seq=allow_auto_seq)
+    return parse_id(arg, strict=True, allow_auto_seq=allow_auto_seq)
+
+
 def note_interval_parse(call: Call, arg: bytes) -> None:
     """``note_id_parse`` for an XRANGE bound, after a leading ``(`` (ID-8)."""
     note_id_parse(call, arg[1:] if len(arg) > 1 and arg[:1] == b"(" else arg)
+
+
+def parse_interval_noting_errno(call: Call, arg: bytes, missing_seq: int) -> IntervalID | None:
+    """``parse_interval``, with the errno that parse leaves (``note_interval_parse``)."""
+    fast = canonical_id(arg, missing_seq)
+    if fast is not None:  # no ``(``, and both parts pass the strict signed parse: errno untouched
+        return IntervalID(fast, False)
+    note_interval_parse(call, arg)
+    return parse_interval(arg, missing_seq)
 
 
 def note_iterator_end(call: Call) -> None:
@@ -102,7 +126,7 @@ def note_iterator_end(call: Call) -> None:
 
 
 # -- the XADD/XTRIM argument parser ------------------------------------------------------
-@dataclass
+@dataclass(slots=True)
 class AddTrimArgs:
     """``streamAddTrimArgs``: what XADD and XTRIM parsed (XTRIM-1 .. XTRIM-7)."""
 
@@ -125,7 +149,7 @@ def _getll(arg: bytes) -> int:
 
 
 def _lower(arg: bytes) -> bytes:
-    return c_string(arg).lower()  # strcasecmp on the C string
+    return (c_string(arg) if b"\0" in arg else arg).lower()  # strcasecmp on the C string
 
 
 def parse_add_trim_args(call: Call, xadd: bool) -> AddTrimArgs:
@@ -171,8 +195,7 @@ def parse_add_trim_args(call: Call, xadd: bool) -> AddTrimArgs:
         elif xadd and opt == b"nomkstream":  # XADD-3
             args.nomkstream = True
         elif xadd:  # XADD-4: the first other word is the ID
-            note_id_parse(call, argv[i], allow_auto_seq=True)
-            parsed = parse_id(argv[i], strict=True, allow_auto_seq=True)
+            parsed = parse_id_noting_errno(call, argv[i], allow_auto_seq=True)
             if parsed is None:
                 raise CommandError(table.INVALID_ID)
             args.id = parsed
@@ -210,11 +233,11 @@ def trim(call: Call, stream: Stream, args: AddTrimArgs) -> int:
     if stream.layout.radix_tree_keys == 0:
         note_iterator_end(call)  # the node walk ran off the end of the tree
     # XTRIM-10: the first live entry, 0-0 for an empty stream; max-deleted-entry-id stays.
-    stream.first_id = stream.entries.peekitem(0)[0] if stream.entries else MIN_ID
+    stream.first_id = first_key(stream.entries) if stream.entries else MIN_ID
     return len(removed)
 
 
-def rewritten_trim_argv(argv: list[bytes], stream: Stream, args: AddTrimArgs) -> list[bytes]:
+def rewritten_trim_argv(argv: Sequence[bytes | int], stream: Stream, args: AddTrimArgs) -> list[bytes | int]:
     """XTRIM-11: ``~`` becomes ``=`` and the threshold what the trim left: the length, or the
     first entry ID counting tombstones (the maximum ID when no node is left)."""
     out = list(argv)
@@ -259,6 +282,7 @@ def xadd(call: Call) -> HandlerResult:
     last = stream.last_id
     if last == MAX_ID:  # XADD-9
         raise CommandError(ERR_EXHAUSTED)
+    # XADD-10: the new ID, from the clock, the argument, or both
     if given is None:
         new_id = _next_auto_id(call, last)
     elif given.seq_given:
@@ -288,14 +312,14 @@ def xadd(call: Call) -> HandlerResult:
     if stream.length == 1:
         stream.first_id = new_id
     call.modified(key)
-    propagated = list(argv)
+    propagated: list[bytes | int] = list(argv)
     if args.strategy is not None:  # XADD-18: the new entry itself may go
         trim(call, stream, args)
         if args.approx:
             propagated = rewritten_trim_argv(propagated, stream, args)
     if given is None or not given.seq_given:  # XADD-19
         propagated[args.id_index] = new_id.encode()
-    call.propagate(list[bytes | int](propagated))
+    call.propagate(propagated)
     call.ready(key)  # XADD-20
     return Bulk(new_id.encode())
 
@@ -310,8 +334,8 @@ def xtrim(call: Call) -> Reply:
     deleted = trim(call, stream, args)
     if deleted:  # XTRIM-12
         call.modified(call.argv[1])
-        argv = rewritten_trim_argv(call.argv, stream, args) if args.approx else list(call.argv)
-        call.propagate(list[bytes | int](argv))
+        argv: list[bytes | int] = rewritten_trim_argv(call.argv, stream, args) if args.approx else list(call.argv)
+        call.propagate(argv)
     return Int(deleted)
 
 
@@ -325,8 +349,7 @@ def xlen(call: Call) -> Reply:
 # -- XRANGE / XREVRANGE ----------------------------------------------------------------
 def _range_bounds(call: Call, start_arg: bytes, end_arg: bytes) -> tuple[StreamID, StreamID]:
     """XRANGE-1, XRANGE-2: start, then end, each with its exclusive adjustment."""
-    note_interval_parse(call, start_arg)
-    start = parse_interval(start_arg, 0)
+    start = parse_interval_noting_errno(call, start_arg, 0)
     if start is None:
         raise CommandError(table.INVALID_ID)
     low: StreamID | None = start.id
@@ -334,8 +357,7 @@ def _range_bounds(call: Call, start_arg: bytes, end_arg: bytes) -> tuple[StreamI
         low = successor(start.id)
         if low is None:
             raise CommandError(ERR_START_INTERVAL)
-    note_interval_parse(call, end_arg)
-    end = parse_interval(end_arg, U64_MAX)
+    end = parse_interval_noting_errno(call, end_arg, U64_MAX)
     if end is None:
         raise CommandError(table.INVALID_ID)
     high: StreamID | None = end.id
@@ -367,20 +389,16 @@ def range_reply(call: Call, stream: Stream, low: StreamID, high: StreamID, count
     is reached; otherwise it runs off the end of the tree (errno 0).
     """
     entries = stream.entries
-    if rev:  # beyond: a live entry below low that is not above high
-        inside = entries.irange(low, high, reverse=True)
-        beyond = (entries.irange(maximum=low, inclusive=(True, False)) if low <= high
-                  else entries.irange(maximum=high))
-    else:  # beyond: a live entry above high that is not below low
-        inside = entries.irange(low, high)
-        beyond = (entries.irange(minimum=high, inclusive=(False, True)) if low <= high
-                  else entries.irange(minimum=low))
     out: list[Reply] = []
-    for entry_id in inside:
+    for entry_id in keys_down_from(entries, high, low) if rev else keys_from(entries, low, high):
         out.append(entry_reply(entry_id, entries[entry_id]))
         if count and len(out) == count:
             return Array(tuple(out))
-    if next(iter(beyond), None) is None:
+    if rev:  # beyond: a live entry below low that is not above high
+        beyond = last_key_to(entries, low, inclusive=False) if low <= high else last_key_to(entries, high)
+    else:  # beyond: a live entry above high that is not below low
+        beyond = first_key_from(entries, high, inclusive=False) if low <= high else first_key_from(entries, low)
+    if beyond is None:
         note_iterator_end(call)
     return Array(tuple(out))
 
@@ -427,7 +445,7 @@ def xdel(call: Call) -> Reply:
     first_deleted = False
     for entry_id in ids:  # XDEL-3
         if entry_id not in stream.entries:
-            if next(stream.entries.irange(minimum=entry_id, inclusive=(False, True)), None) is None:
+            if first_key_from(stream.entries, entry_id, inclusive=False) is None:
                 note_iterator_end(call)  # the lookup ran past the last node
             continue
         del stream.entries[entry_id]
@@ -439,7 +457,7 @@ def xdel(call: Call) -> Reply:
         if not stream.entries:
             stream.first_id = MIN_ID
         elif first_deleted:
-            stream.first_id = stream.entries.peekitem(0)[0]
+            stream.first_id = first_key(stream.entries)
         call.modified(key)
         call.propagate_verbatim()
     return Int(deleted)

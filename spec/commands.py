@@ -10,6 +10,7 @@ convention: ``n > 0`` means exactly ``n`` arguments (the name included),
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from xspec.spec.ids import c_string
 
@@ -28,7 +29,7 @@ class CommandSpec:
     subcommands: dict[str, CommandSpec] = field(default_factory=dict)
     container: str | None = None  # the parent, for subcommands
 
-    @property
+    @cached_property
     def fullname(self) -> str:
         """``xgroup|create`` for subcommands, the name otherwise (used in arity errors)."""
         return f"{self.container}|{self.name}" if self.container else self.name
@@ -157,6 +158,30 @@ OUT_OF_SCOPE: frozenset[str] = frozenset(
 )
 
 
+def _table_name(arg: bytes) -> str:
+    # The name as the case-insensitive table lookup sees it: a C string.
+    return c_string(arg).decode("latin-1").lower()
+
+
+# argv[0] as sent -> its table entry (None: unknown). A pure function of the
+# bytes, remembered for the names clients actually send; bounded so that a
+# fuzzer's random names cannot grow it without end.
+_BASE_BY_ARG: dict[bytes, CommandSpec | None] = {}
+_BASE_BY_ARG_LIMIT = 4096
+
+
+def _base(arg: bytes) -> CommandSpec | None:
+    if type(arg) is not bytes:  # a bytearray or the like: not hashable, not remembered
+        return COMMANDS.get(_table_name(arg))
+    try:
+        return _BASE_BY_ARG[arg]
+    except KeyError:
+        base = COMMANDS.get(_table_name(arg))
+        if len(_BASE_BY_ARG) < _BASE_BY_ARG_LIMIT:
+            _BASE_BY_ARG[arg] = base
+        return base
+
+
 def lookup(argv: list[bytes]) -> CommandSpec | None:
     """``lookupCommand``: the command, or the subcommand of a container command.
 
@@ -166,10 +191,10 @@ def lookup(argv: list[bytes]) -> CommandSpec | None:
     """
     if not argv:
         return None
-    base = COMMANDS.get(c_string(argv[0]).decode("latin-1").lower())
+    base = _base(argv[0])
     if base is None or not base.subcommands or len(argv) == 1:
         return base
-    return base.subcommands.get(c_string(argv[1]).decode("latin-1").lower())
+    return base.subcommands.get(_table_name(argv[1]))
 
 
 def _fmt(arg: bytes, limit: int) -> str:
@@ -184,7 +209,7 @@ def _reject_format(msg: str) -> str:
 
 def unknown_command_error(argv: list[bytes]) -> str:
     """The error text for a command (or subcommand) the table does not have."""
-    base = COMMANDS.get(c_string(argv[0]).decode("latin-1").lower())
+    base = _base(argv[0])
     if base is not None and base.subcommands:
         return _reject_format(
             f"ERR unknown subcommand '{_fmt(argv[1], 128)}'. Try {base.name.upper()} HELP.")

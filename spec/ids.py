@@ -14,6 +14,7 @@ U64_MAX = (1 << 64) - 1
 I64_MAX = (1 << 63) - 1
 I64_MIN = -(1 << 63)
 LONG_STR_SIZE = 21  # Redis's LONG_STR_SIZE: string2ll refuses inputs this long or longer
+_SHORTEST_UNSAFE = 19  # digits: the shortest decimal that may exceed I64_MAX
 
 
 class StreamID(NamedTuple):
@@ -26,7 +27,7 @@ class StreamID(NamedTuple):
         return f"{self.ms}-{self.seq}"
 
     def encode(self) -> bytes:
-        return b"%d-%d" % (self.ms, self.seq)
+        return b"%d-%d" % self
 
 
 MIN_ID = StreamID(0, 0)
@@ -59,6 +60,8 @@ def c_string(arg: bytes) -> bytes:
 
 def string2ll(s: bytes) -> int | None:
     """Redis's strict signed 64-bit parser (util.c string2ll)."""
+    if s.isdigit() and len(s) < _SHORTEST_UNSAFE and (s[0] != 48 or len(s) == 1):
+        return int(s)  # the common case, a plain decimal: taken whole, cannot overflow
     n = len(s)
     if n == 0 or n >= LONG_STR_SIZE:
         return None
@@ -133,12 +136,34 @@ class ParsedID(NamedTuple):
     seq_given: bool
 
 
+def canonical_id(arg: bytes, missing_seq: int = 0) -> StreamID | None:
+    """The ID ``arg`` means when it is in canonical form, ``ms`` or ``ms-seq``; else None.
+
+    Canonical: each part is 1 to 18 ASCII digits with no leading zero (or is
+    just ``0``). ``string2ll`` takes such a part whole and it cannot overflow,
+    so ``string2ull`` never falls back to ``strtoull`` and the value is the
+    plain decimal. Such an ID therefore parses the same in every mode (strict
+    or not, ``ms-*`` allowed or not) and leaves errno alone: this is the fast
+    path of :func:`parse_id`. Anything else is for the full parser to decide.
+    """
+    ms, dash, seq = arg.partition(b"-")
+    if ms.isdigit() and len(ms) < _SHORTEST_UNSAFE and (ms[0] != 48 or len(ms) == 1):
+        if not dash:
+            return StreamID(int(ms), missing_seq)
+        if seq.isdigit() and len(seq) < _SHORTEST_UNSAFE and (seq[0] != 48 or len(seq) == 1):
+            return StreamID(int(ms), int(seq))
+    return None
+
+
 def parse_id(arg: bytes, *, strict: bool, missing_seq: int = 0, allow_auto_seq: bool = False) -> ParsedID | None:
     """``streamGenericParseIDOrReply``: None means "Invalid stream ID" (ID-1 .. ID-7).
 
     ``strict`` rejects the lone ``-`` and ``+``; ``missing_seq`` completes an
     ``ms``-only ID; ``allow_auto_seq`` accepts XADD's ``ms-*``.
     """
+    fast = canonical_id(arg, missing_seq)
+    if fast is not None:
+        return ParsedID(fast, True)
     if len(arg) > 127:  # ID-2: the C code copies into a 128-byte buffer
         return None
     buf = c_string(arg)  # ID-1: a C string from here on
@@ -166,12 +191,18 @@ def parse_id(arg: bytes, *, strict: bool, missing_seq: int = 0, allow_auto_seq: 
 
 def parse_strict(arg: bytes, missing_seq: int = 0) -> StreamID | None:
     """``streamParseStrictIDOrReply`` (no lone ``-``/``+``)."""
+    fast = canonical_id(arg, missing_seq)
+    if fast is not None:
+        return fast
     p = parse_id(arg, strict=True, missing_seq=missing_seq)
     return None if p is None else p.id
 
 
 def parse_loose(arg: bytes, missing_seq: int = 0) -> StreamID | None:
     """``streamParseIDOrReply`` (``-`` is 0-0, ``+`` is the maximum)."""
+    fast = canonical_id(arg, missing_seq)
+    if fast is not None:
+        return fast
     p = parse_id(arg, strict=False, missing_seq=missing_seq)
     return None if p is None else p.id
 

@@ -134,6 +134,29 @@ class Attribute:
     value: Reply
 
 
+def _store_in_slot(cls: type) -> None:
+    """Give a one-field reply class a constructor that stores the field straight into its slot.
+
+    A frozen dataclass's own ``__init__`` goes through ``object.__setattr__``,
+    which makes building the thousands of replies a run creates a sizeable
+    share of the model's time. The class stays frozen and its constructor keeps
+    the field's name, so ``Bulk(b"x")`` and ``Bulk(value=b"x")`` both work.
+    """
+    (name,) = cls.__slots__  # type: ignore[attr-defined]
+    store = cls.__dict__[name].__set__
+
+    def __init__(self: Any, value: Any) -> None:
+        store(self, value)
+
+    __init__.__code__ = __init__.__code__.replace(co_varnames=("self", name))
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__annotations__ = {name: cls.__annotations__[name], "return": None}
+    cls.__init__ = __init__  # type: ignore[misc]
+
+
+for _cls in (Simple, Error, BlobError, Int, Bulk, Array, Map, Set, Push, Double, Bool, BigNum):
+    _store_in_slot(_cls)
+
 Reply = (Simple | Error | BlobError | Int | Bulk | NullBulk | NullArray | Null | Array | Map | Set
          | Push | Double | Bool | BigNum | Verbatim | Attribute)
 
@@ -161,8 +184,49 @@ def for_protocol(reply: Reply, proto: int) -> Reply:
     ``_``. Already-wire replies pass through unchanged.
     """
     if proto == 2:
-        return _to_resp2(reply)
-    return _to_resp3(reply)
+        return reply if _same_in_resp2(reply) else _to_resp2(reply)
+    return reply if _same_in_resp3(reply) else _to_resp3(reply)
+
+
+# Most replies need no rendering at all: these checks find that out without
+# building anything. They only vouch for the exact reply classes they name;
+# anything else goes through the renderers below.
+_RESP2_AS_IS = frozenset({Simple, Error, Int, Bulk, NullBulk, NullArray})
+_RESP3_AS_IS = frozenset({Simple, Error, BlobError, Int, Bulk, Null, Double, Bool, BigNum, Verbatim, Attribute})
+
+
+def _same_in_resp2(r: Reply) -> bool:
+    """Whether :func:`_to_resp2` would give a reply equal to ``r``."""
+    t = type(r)
+    if t is Array:
+        for i in r.items:  # type: ignore[union-attr]
+            ti = type(i)
+            if ti is Bulk:
+                continue
+            if ti is Array:
+                if not _same_in_resp2(i):
+                    return False
+            elif ti not in _RESP2_AS_IS:
+                return False
+        return True
+    return t in _RESP2_AS_IS
+
+
+def _same_in_resp3(r: Reply) -> bool:
+    """Whether :func:`_to_resp3` would give a reply equal to ``r``."""
+    t = type(r)
+    if t is Array or t is Set or t is Push:
+        for i in r.items:  # type: ignore[union-attr]
+            ti = type(i)
+            if ti is Array:
+                if not _same_in_resp3(i):
+                    return False
+            elif ti not in _RESP3_AS_IS and not _same_in_resp3(i):
+                return False
+        return True
+    if t is Map:
+        return all(_same_in_resp3(k) and _same_in_resp3(v) for k, v in r.pairs)  # type: ignore[union-attr]
+    return t in _RESP3_AS_IS
 
 
 def _to_resp2(r: Reply) -> Reply:

@@ -234,6 +234,7 @@ def _open_text(path: Path) -> io.TextIOBase:
 def iter_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number, parsed JSON) for every non-empty line; errors name the line."""
     p = str(path)
+    n = 0  # the last line read whole; a read error is in the line after it
     try:
         with _open_text(path) as f:
             for n, text in enumerate(f, 1):
@@ -244,9 +245,9 @@ def iter_lines(path: Path) -> Iterator[tuple[int, Any]]:
                 except json.JSONDecodeError as e:
                     raise TraceError(p, n, f"not valid JSON ({e.msg} at column {e.colno})") from None
     except UnicodeDecodeError as e:
-        raise TraceError(p, 0, f"not UTF-8 text: {e}") from None
+        raise TraceError(p, n + 1, f"not UTF-8 text: {e}") from None
     except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise TraceError(p, 0, f"cannot read: {e}") from None
+        raise TraceError(p, n + 1, f"cannot read: {e}") from None
 
 
 def load(path: str | Path) -> Trace:

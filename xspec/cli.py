@@ -16,6 +16,15 @@ def main() -> None:
     """xspec: the executable formal specification of Redis Streams and consumer groups."""
 
 
+def _check_dialect_option(dialect: str) -> None:
+    from xspec.models.dialect import UnknownDialect, get_dialect
+    if dialect != "auto":
+        try:
+            get_dialect(dialect)
+        except UnknownDialect as e:
+            raise click.BadParameter(str(e), param_hint="--dialect") from None
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--against", default="model", show_default=True,
@@ -30,6 +39,7 @@ def replay(paths: tuple[Path, ...], against: str, dialect: str, quiet: bool) -> 
         raise click.UsageError(f"--against {against!r}: only 'model' is supported in this version")
     if not paths:
         raise click.UsageError("give at least one trace file or folder")
+    _check_dialect_option(dialect)
     sys.exit(run_replay(list(paths), dialect, quiet=quiet))
 
 
@@ -40,4 +50,5 @@ def check(dialect: str, quiet: bool) -> None:
     """Replay every bundled trace against the model and print a report."""
     from xspec.traces import CORPUS_DIR
     from xspec.traces.report import run_replay
+    _check_dialect_option(dialect)
     sys.exit(run_replay([CORPUS_DIR], dialect, quiet=quiet))

@@ -1,0 +1,129 @@
+"""Throughput of the conformance checker on long traces of ``call`` events.
+
+Generates a wall-clock trace by running the model itself under a
+:class:`ManualClock` (so the trace conforms by construction): XADD with
+explicit IDs, XRANGE, XLEN, XREADGROUP, XACK, XPENDING and, now and then,
+XINFO CONSUMERS (whose idle times the checker must explain with its symbolic
+clock). Commands are 20 µs apart, so many readings share each window. Prints the
+checker's speed end to end, the part of it spent running the model (another
+component's speed), and the checker's own work per event.
+
+    python benchmarks/bench_checker.py [--events 100000] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+from xspec.models import ManualClock, Outcome, Server
+from xspec.spec.resp import Array, Bulk, Reply
+from xspec.traces.checker import check_trace
+from xspec.traces.format import Call, Header, Trace
+
+START_US = 1_700_000_000_000_000
+STEP_US = 20
+
+
+def workload(n: int, seed: int) -> list[list[bytes]]:
+    """``n`` commands on a few streams and groups, explicit IDs only."""
+    rng = random.Random(seed)
+    keys = [b"s%d" % i for i in range(4)]
+    next_ms = dict.fromkeys(keys, 1)
+    cmds: list[list[bytes]] = [[b"XGROUP", b"CREATE", k, b"g", b"$", b"MKSTREAM"] for k in keys]
+    while len(cmds) < n:
+        k = rng.choice(keys)
+        r = rng.random()
+        if r < 0.45:
+            cmds.append([b"XADD", k, b"%d-1" % next_ms[k], b"field", b"value %d" % len(cmds)])
+            next_ms[k] += rng.randint(1, 3)
+        elif r < 0.60:
+            cmds.append([b"XRANGE", k, b"-", b"+", b"COUNT", b"5"])
+        elif r < 0.65:
+            cmds.append([b"XLEN", k])
+        elif r < 0.80:
+            cmds.append([b"XREADGROUP", b"GROUP", b"g", b"c%d" % rng.randint(1, 3), b"COUNT", b"3",
+                         b"STREAMS", k, b">"])
+        elif r < 0.93:
+            cmds.append([b"XACK", k, b"g", b"0-1"])  # record() acknowledges what was delivered
+        elif r < 0.99:
+            cmds.append([b"XPENDING", k, b"g"])
+        else:
+            cmds.append([b"XINFO", b"CONSUMERS", k, b"g"])
+    return cmds[:n]
+
+
+def _delivered_ids(reply: Reply) -> list[bytes]:
+    """Entry IDs in an XREADGROUP reply (to acknowledge them later)."""
+    if not isinstance(reply, Array) or not reply.items:
+        return []
+    stream = reply.items[0]
+    assert isinstance(stream, Array)
+    entries = stream.items[1]
+    assert isinstance(entries, Array)
+    return [e.items[0].value for e in entries.items if isinstance(e, Array) and isinstance(e.items[0], Bulk)]
+
+
+def record(cmds: list[list[bytes]]) -> Trace:
+    """Run the commands on the model under a manual clock: the trace they make."""
+    clock = ManualClock(START_US // 1000)
+    server = Server(clock=clock)
+    events: list[Call] = []
+    t = START_US
+    pending_acks: dict[bytes, list[bytes]] = {}
+    for argv in cmds:
+        if argv[0] == b"XACK" and pending_acks.get(argv[1]):
+            ids = pending_acks[argv[1]][:2]
+            del pending_acks[argv[1]][:2]
+            argv[3:] = ids
+        clock.set(t // 1000)
+        reply = server.execute(1, argv).reply
+        assert reply is not None
+        if argv[0] == b"XREADGROUP":
+            pending_acks.setdefault(argv[7], []).extend(_delivered_ids(reply))
+        events.append(Call(c=1, cmd=argv, reply=reply, t0=t, t1=t + STEP_US // 2))
+        t += STEP_US
+    return Trace(Header(title="checker benchmark", source="generated"), list(events))
+
+
+def check_timed(trace: Trace) -> tuple[str, float, float]:
+    """Check the trace; returns the verdict, the seconds taken, and the seconds spent inside the model."""
+    inside = 0.0
+    execute = Server.execute
+
+    def timed(self: Server, client_id: int, argv: list[bytes]) -> Outcome:
+        nonlocal inside
+        began = time.perf_counter()
+        try:
+            return execute(self, client_id, argv)
+        finally:
+            inside += time.perf_counter() - began
+
+    Server.execute = timed  # type: ignore[method-assign]
+    try:
+        began = time.perf_counter()
+        verdict = check_trace(trace)
+        total = time.perf_counter() - began
+    finally:
+        Server.execute = execute  # type: ignore[method-assign]
+    if verdict.status != "conform":
+        raise SystemExit(f"the generated trace does not conform: {verdict.describe()}")
+    return verdict.status, total, inside
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    trace = record(workload(args.events, args.seed))
+    n = len(trace.events)
+    status, total, inside = check_timed(trace)
+    own = total - inside
+    print(f"checker, end to end:        {n / total:,.0f} events/s ({total:.2f} s for {n} events), {status}")
+    print(f"  of which the model:       {inside:.2f} s ({n / inside:,.0f} events/s)")
+    print(f"  the checker's own work:   {own:.2f} s, {own / n * 1e6:.1f} µs/event ({n / own:,.0f} events/s)")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+"""The whole bundled corpus replays clean against the model, as `xspec check` reports it."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from xspec.cli import main
+from xspec.traces import CORPUS_DIR
+from xspec.traces.checker import check_trace
+from xspec.traces.format import find_traces, load
+from xspec.traces.report import expected_status
+
+CORPUS = find_traces([CORPUS_DIR / "redis-7.0.15"])
+
+
+def test_corpus_is_large_enough():
+    assert len(CORPUS) >= 150
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[str(p.relative_to(CORPUS_DIR)) for p in CORPUS])
+def test_trace_meets_its_expectation(path):
+    trace = load(path)
+    verdict = check_trace(trace)
+    assert verdict.status == expected_status(trace.header.expect), verdict.describe()
+
+
+def test_xspec_check_summarises_the_corpus():
+    r = CliRunner().invoke(main, ["check", "-q"])
+    last = r.output.strip().splitlines()[-1]
+    assert last.startswith(f"{len(CORPUS)} traces, "), r.output
+    assert r.exit_code == 0, r.output

@@ -1,0 +1,312 @@
+"""Randomized differential test: generated command sequences, real Redis 7.0.15 against the model.
+
+Each case draws a sequence from :mod:`xspec.traces.generate` (several
+clients in RESP2 and RESP3, MULTI/WATCH, blocking reads, valid and invalid
+commands over the whole stream API, small ``stream-node-max-entries``), runs
+it on the real server through the recorder and asks the conformance checker
+whether the model explains the recorded trace, time windows included.
+
+On a divergence the sequence is shrunk by delta debugging (each candidate is
+re-run on the real server and re-checked; a candidate counts when it diverges
+at the same command) so the assertion shows a short trace.
+
+The default cases are seeded and small (well under a minute). Campaigns:
+
+    pytest -m slow tests/test_random_differential.py          # ~20k steps
+    XSPEC_DIFF_STEPS=100000 XSPEC_DIFF_SEED=3 pytest -m slow tests/test_random_differential.py
+
+``XSPEC_FINDINGS=<dir>`` writes every minimal diverging trace there as JSONL.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RealRedis
+from tests.support import Scenario
+from xspec.spec.resp import Array, Bulk, Error, Map, Reply, show
+from xspec.traces.checker import Verdict, check_trace
+from xspec.traces.client import ConnectionClosed
+from xspec.traces.format import Call, Recv, Trace, dump
+from xspec.traces.generate import PROFILES, Generator, Profile, Step, describe, random_config, resolve
+
+pytestmark = pytest.mark.redis
+
+BLOCK_WAIT = 0.005
+"""Seconds a runner waits for a possibly-blocking command's reply before treating it as blocked."""
+
+FINITE_BLOCK_MS = 1000
+"""A blocked read whose timeout is at most this is waited for; a longer one is ended by closing its client."""
+
+KNOWN_DIVERGENCES: dict[str, str] = {
+    # 7.0 keeps entries_added and a group's entries_read in signed 64-bit integers: past
+    # 9223372036854775807 they wrap to negative numbers (XINFO STREAM entries-added, XINFO GROUPS
+    # entries-read); the model's counters do not wrap.
+    "entries-added and entries-read wrap at 2**63": "extreme_numbers",
+}
+"""Divergences the model still has (what: the Profile knob that keeps it out of the default cases)."""
+
+
+# -- running a sequence ----------------------------------------------------------------------------
+@dataclass
+class Run:
+    trace: Trace
+    verdict: Verdict
+    step_of_event: list[int]  # for every trace event, the step that produced it
+
+
+def _block_ms(step: Step) -> int | None:
+    """The BLOCK argument as a number of ms, None when it is not a plain non-negative number."""
+    argv = step.argv
+    for i, a in enumerate(argv[1:-1], start=1):
+        if isinstance(a, bytes) and a.upper() == b"BLOCK":
+            nxt = argv[i + 1]
+            return int(nxt) if isinstance(nxt, bytes) and nxt.isdigit() else None
+    return None
+
+
+def run_steps(server: RealRedis, steps: Sequence[Step], config: dict[str, str]) -> Run:
+    """Run ``steps`` on the (reset) real server, record the trace and check it on the model."""
+    server.reset()
+    s: Scenario = server.scenario(config=config)
+    conn: dict[int, int] = {}  # logical client -> trace client (a new one after each close)
+    blocked: dict[int, bool] = {}  # logical client -> its outstanding read has a short timeout
+    step_of_event: list[int] = []
+    next_id = 1
+
+    def trace_client(c: int) -> int:
+        nonlocal next_id
+        if c not in conn:
+            conn[c] = next_id
+            next_id += 1
+        return conn[c]
+
+    def settle(i: int) -> None:
+        """Collect replies that blocked clients received meanwhile."""
+        for c in list(blocked):
+            if not s.is_waiting(conn[c], wait=0):
+                s.recv(conn[c])
+                del blocked[c]
+        step_of_event.extend([i] * (len(s.rec.events) - len(step_of_event)))
+
+    for i, step in enumerate(steps):
+        if not step.argv:
+            time.sleep(step.pause / 1000)
+            settle(i)
+            continue
+        c = step.client
+        if c in blocked:
+            if blocked.pop(c):
+                s.recv(conn[c], timeout=5)
+            else:
+                s.close(conn.pop(c))
+            step_of_event.extend([i] * (len(s.rec.events) - len(step_of_event)))
+        tc = trace_client(c)
+        argv = resolve(step.argv, time.time_ns() // 1_000_000)
+        if step.may_block:
+            s.send(tc, *argv)
+            if s.is_waiting(tc, wait=BLOCK_WAIT):
+                ms = _block_ms(step)
+                blocked[c] = ms is not None and 0 < ms <= FINITE_BLOCK_MS
+            else:
+                s.recv(tc)
+        else:
+            try:
+                s.call(tc, *argv)
+            except ConnectionClosed:
+                raise AssertionError(f"the server closed the connection at {describe(step)}") from None
+            if step.closes:
+                s.close(conn.pop(c))
+        settle(i)
+    for c, short in list(blocked.items()):
+        if short:
+            s.recv(conn[c], timeout=5)
+    step_of_event.extend([len(steps) - 1] * (len(s.rec.events) - len(step_of_event)))
+    s.rec.close_all()
+    trace = s.trace()
+    return Run(trace, check_trace(trace), step_of_event)
+
+
+# -- shrinking ----------------------------------------------------------------------------------
+def _command_name(step: Step) -> str:
+    argv = [a for a in step.argv if isinstance(a, bytes)]
+    name = argv[0].decode("latin-1").upper()
+    if name in ("XGROUP", "XINFO", "CONFIG") and len(argv) > 1:
+        name += " " + argv[1].decode("latin-1").upper()
+    return name
+
+
+def difference(got: Reply | None, allowed: Reply | None) -> str:
+    """Where two replies first differ: map keys by name, array positions as ``[]``."""
+    if got is None or allowed is None:
+        return ""
+    if type(got) is not type(allowed):
+        return f"{type(got).__name__}!={type(allowed).__name__}"
+    if isinstance(got, Map) and isinstance(allowed, Map):
+        for (gk, gv), (ak, av) in zip(got.pairs, allowed.pairs, strict=False):
+            if gk != ak:
+                return f"key {show(gk)}!={show(ak)}"
+            if gv != av:
+                return f"{show(gk)}/{difference(gv, av)}"
+        return "length"
+    if isinstance(got, Array) and isinstance(allowed, Array):
+        items, other = got.items, allowed.items
+        for i, (g, a) in enumerate(zip(items, other, strict=False)):
+            if g != a:
+                named = i % 2 == 1 and isinstance(items[i - 1], Bulk) and items[i - 1] == other[i - 1]
+                label = show(items[i - 1]) if named else "[]"
+                return f"{label}/{difference(g, a)}"
+        return "length"
+    if isinstance(got, Error) and isinstance(allowed, Error):
+        return "error text"
+    return "value"
+
+
+def signature(steps: Sequence[Step], run: Run) -> tuple[str, str, str] | None:
+    """What a divergence is (command, checker message, where the replies differ), for
+    telling whether a shrunk sequence still shows the same one."""
+    v = run.verdict
+    if v.status != "diverge" or v.event is None:
+        return None
+    step = steps[run.step_of_event[v.event - 1]]
+    return _command_name(step), v.message.split(":")[0], difference(v.got, v.allowed[0] if v.allowed else None)
+
+
+def shrink(server: RealRedis, steps: list[Step], config: dict[str, str], target: tuple[str, str, str],
+           budget: int = 400) -> tuple[list[Step], Run]:
+    """Delta debugging (ddmin) down to a sequence that still diverges with ``target``."""
+    tries = 0
+
+    def diverges(candidate: list[Step]) -> Run | None:
+        nonlocal tries
+        tries += 1
+        run = run_steps(server, candidate, config)
+        return run if signature(candidate, run) == target else None
+
+    # Nothing after the diverging step matters.
+    best_run = run_steps(server, steps, config)
+    if signature(steps, best_run) != target:
+        return steps, best_run  # not reproducible: report it as it was
+    assert best_run.verdict.event is not None
+    cut = best_run.step_of_event[best_run.verdict.event - 1] + 1
+    current = steps[:cut]
+    if (r := diverges(current)) is not None:
+        best_run = r
+    else:
+        current = steps
+    n = 2
+    while len(current) >= 2 and tries < budget:
+        chunk = max(1, len(current) // n)
+        reduced = False
+        for start in range(0, len(current), chunk):
+            candidate = current[:start] + current[start + chunk:]
+            if not candidate:
+                continue
+            r = diverges(candidate)
+            if r is not None:
+                current, best_run = candidate, r
+                n = max(n - 1, 2)
+                reduced = True
+                break
+            if tries >= budget:
+                break
+        if not reduced:
+            if chunk == 1:
+                break
+            n = min(len(current), n * 2)
+    return current, best_run
+
+
+def render(steps: Sequence[Step], run: Run, config: dict[str, str]) -> str:
+    """The minimal sequence with the real replies, and the checker's verdict."""
+    lines = [f"config: {config}"]
+    replies: dict[int, list[str]] = {}
+    for index, e in enumerate(run.trace.events):
+        if isinstance(e, (Call, Recv)):
+            replies.setdefault(run.step_of_event[index], []).append(show(e.reply))
+    for i, step in enumerate(steps):
+        got = " / ".join(replies.get(i, [])) or "(no reply: blocked)"
+        lines.append(f"  {describe(step)}   -> {got}")
+    lines.append(run.verdict.describe())
+    return "\n".join(lines)
+
+
+def _save(run: Run, name: str) -> None:
+    folder = os.environ.get("XSPEC_FINDINGS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        dump(run.trace, Path(folder) / f"{name}.jsonl")
+
+
+def campaign_sequence(server: RealRedis, seed: int, length: int,
+                      profile: Profile) -> tuple[str | None, str | None]:
+    """Generate, run and check one sequence: (what diverged, the minimal repro as text), or (None, None)."""
+    rng = random.Random(seed)
+    config = random_config(rng)
+    steps = Generator(rng, profile).sequence(length)
+    run = run_steps(server, steps, config)
+    if run.verdict.status == "conform":
+        return None, None
+    target = signature(steps, run)
+    if target is None:  # unsupported or inconclusive: reported as it is, not shrunk
+        key = f"{run.verdict.status}: {run.verdict.message[:80]}"
+        return key, f"seed {seed}: {key}\n" + render(steps, run, config)
+    small, small_run = shrink(server, steps, config, target)
+    _save(small_run, f"seed{seed}-{target[0].replace(' ', '_').lower()}")
+    key = " / ".join(target)
+    return key, f"seed {seed}: {key}\n" + render(small, small_run, config)
+
+
+def check_sequence(server: RealRedis, seed: int, length: int, profile: Profile) -> str | None:
+    """Generate, run and check one sequence; on divergence the minimal repro as text, else None."""
+    return campaign_sequence(server, seed, length, profile)[1]
+
+
+# -- tests ----------------------------------------------------------------------------------------
+DEFAULT_CASES = 24
+DEFAULT_SEQUENCES = 8
+DEFAULT_LENGTH = 80
+
+
+def default_profile(n: int) -> tuple[str, Profile]:
+    """The profiles in turn, with every knob of :data:`KNOWN_DIVERGENCES` switched off."""
+    name = list(PROFILES)[n % len(PROFILES)]
+    return name, replace(PROFILES[name], **{knob: False for knob in KNOWN_DIVERGENCES.values()})
+
+
+@pytest.mark.parametrize("case", range(DEFAULT_CASES))
+def test_random_sequences_conform(redis: RealRedis, case: int) -> None:
+    """Seeded sequences of every profile; the model must explain each one (known divergences left out)."""
+    name, profile = default_profile(case)
+    for k in range(DEFAULT_SEQUENCES):
+        failure = check_sequence(redis, case * 1000 + k, DEFAULT_LENGTH, profile)
+        assert failure is None, f"profile {name}, {failure}"
+
+
+@pytest.mark.slow
+def test_random_sequences_campaign(redis: RealRedis) -> None:
+    """A large campaign over every profile, known divergences included; reports each distinct one once.
+
+    XSPEC_DIFF_STEPS (default 20000), XSPEC_DIFF_SEED (first seed), XSPEC_DIFF_LENGTH (steps per sequence).
+    """
+    budget = int(os.environ.get("XSPEC_DIFF_STEPS", "20000"))
+    seed = int(os.environ.get("XSPEC_DIFF_SEED", "1000000"))
+    length = int(os.environ.get("XSPEC_DIFF_LENGTH", "100"))
+    names = list(PROFILES)
+    found: dict[str, str] = {}
+    steps = 0
+    while steps < budget:
+        name = names[seed % len(names)]
+        failure_key, failure = campaign_sequence(redis, seed, length, PROFILES[name])
+        if failure_key is not None and failure_key not in found:
+            found[failure_key] = f"profile {name}, {failure}"
+        steps += length
+        seed += 1
+    assert not found, f"{len(found)} distinct divergences in {steps} steps:\n\n" + "\n\n".join(found.values())

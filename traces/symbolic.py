@@ -1,0 +1,567 @@
+"""Symbolic time for exact conformance checking.
+
+In a wall-clock trace the server's clock readings are unknown: each one lies
+in the time window of the command that made it, and readings never decrease
+along the execution. The checker runs the model on a :class:`SymbolicClock`
+whose readings are variables ``t_i``; the model computes with them as if they
+were integers (``+``, ``-``, comparisons, ``max``/``min``), and every value it
+can build is a *difference term* ``t_p - t_n + c`` (:class:`Time`).
+
+What is known about the variables is a conjunction of difference constraints
+``t_p - t_n <= w``, kept in a :class:`Zone`: the tightest bounds ``lo[v]``,
+``hi[v]`` of every variable (the shortest paths from and to the reference
+variable ``t_0 = 0``) and a sparse graph of the constraints between variables.
+Adding a constraint propagates bounds incrementally and detects an
+inconsistent (negative) cycle; the maximum of ``t_p - t_n`` is a shortest path
+computed on demand with Dijkstra on reduced costs, pruned by the window widths.
+
+A comparison the model makes is decided by entailment when the zone implies
+it either way; otherwise the zone asks its chooser (the checker's search) for
+a branch and adds the chosen constraint. ``concrete(t)`` (an XADD ID) branches
+over the feasible values of ``t``, the values hinted by the expected reply
+first. While the checker compares a model reply with the trace's reply
+(:meth:`Zone.assuming`), ``==`` on a :class:`Time` *adds* the equality instead
+of branching, and answers whether it is consistent.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+UNBOUNDED = 1 << 62
+"""Bounds beyond every real time; a variable with no window lies in [-UNBOUNDED, UNBOUNDED]."""
+
+CONCRETE_LIMIT = 64
+"""How many values :meth:`SymbolicClock.concrete` offers beyond the hinted ones."""
+
+
+class Infeasible(Exception):
+    """The constraints added on this branch have no solution."""
+
+
+class Ambiguous(Exception):
+    """A comparison the zone cannot decide, with no chooser to branch."""
+
+
+Chooser = Callable[[int, bool], int]
+"""``choose(n, complete)``: pick one of ``n`` alternatives (0 is preferred); ``complete`` is
+False when the alternatives offered are not all there are."""
+
+
+def _no_chooser(n: int, complete: bool) -> int:
+    raise Ambiguous("a comparison of symbolic times needs a branch, and nothing can branch here")
+
+
+# Trail records, undone in reverse order by Zone.undo.
+_LO, _HI, _EDGE, _VAR = 0, 1, 2, 3
+
+
+class Zone:
+    """A conjunction of difference constraints over clock readings ``t_1 .. t_n`` and ``t_0 = 0``.
+
+    Readings are created in execution order and each is constrained to be at
+    least the previous one (the chain ``t_{i-1} <= t_i`` is implicit, not
+    stored as edges). ``lo``/``hi`` are always the exact
+    bounds implied by all constraints, so the zone is consistent exactly when
+    no propagation failed.
+    """
+
+    def __init__(self) -> None:
+        self.lo: list[int] = [0]
+        self.hi: list[int] = [0]
+        # edge n -> p with weight w stands for t_p - t_n <= w
+        self.out: dict[int, list[tuple[int, int]]] = {}
+        self.inn: dict[int, list[tuple[int, int]]] = {}
+        self.edges = 0
+        self.trail: list[tuple[int, int, int]] = []
+        self.assume = False  # inside assuming(): == adds equalities
+        self.choose: Chooser = _no_chooser
+
+    # -- snapshots ------------------------------------------------------------------
+    def snapshot(self) -> tuple[Any, ...]:
+        return (self.lo[:], self.hi[:], {k: v[:] for k, v in self.out.items()},
+                {k: v[:] for k, v in self.inn.items()}, self.edges)
+
+    def restore(self, snap: tuple[Any, ...]) -> None:
+        """Load a snapshot in place (the :class:`Time` values of the model keep pointing here)."""
+        lo, hi, out, inn, edges = snap
+        self.lo = lo[:]
+        self.hi = hi[:]
+        self.out = {k: v[:] for k, v in out.items()}
+        self.inn = {k: v[:] for k, v in inn.items()}
+        self.edges = edges
+        self.trail.clear()
+
+    def reset(self) -> None:
+        self.restore(([0], [0], {}, {}, 0))
+
+    def mark(self) -> int:
+        return len(self.trail)
+
+    def undo(self, mark: int) -> None:
+        """Take back every change made since ``mark``."""
+        trail = self.trail
+        while len(trail) > mark:
+            kind, a, b = trail.pop()
+            if kind == _LO:
+                self.lo[a] = b
+            elif kind == _HI:
+                self.hi[a] = b
+            elif kind == _EDGE:
+                self.out[a].pop()
+                self.inn[b].pop()
+                self.edges -= 1
+            else:
+                self.lo.pop()
+                self.hi.pop()
+
+    def forget_trail(self) -> None:
+        """Changes made so far will not be undone (the checker calls this between commands)."""
+        self.trail.clear()
+
+    # -- variables ------------------------------------------------------------------
+    def new_reading(self, lo: int, hi: int) -> int:
+        """A new variable in ``[lo, hi]``, after every earlier reading."""
+        v = len(self.lo)
+        if v > 1:
+            lo = max(lo, self.lo[v - 1])
+        if lo > hi:
+            raise Infeasible(f"the clock would have to read at least {_show_bound(lo)} (the window's start or "
+                             f"an earlier reading) and at most {_show_bound(hi)}")
+        self.lo.append(lo)
+        self.hi.append(hi)
+        self.trail.append((_VAR, v, 0))
+        if v > 1 and self.hi[v - 1] > hi:
+            self._lower_hi(v - 1, hi, -1)
+        return v
+
+    # -- constraints ------------------------------------------------------------------
+    def add_le(self, p: int, n: int, w: int) -> None:
+        """Add ``t_p - t_n <= w`` (0 is the reference). Raises :class:`Infeasible`."""
+        if p == n:
+            if w < 0:
+                raise Infeasible("t - t < 0")
+            return
+        if n == 0:
+            self._lower_hi(p, w, -1)
+            return
+        if p == 0:
+            self._raise_lo(n, -w, -1)
+            return
+        if self.hi[p] - self.lo[n] <= w:
+            return  # implied by the bounds alone
+        self.out.setdefault(n, []).append((p, w))
+        self.inn.setdefault(p, []).append((n, w))
+        self.edges += 1
+        self.trail.append((_EDGE, n, p))
+        self._lower_hi(p, self.hi[n] + w, n)
+        self._raise_lo(n, self.lo[p] - w, p)
+
+    def add_eq(self, p: int, n: int, d: int) -> None:
+        """Add ``t_p - t_n == d``."""
+        self.add_le(p, n, d)
+        self.add_le(n, p, -d)
+
+    def _lower_hi(self, start: int, value: int, guard: int) -> None:
+        lo, hi, out, trail = self.lo, self.hi, self.out, self.trail
+        stack = [(start, value)]
+        while stack:
+            v, val = stack.pop()
+            if val >= hi[v]:
+                continue
+            if v == guard or val < lo[v]:
+                raise Infeasible(f"t{v} cannot be at most {val}")
+            trail.append((_HI, v, hi[v]))
+            hi[v] = val
+            if v > 1 and hi[v - 1] > val:
+                stack.append((v - 1, val))
+            for b, w in out.get(v, ()):
+                if hi[b] > val + w:
+                    stack.append((b, val + w))
+
+    def _raise_lo(self, start: int, value: int, guard: int) -> None:
+        lo, hi, inn, trail = self.lo, self.hi, self.inn, self.trail
+        last = len(lo) - 1
+        stack = [(start, value)]
+        while stack:
+            v, val = stack.pop()
+            if val <= lo[v]:
+                continue
+            if v == guard or val > hi[v]:
+                raise Infeasible(f"t{v} cannot be at least {val}")
+            trail.append((_LO, v, lo[v]))
+            lo[v] = val
+            if 0 < v < last and lo[v + 1] < val:
+                stack.append((v + 1, val))
+            for u, w in inn.get(v, ()):
+                if lo[u] < val - w:
+                    stack.append((u, val - w))
+
+    # -- queries ------------------------------------------------------------------
+    def max_diff(self, p: int, n: int) -> int:
+        """The largest value ``t_p - t_n`` can take (the shortest path n -> p)."""
+        if p == n:
+            return 0
+        if n == 0:
+            return self.hi[p]
+        if p == 0:
+            return -self.lo[n]
+        hi, lo = self.hi, self.lo
+        best = hi[p] - lo[n]  # through the reference
+        if self.edges == 0:
+            # Only the chain: t_p <= t_n when p comes first.
+            return min(best, 0) if p < n else best
+        # Dijkstra from n on reduced costs w + hi[a] - hi[b] >= 0, not through t_0;
+        # paths longer than the one through t_0 are cut off.
+        limit = best + hi[n] - hi[p]
+        dist = {n: 0}
+        heap = [(0, n)]
+        out = self.out
+        while heap:
+            d, a = heapq.heappop(heap)
+            if d > dist.get(a, limit) or d >= limit:
+                continue
+            if a == p:
+                return min(best, d - hi[n] + hi[p])
+            if a > 1:
+                nd = d + hi[a] - hi[a - 1]
+                if nd < dist.get(a - 1, limit):
+                    dist[a - 1] = nd
+                    heapq.heappush(heap, (nd, a - 1))
+            for b, w in out.get(a, ()):
+                nd = d + w + hi[a] - hi[b]
+                if nd < dist.get(b, limit):
+                    dist[b] = nd
+                    heapq.heappush(heap, (nd, b))
+        return best
+
+    def decide_le(self, p: int, n: int, w: int) -> bool | None:
+        """True if ``t_p - t_n <= w`` is implied, False if its negation is, None if both are possible."""
+        if p != 0 and n != 0:
+            # Bounds and the order of readings first: cheap and usually enough.
+            upper = self.hi[p] - self.lo[n]
+            lower = self.lo[p] - self.hi[n]
+            if p < n:
+                upper = min(upper, 0)
+            else:
+                lower = max(lower, 0)
+            if upper <= w:
+                return True
+            if lower > w:
+                return False
+        if self.max_diff(p, n) <= w:
+            return True
+        if -self.max_diff(n, p) > w:
+            return False
+        return None
+
+    def test_le(self, p: int, n: int, w: int) -> bool:
+        """Does ``t_p - t_n <= w`` hold on this branch? Branches (adding the answer) when undecided."""
+        known = self.decide_le(p, n, w)
+        if known is not None:
+            return known
+        if self.choose(2, True) == 0:
+            self.add_le(p, n, w)
+            return True
+        self.add_le(n, p, -w - 1)
+        return False
+
+    def test_eq(self, p: int, n: int, d: int) -> bool:
+        """Does ``t_p - t_n == d`` hold? In assuming mode, adds it and answers whether that is consistent."""
+        if self.assume:
+            mark = self.mark()
+            try:
+                self.add_eq(p, n, d)
+            except Infeasible:
+                self.undo(mark)
+                return False
+            return True
+        top = self.max_diff(p, n)
+        bottom = -self.max_diff(n, p)
+        if d < bottom or d > top:
+            return False
+        if bottom == top:
+            return True
+        options = ["eq"]
+        if bottom < d:
+            options.append("lt")
+        if d < top:
+            options.append("gt")
+        pick = options[self.choose(len(options), True)]
+        if pick == "eq":
+            self.add_eq(p, n, d)
+            return True
+        if pick == "lt":
+            self.add_le(p, n, d - 1)
+        else:
+            self.add_le(n, p, -d - 1)
+        return False
+
+    def range_of(self, p: int, n: int) -> tuple[int, int]:
+        """The feasible values of ``t_p - t_n``."""
+        return -self.max_diff(n, p), self.max_diff(p, n)
+
+    @contextmanager
+    def assuming(self) -> Iterator[None]:
+        """While comparing replies: ``Time == int`` adds the equality instead of branching."""
+        self.assume = True
+        try:
+            yield
+        finally:
+            self.assume = False
+
+
+class Time:
+    """The symbolic value ``t_pos - t_neg + c`` (0 stands for no variable).
+
+    Immutable; arithmetic returns new values, and a plain ``int`` when the
+    variables cancel. Comparisons return ``bool`` after consulting the zone
+    (possibly branching). Anything that would need the concrete value —
+    ``bool()``, ``int()``, ``str()``, formatting, hashing — raises, because a
+    model that does it is not using time the way the checker can follow.
+    """
+
+    __slots__ = ("pos", "neg", "c", "zone")
+
+    def __init__(self, pos: int, neg: int, c: int, zone: Zone) -> None:
+        self.pos = pos
+        self.neg = neg
+        self.c = c
+        self.zone = zone
+
+    # -- arithmetic ------------------------------------------------------------------
+    def _combine(self, pos2: int, neg2: int, c2: int) -> Time | int:
+        pos = [v for v in (self.pos, pos2) if v]
+        neg = [v for v in (self.neg, neg2) if v]
+        for v in list(pos):
+            if v in neg:
+                pos.remove(v)
+                neg.remove(v)
+        if len(pos) > 1 or len(neg) > 1:
+            raise TypeError("symbolic time: only differences of two readings are supported "
+                            f"({self!r} combined with t{pos2}-t{neg2}{c2:+d})")
+        c = self.c + c2
+        if not pos and not neg:
+            return c
+        return Time(pos[0] if pos else 0, neg[0] if neg else 0, c, self.zone)
+
+    def __add__(self, other: object) -> Time | int:
+        if isinstance(other, int) and not isinstance(other, bool):
+            return Time(self.pos, self.neg, self.c + other, self.zone)
+        if isinstance(other, Time):
+            return self._combine(other.pos, other.neg, other.c)
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> Time | int:
+        if isinstance(other, int) and not isinstance(other, bool):
+            return Time(self.pos, self.neg, self.c - other, self.zone)
+        if isinstance(other, Time):
+            return self._combine(other.neg, other.pos, -other.c)
+        return NotImplemented
+
+    def __rsub__(self, other: object) -> Time | int:
+        if isinstance(other, int) and not isinstance(other, bool):
+            return Time(self.neg, self.pos, other - self.c, self.zone)
+        return NotImplemented
+
+    def __neg__(self) -> Time:
+        return Time(self.neg, self.pos, -self.c, self.zone)
+
+    def __pos__(self) -> Time:
+        return self
+
+    # -- comparisons ------------------------------------------------------------------
+    def _diff(self, other: object) -> Time | int | None:
+        if isinstance(other, (int, Time)) and not isinstance(other, bool):
+            return self - other
+        return None
+
+    def __lt__(self, other: object) -> bool:
+        e = self._diff(other)
+        if e is None:
+            return NotImplemented
+        return _le(e, -1)
+
+    def __le__(self, other: object) -> bool:
+        e = self._diff(other)
+        if e is None:
+            return NotImplemented
+        return _le(e, 0)
+
+    def __gt__(self, other: object) -> bool:
+        e = self._diff(other)
+        if e is None:
+            return NotImplemented
+        return _le(-e, -1)
+
+    def __ge__(self, other: object) -> bool:
+        e = self._diff(other)
+        if e is None:
+            return NotImplemented
+        return _le(-e, 0)
+
+    def __eq__(self, other: object) -> bool:  # type: ignore[override]
+        e = self._diff(other)
+        if e is None:
+            return False
+        if isinstance(e, int):
+            return e == 0
+        return e.zone.test_eq(e.pos, e.neg, -e.c)
+
+    def __ne__(self, other: object) -> bool:  # type: ignore[override]
+        return not self.__eq__(other)
+
+    # -- what a model must not do with a time ---------------------------------------
+    __hash__ = None  # type: ignore[assignment]
+
+    def _concrete_use(self, what: str) -> Any:
+        raise TypeError(f"symbolic time {self!r} used as {what}; the model may only add, subtract, "
+                        "compare, store and reply with times (Clock.concrete for IDs)")
+
+    def __bool__(self) -> bool:
+        return self._concrete_use("a truth value")  # type: ignore[no-any-return]
+
+    def __int__(self) -> int:
+        return self._concrete_use("int()")  # type: ignore[no-any-return]
+
+    def __index__(self) -> int:
+        return self._concrete_use("an integer index or %d")  # type: ignore[no-any-return]
+
+    def __float__(self) -> float:
+        return self._concrete_use("float()")  # type: ignore[no-any-return]
+
+    def __str__(self) -> str:
+        return self._concrete_use("str()")  # type: ignore[no-any-return]
+
+    def __format__(self, spec: str) -> str:
+        return self._concrete_use("a formatted string")  # type: ignore[no-any-return]
+
+    def __copy__(self) -> Time:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Time:
+        return self
+
+    def __repr__(self) -> str:
+        parts = []
+        if self.pos:
+            parts.append(f"t{self.pos}")
+        if self.neg:
+            parts.append(f"-t{self.neg}")
+        if self.c or not parts:
+            parts.append(f"{self.c:+d}" if parts else str(self.c))
+        return "".join(parts)
+
+    def describe(self) -> str:
+        """The value with its feasible range on the current branch (for reports)."""
+        low, high = self.zone.range_of(self.pos, self.neg)
+        low, high = low + self.c, high + self.c
+        if low == high:
+            return str(low)
+        return f"{_show_bound(low)}..{_show_bound(high)}"
+
+
+def _show_bound(v: int) -> str:
+    if v >= UNBOUNDED // 2:
+        return "+inf"
+    if v <= -UNBOUNDED // 2:
+        return "-inf"
+    return str(v)
+
+
+def _le(e: Time | int, w: int) -> bool:
+    """Does ``e <= w`` hold (branching if undecided)?"""
+    if isinstance(e, int):
+        return e <= w
+    return e.zone.test_le(e.pos, e.neg, w - e.c)
+
+
+def require_at_least(a: Time | int, b: Time | int) -> None:
+    """Add ``a >= b`` to the zone. Raises :class:`Infeasible` when it cannot hold."""
+    e = a - b
+    if isinstance(e, int):
+        if e < 0:
+            raise Infeasible(f"{a!r} < {b!r}")
+        return
+    e.zone.add_le(e.neg, e.pos, e.c)
+
+
+_ID_LIKE = re.compile(rb"^(\d{1,20})-(\d{1,20})$")
+
+
+def id_hints(reply: Any) -> list[int]:
+    """The ``ms`` parts of ID-looking bulk strings in a reply, in order, without repeats."""
+    found: list[int] = []
+    stack = [reply]
+    while stack:
+        r = stack.pop()
+        value = getattr(r, "value", None)
+        if isinstance(value, bytes):
+            m = _ID_LIKE.match(value)
+            if m:
+                ms = int(m.group(1))
+                if ms not in found:
+                    found.append(ms)
+            continue
+        items = getattr(r, "items", None)
+        if items is not None:
+            stack.extend(reversed(items))
+            continue
+        pairs = getattr(r, "pairs", None)
+        if pairs is not None:
+            for k, v in reversed(pairs):
+                stack.append(v)
+                stack.append(k)
+    return found
+
+
+class SymbolicClock:
+    """A :class:`xspec.models.clock.Clock` whose readings are zone variables.
+
+    The checker sets the window of the command being executed (``lo``, ``hi``,
+    in ms) and the reply it expects (for ``concrete`` hints) before running it.
+    """
+
+    def __init__(self, zone: Zone | None = None) -> None:
+        self.zone = zone if zone is not None else Zone()
+        self.lo = -UNBOUNDED
+        self.hi = UNBOUNDED
+        self.expected: Any = None
+
+    def set_window(self, lo: int, hi: int, expected: Any = None) -> None:
+        self.lo = lo
+        self.hi = hi
+        self.expected = expected
+
+    def now_ms(self) -> Time:
+        return Time(self.zone.new_reading(self.lo, self.hi), 0, 0, self.zone)
+
+    def concrete(self, t: int | Time) -> int:
+        """The exact value of ``t`` on this branch: chosen among its feasible values, hints first."""
+        if not isinstance(t, Time):
+            return t
+        zone = self.zone
+        low, high = zone.range_of(t.pos, t.neg)
+        low, high = low + t.c, high + t.c
+        if low == high:
+            return low
+        candidates = [h for h in id_hints(self.expected) if low <= h <= high]
+        complete = True
+        v = low
+        while v <= high:
+            if len(candidates) >= CONCRETE_LIMIT + 1:
+                complete = False
+                break
+            if v not in candidates:
+                candidates.append(v)
+            v += 1
+        pick = zone.choose(len(candidates), complete) if len(candidates) > 1 or not complete else 0
+        value = candidates[pick]
+        zone.add_eq(t.pos, t.neg, value - t.c)
+        return value
