@@ -164,10 +164,11 @@ def _table_name(arg: bytes) -> str:
 
 
 # argv[0] as sent -> its table entry (None: unknown). A pure function of the
-# bytes, remembered for the names clients actually send; bounded so that a
-# fuzzer's random names cannot grow it without end.
+# bytes, remembered for the short names clients actually send; bounded in
+# count and length so that a fuzzer's random names cannot grow it without end.
 _BASE_BY_ARG: dict[bytes, CommandSpec | None] = {}
 _BASE_BY_ARG_LIMIT = 4096
+_BASE_BY_ARG_LONGEST = 32
 
 
 def _base(arg: bytes) -> CommandSpec | None:
@@ -177,7 +178,7 @@ def _base(arg: bytes) -> CommandSpec | None:
         return _BASE_BY_ARG[arg]
     except KeyError:
         base = COMMANDS.get(_table_name(arg))
-        if len(_BASE_BY_ARG) < _BASE_BY_ARG_LIMIT:
+        if len(_BASE_BY_ARG) < _BASE_BY_ARG_LIMIT and len(arg) <= _BASE_BY_ARG_LONGEST:
             _BASE_BY_ARG[arg] = base
         return base
 

@@ -31,6 +31,7 @@ class StreamID(NamedTuple):
 
 
 MIN_ID = StreamID(0, 0)
+_new_tuple = tuple.__new__
 MAX_ID = StreamID(U64_MAX, U64_MAX)
 
 
@@ -148,10 +149,11 @@ def canonical_id(arg: bytes, missing_seq: int = 0) -> StreamID | None:
     """
     ms, dash, seq = arg.partition(b"-")
     if ms.isdigit() and len(ms) < _SHORTEST_UNSAFE and (ms[0] != 48 or len(ms) == 1):
+        # _new_tuple(StreamID, ...) is StreamID(...) without the namedtuple's Python-level __new__
         if not dash:
-            return StreamID(int(ms), missing_seq)
+            return _new_tuple(StreamID, (int(ms), missing_seq))
         if seq.isdigit() and len(seq) < _SHORTEST_UNSAFE and (seq[0] != 48 or len(seq) == 1):
-            return StreamID(int(ms), int(seq))
+            return _new_tuple(StreamID, (int(ms), int(seq)))
     return None
 
 
