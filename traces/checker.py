@@ -36,12 +36,11 @@ searches for one, depth first, and keeps the search small:
   from there with the recorded choices. Nothing is copied while nothing
   branches. Past the step budget the verdict is ``inconclusive``.
 
-A reply that differs fails its branch at the reply's event; when the command
-ran early (its reply event is still ahead) the branch is *doomed*: it runs on
-to that event (the events before it may still be explained) unless another
-branch already got as far, which it then cannot improve on. The reported
-divergence is the furthest event any execution reached, with the replies the
-model could give there.
+A reply that differs fails its branch at once. When no execution explains the
+whole trace, the first event that no execution explains is found by checking
+prefixes (a prefix is a trace of its own: commands whose replies come later
+have no reply yet), starting from the furthest event the failed search
+reached; it is reported with the replies the model could give there.
 """
 
 from __future__ import annotations
@@ -65,8 +64,8 @@ from xspec.spec.resp import Array, Int, Map, Reply, Set, show
 from xspec.traces.format import Call, Close, Connect, Recv, Send, Trace, TraceError
 from xspec.traces.symbolic import UNBOUNDED, Infeasible, SymbolicClock, Time, Zone, require_at_least
 
-STEP_BUDGET_BASE = 200_000
-STEP_BUDGET_PER_EVENT = 50
+STEP_BUDGET_BASE = 50_000
+STEP_BUDGET_PER_EVENT = 20
 """The search gives up (inconclusive) after base + per_event * events operation executions."""
 
 CHECKPOINT_DISTANCE = 4
@@ -187,9 +186,6 @@ class _Failure(Exception):
         self.got = got
         self.allowed = allowed
         self.allowed_text = allowed_text
-
-    def __reduce__(self) -> tuple[Any, ...]:  # a doomed branch's failure is part of its snapshots
-        return (_Failure, (self.pos, self.message, self.got, self.allowed, self.allowed_text))
 
 
 class _Pruned(Exception):
@@ -419,12 +415,11 @@ class _Search:
         self.deferred: dict[int, int] = {}  # invocation event -> event where it was passed over
         self.timeout_deferred: dict[int, int] = {}
         self.max_inv = -1
-        self.doomed: _Failure | None = None
         self.zone.reset()
 
     def _driver_state(self) -> tuple[Any, ...]:
         return (self.pos, self.queues, self.live, self.blocked, self.deferred, self.timeout_deferred,
-                self.max_inv, self.doomed)
+                self.max_inv)
 
     def _shared(self) -> dict[int, Any]:
         """Objects a snapshot refers to but never copies: the clock, the zone, the operations."""
@@ -459,7 +454,7 @@ class _Search:
             server, driver = copy.deepcopy(cp.data, memo)
         self.server = server
         (self.pos, self.queues, self.live, self.blocked, self.deferred, self.timeout_deferred,
-         self.max_inv, self.doomed) = driver
+         self.max_inv) = driver
         self.zone.restore(cp.zone)
 
     # -- choices ------------------------------------------------------------------
@@ -516,10 +511,6 @@ class _Search:
                     return self._verdict("inconclusive", "some clock values were not tried")
                 return self._verdict("diverge", None)
 
-    def _reached(self, pos: int) -> bool:
-        """Has some branch already got as far as event ``pos`` (so failing there adds nothing)?"""
-        return self.best is not None and self.best.pos >= pos
-
     def _record(self, f: _Failure) -> None:
         if self.best is None or f.pos > self.best.pos:
             self.best = f
@@ -553,9 +544,6 @@ class _Search:
             if p == self.checkpoint_at:
                 self.checkpoint_at = -1
                 self._take_checkpoint()
-            doomed = self.doomed
-            if doomed is not None and (doomed.pos <= p or self._reached(doomed.pos)):
-                raise doomed
             kind = kinds[p]
             op = at[p]
             if kind == _CALL:
@@ -621,8 +609,7 @@ class _Search:
                         options.append((1, b))
             if not options:
                 raise self._stuck(p, required)
-            if (len(heads) > 1 or self.searching) and self.branching and self.doomed is None \
-                    and self.k == len(self.log):
+            if (len(heads) > 1 or self.searching) and self.branching and self.k == len(self.log):
                 # A new choice between orders, or, once the first path failed, any step while
                 # operations overlap (not one replayed on the way back to a later choice).
                 self._visit()
@@ -782,13 +769,8 @@ class _Search:
             if environment_matches(op.argv, expected, reply):  # rule 5: checked by shape
                 return
             model, text = _symbolic_view(reply)
-            failure = _Failure(op.resp, "reply differs", expected, model, text)
-        else:
-            failure = _Failure(op.resp, "the model gives no reply to this command", expected)
-        if op.resp <= self.pos or self._reached(failure.pos):
-            raise failure
-        if self.doomed is None or failure.pos < self.doomed.pos:
-            self.doomed = failure
+            raise _Failure(op.resp, "reply differs", expected, model, text)
+        raise _Failure(op.resp, "the model gives no reply to this command", expected)
 
 
 def check_trace(trace: Trace, dialect: str | None = None) -> Verdict:
@@ -799,13 +781,50 @@ def check_trace(trace: Trace, dialect: str | None = None) -> Verdict:
     if reason is not None:
         return Verdict("unsupported", n, message=reason)
     try:
-        kinds, at = _operations(trace)
+        operations = _operations(trace)
     except _Unsupported as e:
         return Verdict("unsupported", n, message=e.reason)
     # The trace and the model's state are long-lived: keep the cycle collector from walking
     # them again and again while the search allocates (a third of the time on long traces).
     gc.freeze()
     try:
-        return _Search(trace, d, kinds, at).run()
+        verdict = _Search(trace, d, *operations).run()
+        if verdict.status == "diverge":
+            verdict = _first_unexplained(trace, d, verdict)
+        return verdict
     finally:
         gc.unfreeze()
+
+
+def _first_unexplained(trace: Trace, dialect: Dialect, verdict: Verdict) -> Verdict:
+    """The divergence at the first event no execution explains.
+
+    Explaining a prefix is monotone in its length, so this is a search for the
+    shortest prefix that diverges, starting around the event the failed search
+    reached. A prefix the search cannot decide leaves the divergence at the
+    shortest prefix known to diverge.
+    """
+    n = len(trace.events)
+
+    def prefix(length: int) -> Verdict:
+        shorter = Trace(trace.header, trace.events[:length], trace.path)
+        return _Search(shorter, dialect, *_operations(shorter)).run()
+
+    good, bad, found = 0, n, verdict  # prefixes of length <= good conform; of length bad diverges
+    hint = verdict.event or n
+    lengths = [length for length in (hint - 1, hint) if 0 < length < n]
+    while bad - good > 1:
+        length = lengths.pop(0) if lengths else (good + bad) // 2
+        if not good < length < bad:
+            continue
+        v = prefix(length)
+        if v.status == "conform":
+            good = length
+        elif v.status == "diverge":
+            bad, found = length, v
+        else:
+            found.message += (f" (no execution explains the first {bad} events; whether one explains the first "
+                              f"{length} is past the search bound)")
+            break
+    found.events = n
+    return found
