@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+from xspec.spec.resp import Array, Bulk, Reply
 from xspec.traces.recorder import Arg, Recorder
 from xspec.traces.scenarios.registry import ScenarioError
 
@@ -33,3 +34,17 @@ def sleep_ms(ms: int) -> None:
 def resp3(r: Recorder, c: int) -> None:
     """Switch client ``c`` to RESP3."""
     r.call(c, "HELLO", "3")
+
+
+def items(reply: Reply) -> tuple[Reply, ...]:
+    """The elements of an array reply that a scenario relies on; fails the scenario otherwise."""
+    if not isinstance(reply, Array):
+        raise ScenarioError(f"expected an array reply, got {reply!r}")
+    return reply.items
+
+
+def bulk(reply: Reply) -> bytes:
+    """The bytes of a bulk-string reply that a scenario relies on; fails the scenario otherwise."""
+    if not isinstance(reply, Bulk):
+        raise ScenarioError(f"expected a bulk string reply, got {reply!r}")
+    return reply.value

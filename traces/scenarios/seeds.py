@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from xspec.spec.resp import Array, Bulk, Int, Reply
 from xspec.traces.recorder import Recorder
-from xspec.traces.scenarios.helpers import block, sleep_ms
+from xspec.traces.scenarios.helpers import block, bulk, items, sleep_ms
 from xspec.traces.scenarios.registry import topic
 
 scenario = topic("seeds")
@@ -134,7 +134,7 @@ def poison_pill_dead_letter(r: Recorder) -> None:
             for entry in reply.items[1].items if isinstance(reply.items[1], Array) else ():
                 entry_id = _ids(Array((entry,)))[0]
                 info = r.call(3, "XPENDING", stream, group, entry_id, entry_id, "1")
-                count = info.items[0].items[3] if isinstance(info, Array) and info.items else Int(0)
+                count = items(items(info)[0])[3] if isinstance(info, Array) and info.items else Int(0)
                 fields = entry.items[1] if isinstance(entry, Array) else Array(())
                 poison = isinstance(fields, Array) and Bulk(b"yes") in fields.items
                 if poison and isinstance(count, Int) and count.value > limit:
@@ -160,7 +160,7 @@ def pending_then_claim(r: Recorder) -> None:
     sleep_ms(40)
     r.call(2, "XREADGROUP", "GROUP", "g", "alive", "STREAMS", "s", ">")
     stuck = r.call(3, "XPENDING", "s", "g", "IDLE", "30", "-", "+", "10")
-    ids = [e.items[0].value for e in stuck.items] if isinstance(stuck, Array) else []
+    ids = [bulk(items(e)[0]) for e in items(stuck)]
     r.call(3, "XCLAIM", "s", "g", "rescuer", "30", *ids, "JUSTID")
     r.call(3, "XCLAIM", "s", "g", "rescuer", "30", *ids)
     r.call(3, "XPENDING", "s", "g")
