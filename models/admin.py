@@ -13,6 +13,9 @@ GET pairs). The model gives one plausible value for them and
 
 from __future__ import annotations
 
+from errno import ENOENT
+
+from xspec.models.cerrno import note_iterator_end, note_strtoull
 from xspec.models.server import NUM_DATABASES, Call, CommandError, Server, command
 from xspec.models.state import Client
 from xspec.models.transactions import discard_transaction
@@ -24,10 +27,17 @@ SERVER_NAME = b"redis"
 
 
 # -- HELLO, AUTH, RESET, QUIT ------------------------------------------------------
-def _auth_ok(username: bytes, password: bytes) -> bool:
-    """``ACLAuthenticateUser`` with only the ``default`` user, which has ``nopass``."""
+def _auth_ok(call: Call, username: bytes, password: bytes) -> bool:
+    """``ACLAuthenticateUser`` with only the ``default`` user, which has ``nopass``.
+
+    A failure is an unknown user, for which ``ACLCheckUserCredentials`` sets
+    errno to ENOENT (XADD-14).
+    """
     del password  # nopass: any password is accepted
-    return username == b"default"
+    if username == b"default":
+        return True
+    call.server.errno = ENOENT
+    return False
 
 
 def valid_client_name(name: bytes) -> bool:
@@ -59,7 +69,7 @@ def hello(call: Call) -> Reply:
         opt = c_string(argv[i]).lower()
         more = len(argv) - 1 - i
         if opt == b"auth" and more >= 2:
-            if not _auth_ok(argv[i + 1], argv[i + 2]):  # HELLO-4
+            if not _auth_ok(call, argv[i + 1], argv[i + 2]):  # HELLO-4
                 raise CommandError("WRONGPASS invalid username-password pair or user is disabled.")
             i += 3
         elif opt == b"setname" and more >= 1:
@@ -88,7 +98,7 @@ def auth(call: Call) -> Reply:
     if len(argv) == 2:  # AUTH-2: no password is configured for the default user
         raise CommandError("ERR AUTH <password> called without any password configured for the default user. "
                            "Are you sure your configuration is correct?")
-    if not _auth_ok(argv[1], argv[2]):  # AUTH-3
+    if not _auth_ok(call, argv[1], argv[2]):  # AUTH-3
         raise CommandError("WRONGPASS invalid username-password pair or user is disabled.")
     return OK  # AUTH-3
 
@@ -285,7 +295,10 @@ def info_text(server: Server, sections: list[str]) -> str:
 
 @command("info")
 def info(call: Call) -> Reply:
-    return _text(info_text(call.server, info_sections(call.argv)))
+    sections = info_sections(call.argv)
+    if "errorstats" in sections:
+        note_iterator_end(call)  # XADD-14: the walk over the error-count tree ends off it
+    return _text(info_text(call.server, sections))
 
 
 # -- CONFIG --------------------------------------------------------------------------
@@ -571,6 +584,9 @@ def config_set(call: Call) -> Reply:
             raise CommandError(f"ERR xspec model: CONFIG SET {n} is not modelled")
     parsed: list[tuple[str, int]] = []
     for n, v in zip(names, values, strict=True):  # CONFIG-7: all or nothing
+        if _PARSERS[n.lower()] is _parse_memory:
+            # XADD-14: memtoull sets errno before its strtoull; 0 and ERANGE word XADD alike.
+            note_strtoull(call.server, overflow=False)
         try:
             parsed.append((n.lower(), _PARSERS[n.lower()](v)))
         except ValueError as e:

@@ -14,6 +14,7 @@ and ``signalModifiedKey`` tell them.
 
 from __future__ import annotations
 
+from xspec.models.cerrno import note_strtoull
 from xspec.models.server import NUM_DATABASES, Call, CommandError, Server, command
 from xspec.models.state import Stream, Value, type_name
 from xspec.spec import commands as table
@@ -395,6 +396,8 @@ def parse_cursor(arg: bytes) -> int | None:
 
 @command("scan")
 def scan(call: Call) -> Reply:
+    # XADD-14: the cursor goes through strtoul after errno = 0, valid or not.
+    note_strtoull(call.server, overflow=False)
     cursor = parse_cursor(call.argv[1])
     if cursor is None:  # SCAN-1
         raise CommandError("ERR invalid cursor")

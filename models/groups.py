@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from xspec.models import pel
+from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_interval_parse, note_iterator_end
 from xspec.models.ordered import first_key, first_key_from, keys_from, last_key
 from xspec.models.server import Call, CommandError, command
 from xspec.models.state import Consumer, Group, Nack, Stream
@@ -191,6 +192,7 @@ def xgroup_create(call: Call) -> Reply:
     if c_string(argv[4]) == b"$":  # XGROUP-7
         last_id = stream.last_id if stream is not None else MIN_ID
     else:
+        note_id_parse(call, argv[4])  # XADD-14
         parsed = parse_strict(argv[4])
         if parsed is None:
             raise CommandError(table.INVALID_ID)
@@ -204,6 +206,7 @@ def xgroup_create(call: Call) -> Reply:
     if name in stream.groups:  # XGROUP-9
         raise CommandError(BUSYGROUP)
     stream.groups[name] = Group(name, last_id, target.entries_read)  # XGROUP-10
+    stream.groups_allocated = True
     call.propagate_verbatim()
     return OK
 
@@ -219,6 +222,7 @@ def xgroup_setid(call: Call) -> Reply:
     if c_string(argv[4]) == b"$":  # XGROUP-11
         last_id = stream.last_id
     else:
+        note_id_parse(call, argv[4])  # XADD-14
         parsed = parse_loose(argv[4])
         if parsed is None:
             raise CommandError(table.INVALID_ID)
@@ -265,6 +269,7 @@ def xgroup_delconsumer(call: Call) -> Reply:
     pending = len(consumer.pel)
     for entry_id in list(consumer.pel):
         pel.remove(group, entry_id)
+    note_iterator_end(call)  # XADD-14: the walk over the consumer's PEL ends off the tree
     del group.consumers[consumer.name]
     call.propagate_verbatim()
     return Int(pending)
@@ -287,6 +292,7 @@ def xack(call: Call) -> Reply:
         return Int(0)
     ids: list[StreamID] = []
     for arg in argv[3:]:  # XACK-2
+        note_id_parse(call, arg)  # XADD-14
         parsed = parse_strict(arg)
         if parsed is None:
             raise CommandError(table.INVALID_ID)
@@ -327,17 +333,18 @@ def xpending(call: Call) -> Reply:
         if parsed_count is None:
             raise CommandError(table.NOT_INTEGER)
         count = max(parsed_count, 0)
-        start, end = _pending_range(argv[first], argv[first + 1])  # XPENDING-4
+        start, end = _pending_range(call, argv[first], argv[first + 1])  # XPENDING-4
         if first + 3 < argc:  # XPENDING-5
             consumer_name = argv[first + 3]
     _, group = _stream_and_group(call)  # XPENDING-6
     if argc == 3:
-        return _pending_summary(group)
+        return _pending_summary(call, group)
     return _pending_entries(call, group, start, end, count, min_idle, consumer_name)
 
 
-def _pending_range(start_arg: bytes, end_arg: bytes) -> tuple[StreamID, StreamID]:
+def _pending_range(call: Call, start_arg: bytes, end_arg: bytes) -> tuple[StreamID, StreamID]:
     """XPENDING-4: the inclusive ID range of an extended XPENDING."""
+    note_interval_parse(call, start_arg)  # XADD-14
     start = parse_interval(start_arg, 0)
     if start is None:
         raise CommandError(table.INVALID_ID)
@@ -346,6 +353,7 @@ def _pending_range(start_arg: bytes, end_arg: bytes) -> tuple[StreamID, StreamID
         first = successor(start.id)
         if first is None:
             raise CommandError(INVALID_START)
+    note_interval_parse(call, end_arg)  # XADD-14
     end = parse_interval(end_arg, U64_MAX)
     if end is None:
         raise CommandError(table.INVALID_ID)
@@ -358,9 +366,10 @@ def _pending_range(start_arg: bytes, end_arg: bytes) -> tuple[StreamID, StreamID
     return first, last
 
 
-def _pending_summary(group: Group) -> Reply:
+def _pending_summary(call: Call, group: Group) -> Reply:
     if not group.pel:  # XPENDING-8
         return Array((Int(0), NullBulk(), NullBulk(), NullArray()))
+    note_iterator_end(call)  # XADD-14: the walk over the consumers ends off the tree
     owners = tuple(  # XPENDING-7
         Array((Bulk(c.name), Bulk(b"%d" % len(c.pel))))
         for c in group.consumers.values() if c.pel)
@@ -379,8 +388,10 @@ def _pending_entries(call: Call, group: Group, start: StreamID, end: StreamID, c
         scanned = group.pel
     now = call.now()  # XPENDING-10
     rows: list[Reply] = []
-    for entry_id in keys_from(scanned, start, end):
-        if not count:
+    if not count:
+        return Array(())
+    for entry_id in keys_from(scanned, start):
+        if entry_id > end:
             break
         nack: Nack = scanned[entry_id]
         if min_idle and now - nack.delivery_time < min_idle:
@@ -388,6 +399,10 @@ def _pending_entries(call: Call, group: Group, start: StreamID, end: StreamID, c
         count -= 1
         rows.append(Array((_id_reply(entry_id), Bulk(_pending_owner(nack).name),
                            Int(max(now - nack.delivery_time, 0)), Int(pel.reported_count(nack)))))
+        if not count:
+            break
+    else:
+        note_iterator_end(call)  # XADD-14: neither COUNT nor the end ID stopped the walk
     return Array(tuple(rows))
 
 
@@ -438,6 +453,7 @@ def _claim_options(call: Call, first: int, now: int) -> _ClaimOptions:
             opts.retry_count = retry
         elif opt == b"lastid" and more:
             j += 1
+            note_id_parse(call, argv[j])  # XADD-14
             last_id = parse_strict(argv[j])
             if last_id is None:
                 raise CommandError(table.INVALID_ID)
@@ -460,6 +476,7 @@ def xclaim(call: Call) -> Reply:
     ids: list[tuple[StreamID, bytes]] = []
     j = 5
     while j < len(argv):  # XCLAIM-3
+        note_id_parse(call, argv[j])  # XADD-14: the option word that ends the IDs is parsed too
         parsed = parse_strict(argv[j])
         if parsed is None:
             break
@@ -479,6 +496,7 @@ def xclaim(call: Call) -> Reply:
     claimed: list[Reply] = []
     for entry_id, id_arg in ids:  # XCLAIM-8
         nack = group.pel.get(entry_id)
+        note_entry_lookup(call, stream, entry_id)  # XADD-14
         if entry_id not in stream.entries:  # XCLAIM-9
             if nack is not None:
                 pel.propagate_claim(call, key, group, _pending_owner(nack).name, id_arg, nack)
@@ -521,6 +539,7 @@ def xautoclaim(call: Call) -> Reply:
     if min_idle is None:
         raise CommandError("ERR Invalid min-idle-time argument for XAUTOCLAIM")
     min_idle = max(min_idle, 0)
+    note_interval_parse(call, argv[5])  # XADD-14
     start_arg = parse_interval(argv[5], 0)  # XAUTOCLAIM-2
     if start_arg is None:
         raise CommandError(table.INVALID_ID)
@@ -561,6 +580,7 @@ def xautoclaim(call: Call) -> Reply:
         nack = group.pel[entry_id]
         attempts -= 1
         position = successor(entry_id)
+        note_entry_lookup(call, stream, entry_id)  # XADD-14
         if entry_id not in stream.entries:  # XAUTOCLAIM-7
             pel.propagate_claim(call, key, group, _pending_owner(nack).name, entry_id.encode(),
                                 nack)  # XAUTOCLAIM-11
@@ -583,8 +603,9 @@ def xautoclaim(call: Call) -> Reply:
         count -= 1
         pel.propagate_claim(call, key, group, consumer.name, entry_id.encode(), nack)  # XAUTOCLAIM-11
     cursor = MIN_ID  # XAUTOCLAIM-10
-    if position is not None:
-        after_walk = first_key_from(group.pel, position)
-        if after_walk is not None:
-            cursor = after_walk
+    after_walk = None if position is None else first_key_from(group.pel, position)
+    if after_walk is None:
+        note_iterator_end(call)  # XADD-14: the step to the next cursor ran off the tree
+    else:
+        cursor = after_walk
     return Array((_id_reply(cursor), Array(tuple(claimed)), Array(tuple(deleted))))  # XAUTOCLAIM-11

@@ -13,6 +13,7 @@ from typing import Any
 
 from sortedcontainers import SortedDict
 
+from xspec.models.cerrno import note_iterator_end
 from xspec.models.lag import INVALID_ENTRIES_READ, group_lag
 from xspec.models.pel import reported_count
 from xspec.models.reads import entry_reply, error_text
@@ -79,6 +80,8 @@ def xinfo_stream(call: Call) -> Reply:
     stream = info_stream(call)
     options = call.argv[3:]
     if not options:
+        if not stream.layout.radix_tree_keys:
+            note_iterator_end(call)  # XADD-14: the first/last-entry seeks find an empty tree
         return Map((*_stream_head(stream), *_stream_summary(stream)))  # XINFO-3
     if len(options) not in (1, 3) or c_string(options[0]).lower() != b"full":  # XINFO-4
         raise subcommand_syntax_error(call)
@@ -90,6 +93,10 @@ def xinfo_stream(call: Call) -> Reply:
         if n is None:  # XINFO-4
             raise CommandError(table.NOT_INTEGER)
         count = FULL_DEFAULT_COUNT if n < 0 else n
+    # XADD-14: the entry walk runs off the tree unless COUNT stops it; then the walk over
+    # the groups' tree, once allocated, always does.
+    if not count or stream.length < count or stream.groups_allocated:
+        note_iterator_end(call)
     return Map((*_stream_head(stream), *_stream_full(stream, count)))  # XINFO-5
 
 
@@ -157,6 +164,8 @@ def _head(items: SortedDict, count: int) -> Sequence[tuple[Any, Any]]:
 def xinfo_groups(call: Call) -> Reply:
     """XINFO-6: one record per group, in name order."""
     stream = info_stream(call)
+    if stream.groups_allocated:
+        note_iterator_end(call)  # XADD-14: the walk over the groups' tree ends off it
     return Array(tuple(Map((
         _field("name", Bulk(g.name)),
         _field("consumers", Int(len(g.consumers))),
@@ -176,6 +185,7 @@ def xinfo_consumers(call: Call) -> Reply:
         raise CommandError(f"NOGROUP No such consumer group '{error_text(call.argv[3])}' "
                            f"for key name '{error_text(call.argv[2])}'")
     now = call.now()
+    note_iterator_end(call)  # XADD-14: the walk over the consumers' tree ends off it
     return Array(tuple(Map((
         _field("name", Bulk(c.name)),
         _field("pending", Int(len(c.pel))),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xspec.models import lag, pel
+from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_iterator_end
 from xspec.models.ordered import keys_from
 from xspec.models.server import Call, CommandError, HandlerResult, command
 from xspec.models.state import Consumer, Fields, Group, Nack, Stream
@@ -66,6 +67,7 @@ class ReadOptions:
 
     count: int  # 0: no limit
     timeout_ms: int | None  # None: no BLOCK; 0: block forever
+    timeout_read_at: int | None  # the clock reading of a positive BLOCK timeout
     group: bytes | None
     consumer: bytes | None
     noack: bool
@@ -90,6 +92,7 @@ def parse_options(call: Call, grouped: bool) -> ReadOptions:
     argc = len(argv)
     count = 0
     timeout_ms: int | None = None
+    timeout_read_at: int | None = None
     group: bytes | None = None
     consumer: bytes | None = None
     noack = False
@@ -106,6 +109,9 @@ def parse_options(call: Call, grouped: bool) -> ReadOptions:
             if t < 0:  # XREAD-2
                 raise CommandError(TIMEOUT_NEGATIVE)
             timeout_ms = t
+            # XREAD-2: 7.0 turns a positive timeout into a deadline while parsing, so this
+            # reading comes before the command's delivery and seen-time readings.
+            timeout_read_at = call.now() if t > 0 else None
         elif opt == b"count" and more:
             i += 1
             n = parse_ll(argv[i])
@@ -134,7 +140,7 @@ def parse_options(call: Call, grouped: bool) -> ReadOptions:
     if grouped and group is None:  # XREADGROUP-1
         raise CommandError(MISSING_GROUP)
     half = (argc - streams_at) // 2
-    return ReadOptions(count, timeout_ms, group, consumer, noack,
+    return ReadOptions(count, timeout_ms, timeout_read_at, group, consumer, noack,
                        argv[streams_at:streams_at + half], argv[streams_at + half:])
 
 
@@ -170,6 +176,7 @@ def check_streams(call: Call, opts: ReadOptions) -> list[StreamRead]:
                 raise CommandError(GT_IN_XREAD)
             after = MAX_ID  # XREADGROUP-4
         else:
+            note_id_parse(call, id_arg)  # XADD-14
             parsed = parse_strict(id_arg)
             if parsed is None:  # XREAD-9
                 raise CommandError(table.INVALID_ID)
@@ -189,7 +196,7 @@ def read_command(call: Call, grouped: bool) -> HandlerResult:
             continue
         if r.group is None:
             if s.length and s.last_live_id() > r.after:  # XREAD-10
-                served.append((r.key, Array(range_after(s, r.after, opts.count))))
+                served.append((r.key, Array(range_after(call, s, r.after, opts.count))))
             continue
         assert opts.consumer is not None
         if r.after != MAX_ID:  # XREADGROUP-5: history is always served
@@ -208,7 +215,8 @@ def read_command(call: Call, grouped: bool) -> HandlerResult:
         after.setdefault(r.key, r.after)  # BLOCK-1: the first occurrence of a key counts
     payload = BlockedRead(opts.count or BLOCKED_DEFAULT_COUNT, opts.group, opts.consumer,
                           opts.noack, after)
-    return call.block(list(opts.keys), opts.timeout_ms, payload, serve_blocked)  # BLOCK-1
+    return call.block(list(opts.keys), opts.timeout_ms, payload, serve_blocked,  # BLOCK-1
+                      read_at=opts.timeout_read_at)
 
 
 @command("xread")
@@ -232,13 +240,14 @@ def first_after(after: StreamID) -> StreamID:
     return nxt
 
 
-def range_after(stream: Stream, after: StreamID, count: int) -> tuple[Reply, ...]:
+def range_after(call: Call, stream: Stream, after: StreamID, count: int) -> tuple[Reply, ...]:
     """Live entries greater than ``after``, at most ``count`` of them (0: all)."""
     out: list[Reply] = []
     for entry_id in keys_from(stream.entries, first_after(after)):
         out.append(entry_reply(entry_id, stream.entries[entry_id]))
         if count and len(out) == count:
-            break
+            return tuple(out)
+    note_iterator_end(call)  # XADD-14: unless COUNT stopped it, the iterator runs off the tree
     return tuple(out)
 
 
@@ -268,7 +277,8 @@ def history(call: Call, stream: Stream, consumer: Consumer, after: StreamID, cou
     out: list[Reply] = []
     for entry_id in keys_from(consumer.pel, first_after(after)):
         if count and len(out) >= count:
-            break
+            return tuple(out)
+        note_entry_lookup(call, stream, entry_id)  # XADD-14: the entry is read by a one-entry range
         fields = stream.entries.get(entry_id)
         if fields is None:
             out.append(Array((Bulk(entry_id.encode()), NullArray())))
@@ -277,6 +287,9 @@ def history(call: Call, stream: Stream, consumer: Consumer, after: StreamID, cou
         nack: Nack = consumer.pel[entry_id]
         nack.delivery_time = call.now()
         pel.count_delivery(nack)
+    # XADD-14: the PEL walk tests for a next entry before COUNT, so it ends off the tree
+    # unless an entry remained past the COUNT-th.
+    note_iterator_end(call)
     return tuple(out)
 
 
@@ -294,17 +307,21 @@ def deliver_new(call: Call, key: bytes, stream: Stream, group: Group, consumer: 
         lag.advance_group(stream, group, entry_id)
         out.append(entry_reply(entry_id, stream.entries[entry_id]))
         if not noack:
-            now = call.now()
+            fresh = Nack(call.now(), 1, consumer)  # streamCreateNACK reads the clock
             nack = group.pel.get(entry_id)
             if nack is None:
-                nack = Nack(now, 1, consumer)
+                nack = fresh
             else:
-                nack.delivery_time = now
+                # XREADGROUP-10: the fresh NACK is dropped and the taken-over one
+                # gets a second reading of the clock.
+                nack.delivery_time = call.now()
                 nack.delivery_count = 1
             pel.give(group, entry_id, nack, consumer)
             pel.propagate_claim(call, key, group, consumer.name, entry_id.encode(), nack)
         if count and len(out) == count:
             break
+    else:
+        note_iterator_end(call)  # XADD-14: unless COUNT stopped it, the iterator runs off the tree
     if noack and out:
         pel.propagate_group_id(call, key, group)
     return tuple(out)
@@ -337,7 +354,7 @@ def serve_blocked(call: Call, key: bytes) -> Reply | None:
     if not value.last_id > after:  # BLOCK-2: last-generated-id, not the last live entry
         return None
     if group is None:
-        entries = range_after(value, after, b.count)  # BLOCK-4
+        entries = range_after(call, value, after, b.count)  # BLOCK-4
     else:
         assert b.consumer is not None
         consumer = touch_consumer(call, key, group, b.consumer, b.noack)

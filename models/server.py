@@ -154,15 +154,20 @@ class Call:
 
     # -- blocking -------------------------------------------------------------------
     def block(self, keys: list[bytes], timeout_ms: int, payload: Any,
-              serve: Callable[..., Reply | None], timeout_reply: Reply | None = None) -> _Blocked:
+              serve: Callable[..., Reply | None], timeout_reply: Reply | None = None,
+              *, read_at: int | None = None) -> _Blocked:
         """Block the client on ``keys`` (FIFO per key); ``timeout_ms`` 0 blocks forever.
 
         A key named twice is waited on once. Like 7.0's ``getTimeoutFromObjectOrReply``
         the clock is read only for a positive timeout; the deadline is that reading
         plus ``timeout_ms``, and the client times out once the clock has passed it
-        (BLOCK-8).
+        (BLOCK-8). ``read_at`` is that reading when the caller took it while parsing,
+        as 7.0 does; without it the clock is read here.
         """
-        deadline = None if timeout_ms == 0 else self.now() + timeout_ms
+        if timeout_ms == 0:
+            deadline = None
+        else:
+            deadline = (self.now() if read_at is None else read_at) + timeout_ms
         self.client.blocked = BlockState(
             keys=keys, db=self.client.db, deadline=deadline, timeout_ms=timeout_ms,
             argv=list(self.argv), payload=payload, serve=serve,
@@ -430,6 +435,10 @@ class Server:
             raise RuntimeError(f"client {client_id} is not blocked")
         r = c.blocked.timeout_reply
         self._unblock(c)
+        if not any(o.blocked is not None and o.blocked.deadline is not None for o in self.clients.values()):
+            # XADD-14: the walk over the timeout table found no later deadline to stop
+            # at, so its raxNext ran off the tree and left errno 0.
+            self.errno = 0
         return self._render(c, r)
 
     def due_timeouts(self, now: int) -> list[tuple[int, Reply]]:

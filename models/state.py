@@ -78,7 +78,7 @@ class Stream:
     """A stream value: entries, metadata, groups and the node layout."""
 
     __slots__ = ("entries", "last_id", "first_id", "max_deleted_id", "entries_added",
-                 "groups", "layout")
+                 "groups", "groups_allocated", "layout")
 
     def __init__(self) -> None:
         self.entries: SortedDict = SortedDict()  # StreamID -> Fields
@@ -87,6 +87,9 @@ class Stream:
         self.max_deleted_id: StreamID = MIN_ID  # max-deleted-entry-id
         self.entries_added = 0
         self.groups: SortedDict = SortedDict()  # name -> Group
+        # 7.0 allocates the groups' radix tree at the first XGROUP CREATE and keeps it even
+        # when emptied; walks over it then touch errno (XADD-14).
+        self.groups_allocated = False
         self.layout = NodeLayout()
 
     @property
@@ -100,7 +103,7 @@ class Stream:
     def freeze(self) -> tuple[Any, ...]:
         return ("stream", tuple(self.entries.items()), self.last_id, self.first_id,
                 self.max_deleted_id, self.entries_added,
-                tuple(g.freeze() for g in self.groups.values()), self.layout.freeze())
+                tuple(g.freeze() for g in self.groups.values()), self.groups_allocated, self.layout.freeze())
 
 
 Value = Stream | bytes  # a key holds a stream or (for SET/GET) a string

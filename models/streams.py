@@ -9,7 +9,8 @@ Besides the replies, Redis 7.0's XADD lets one hidden value show: the C
 ``errno`` of the main thread, which words the error of an ``ms-*`` ID whose
 sequence is exhausted (XADD-14). The handlers here record where the code
 behind them writes ``errno`` (ID parsing through ``strtoull``, a radix-tree
-iterator running off its end, a failed append) in ``Server.errno``.
+iterator running off its end, a failed append) in ``Server.errno``, with the
+helpers of :mod:`xspec.models.cerrno` that every command family shares.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from errno import EDOM, ERANGE
 
+from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_interval_parse, note_iterator_end
 from xspec.models.ordered import first_key, first_key_from, keys_down_from, keys_from, last_key_to
 from xspec.models.reads import entry_reply
 from xspec.models.server import Call, CommandError, HandlerResult, command
@@ -37,8 +39,6 @@ from xspec.spec.ids import (
     parse_ll,
     parse_strict,
     predecessor,
-    string2ll,
-    strtoull,
     successor,
 )
 from xspec.spec.resp import OK, Array, Bulk, Int, NullArray, NullBulk, Reply
@@ -67,36 +67,7 @@ APPROX_LIMIT_WHEN_UNSET = 10_000
 APPROX_LIMIT_CAP = 1_000_000
 
 
-# -- errno -----------------------------------------------------------------------
-def _note_strtoull(call: Call, part: bytes) -> None:
-    """``string2ull`` fell back to ``strtoull``: errno is 0, or ERANGE on overflow (XADD-14)."""
-    call.server.errno = ERANGE if strtoull(part) is None else 0
-
-
-def note_id_parse(call: Call, arg: bytes, *, allow_auto_seq: bool = False) -> None:
-    """The errno that parsing ``arg`` as an ID leaves (ID-5, ID-7): a part that the strict
-    signed parse refuses goes through ``strtoull``, whatever the outcome."""
-    if canonical_id(arg) is not None:  # both parts pass the strict signed parse: errno untouched
-        return
-    if len(arg) > 127:  # ID-2: refused before any number is read
-        return
-    buf = c_string(arg)
-    if buf in (b"-", b"+"):  # ID-3, ID-4: no number read
-        return
-    dash = buf.find(b"-")
-    ms_part = buf if dash < 0 else buf[:dash]
-    if string2ll(ms_part) is None:
-        _note_strtoull(call, ms_part)
-        return  # an invalid ms part ends the parse; a valid one set errno already
-    if dash < 0:
-        return
-    seq_part = buf[dash + 1:]
-    if allow_auto_seq and seq_part == b"*":
-        return
-    if string2ll(seq_part) is None:
-        _note_strtoull(call, seq_part)
-
-
+# -- errno (XADD-14) ---------------------------------------------------------------
 def parse_id_noting_errno(call: Call, arg: bytes, *, allow_auto_seq: bool = False) -> ParsedID | None:
     """``parse_id(arg, strict=True)``, with the errno that parse leaves (``note_id_parse``)."""
     fast = canonical_id(arg)
@@ -106,11 +77,6 @@ def parse_id_noting_errno(call: Call, arg: bytes, *, allow_auto_seq: bool = Fals
     return parse_id(arg, strict=True, allow_auto_seq=allow_auto_seq)
 
 
-def note_interval_parse(call: Call, arg: bytes) -> None:
-    """``note_id_parse`` for an XRANGE bound, after a leading ``(`` (ID-8)."""
-    note_id_parse(call, arg[1:] if len(arg) > 1 and arg[:1] == b"(" else arg)
-
-
 def parse_interval_noting_errno(call: Call, arg: bytes, missing_seq: int) -> IntervalID | None:
     """``parse_interval``, with the errno that parse leaves (``note_interval_parse``)."""
     fast = canonical_id(arg, missing_seq)
@@ -118,11 +84,6 @@ def parse_interval_noting_errno(call: Call, arg: bytes, missing_seq: int) -> Int
         return IntervalID(fast, False)
     note_interval_parse(call, arg)
     return parse_interval(arg, missing_seq)
-
-
-def note_iterator_end(call: Call) -> None:
-    """A radix-tree iterator ran off the end of its tree: ``raxNext``/``raxPrev`` set errno to 0."""
-    call.server.errno = 0
 
 
 # -- the XADD/XTRIM argument parser ------------------------------------------------------
@@ -445,8 +406,7 @@ def xdel(call: Call) -> Reply:
     first_deleted = False
     for entry_id in ids:  # XDEL-3
         if entry_id not in stream.entries:
-            if first_key_from(stream.entries, entry_id, inclusive=False) is None:
-                note_iterator_end(call)  # the lookup ran past the last node
+            note_entry_lookup(call, stream, entry_id)  # the lookup may run past the last node
             continue
         del stream.entries[entry_id]
         stream.layout.delete(entry_id)
