@@ -89,7 +89,7 @@ class ReplicaTap:
                 if ops and ops[-1][0].upper() == b"SELECT":
                     ops.pop()
                 return ops
-            if argv != [b"PING"]:
+            if not (len(argv) == 1 and argv[0].upper() == b"PING"):  # the master's keep-alive is "ping"
                 ops.append(argv)
 
     def close(self) -> None:
