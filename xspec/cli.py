@@ -52,3 +52,22 @@ def check(dialect: str, quiet: bool) -> None:
     from xspec.traces.report import run_replay
     _check_dialect_option(dialect)
     sys.exit(run_replay([CORPUS_DIR], dialect, quiet=quiet))
+
+
+@main.command("record-corpus")
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="Corpus folder to write, e.g. traces/redis-7.0.15.")
+@click.option("--only", help="Record only the scenarios whose topic/name matches this glob or contains this text.")
+@click.option("--redis-server", "redis_server", help="redis-server binary (default: the one on PATH).")
+@click.option("--list", "list_only", is_flag=True, help="List the selected scenarios and exit.")
+def record_corpus(out: Path, only: str | None, redis_server: str | None, list_only: bool) -> None:
+    """Record the scenario corpus from a private redis-server on a free loopback port."""
+    from xspec.traces.scenarios.__main__ import main as scenarios_main
+    argv = ["--out", str(out)]
+    if only:
+        argv += ["--only", only]
+    if redis_server:
+        argv += ["--redis-server", redis_server]
+    if list_only:
+        argv.append("--list")
+    sys.exit(scenarios_main(argv))
