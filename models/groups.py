@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from xspec.models import pel
-from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_interval_parse, note_iterator_end
+from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_iterator_end
+from xspec.models.intervals import interval_bounds, interval_start
 from xspec.models.ordered import first_key, first_key_from, keys_from, last_key
 from xspec.models.server import Call, CommandError, command
 from xspec.models.state import Consumer, Group, Nack, Stream
@@ -23,14 +24,11 @@ from xspec.spec import commands as table
 from xspec.spec.ids import (
     I64_MAX,
     MIN_ID,
-    U64_MAX,
     StreamID,
     c_string,
-    parse_interval,
     parse_ll,
     parse_loose,
     parse_strict,
-    predecessor,
     successor,
 )
 from xspec.spec.resp import OK, Array, Bulk, Int, NullArray, NullBulk, Reply, Simple
@@ -44,8 +42,6 @@ KEY_REQUIRED = ("ERR The XGROUP subcommand requires the key to exist. Note that 
                 "may want to use the MKSTREAM option to create an empty stream automatically.")
 BUSYGROUP = "BUSYGROUP Consumer Group name already exists"
 ENTRIESREAD_RANGE = "ERR value for ENTRIESREAD must be positive or -1"
-INVALID_START = "ERR invalid start ID for the interval"
-INVALID_END = "ERR invalid end ID for the interval"
 
 XGROUP_HELP = (
     "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -333,37 +329,13 @@ def xpending(call: Call) -> Reply:
         if parsed_count is None:
             raise CommandError(table.NOT_INTEGER)
         count = max(parsed_count, 0)
-        start, end = _pending_range(call, argv[first], argv[first + 1])  # XPENDING-4
+        start, end = interval_bounds(call, argv[first], argv[first + 1])  # XPENDING-4
         if first + 3 < argc:  # XPENDING-5
             consumer_name = argv[first + 3]
     _, group = _stream_and_group(call)  # XPENDING-6
     if argc == 3:
         return _pending_summary(call, group)
     return _pending_entries(call, group, start, end, count, min_idle, consumer_name)
-
-
-def _pending_range(call: Call, start_arg: bytes, end_arg: bytes) -> tuple[StreamID, StreamID]:
-    """XPENDING-4: the inclusive ID range of an extended XPENDING."""
-    note_interval_parse(call, start_arg)  # XADD-14
-    start = parse_interval(start_arg, 0)
-    if start is None:
-        raise CommandError(table.INVALID_ID)
-    first: StreamID | None = start.id
-    if start.exclusive:
-        first = successor(start.id)
-        if first is None:
-            raise CommandError(INVALID_START)
-    note_interval_parse(call, end_arg)  # XADD-14
-    end = parse_interval(end_arg, U64_MAX)
-    if end is None:
-        raise CommandError(table.INVALID_ID)
-    last: StreamID | None = end.id
-    if end.exclusive:
-        last = predecessor(end.id)
-        if last is None:
-            raise CommandError(INVALID_END)
-    assert first is not None and last is not None
-    return first, last
 
 
 def _pending_summary(call: Call, group: Group) -> Reply:
@@ -539,15 +511,7 @@ def xautoclaim(call: Call) -> Reply:
     if min_idle is None:
         raise CommandError("ERR Invalid min-idle-time argument for XAUTOCLAIM")
     min_idle = max(min_idle, 0)
-    note_interval_parse(call, argv[5])  # XADD-14
-    start_arg = parse_interval(argv[5], 0)  # XAUTOCLAIM-2
-    if start_arg is None:
-        raise CommandError(table.INVALID_ID)
-    start: StreamID | None = start_arg.id
-    if start_arg.exclusive:
-        start = successor(start_arg.id)
-        if start is None:
-            raise CommandError(INVALID_START)
+    start = interval_start(call, argv[5])  # XAUTOCLAIM-2
     count = AUTOCLAIM_DEFAULT_COUNT
     justid = False
     j = 6

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from errno import EDOM, ERANGE
 
-from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_interval_parse, note_iterator_end
+from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_iterator_end
+from xspec.models.intervals import interval_bounds
 from xspec.models.ordered import first_key, first_key_from, keys_down_from, keys_from, last_key_to
 from xspec.models.reads import entry_reply
 from xspec.models.server import Call, CommandError, HandlerResult, command
@@ -29,16 +30,13 @@ from xspec.spec.ids import (
     MAX_ID,
     MIN_ID,
     U64_MAX,
-    IntervalID,
     ParsedID,
     StreamID,
     c_string,
     canonical_id,
     parse_id,
-    parse_interval,
     parse_ll,
     parse_strict,
-    predecessor,
     successor,
 )
 from xspec.spec.resp import OK, Array, Bulk, Int, NullArray, NullBulk, Reply
@@ -55,8 +53,6 @@ ERR_ID_ZERO = "ERR The ID specified in XADD must be greater than 0-0"
 ERR_EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
 ERR_ID_NOT_ABOVE_TOP = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
 ERR_TOO_LARGE = "ERR Elements are too large to be stored"
-ERR_START_INTERVAL = "ERR invalid start ID for the interval"
-ERR_END_INTERVAL = "ERR invalid end ID for the interval"
 ERR_ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
 ERR_SETID_BELOW_MAXDELETED = "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
 ERR_SETID_BELOW_TOP = "ERR The ID specified in XSETID is smaller than the target stream top item"
@@ -75,15 +71,6 @@ def parse_id_noting_errno(call: Call, arg: bytes, *, allow_auto_seq: bool = Fals
         return ParsedID(fast, True)
     note_id_parse(call, arg, allow_auto_seq=allow_auto_seq)
     return parse_id(arg, strict=True, allow_auto_seq=allow_auto_seq)
-
-
-def parse_interval_noting_errno(call: Call, arg: bytes, missing_seq: int) -> IntervalID | None:
-    """``parse_interval``, with the errno that parse leaves (``note_interval_parse``)."""
-    fast = canonical_id(arg, missing_seq)
-    if fast is not None:  # no ``(``, and both parts pass the strict signed parse: errno untouched
-        return IntervalID(fast, False)
-    note_interval_parse(call, arg)
-    return parse_interval(arg, missing_seq)
 
 
 # -- the XADD/XTRIM argument parser ------------------------------------------------------
@@ -308,28 +295,6 @@ def xlen(call: Call) -> Reply:
 
 
 # -- XRANGE / XREVRANGE ----------------------------------------------------------------
-def _range_bounds(call: Call, start_arg: bytes, end_arg: bytes) -> tuple[StreamID, StreamID]:
-    """XRANGE-1, XRANGE-2: start, then end, each with its exclusive adjustment."""
-    start = parse_interval_noting_errno(call, start_arg, 0)
-    if start is None:
-        raise CommandError(table.INVALID_ID)
-    low: StreamID | None = start.id
-    if start.exclusive:
-        low = successor(start.id)
-        if low is None:
-            raise CommandError(ERR_START_INTERVAL)
-    end = parse_interval_noting_errno(call, end_arg, U64_MAX)
-    if end is None:
-        raise CommandError(table.INVALID_ID)
-    high: StreamID | None = end.id
-    if end.exclusive:
-        high = predecessor(end.id)
-        if high is None:
-            raise CommandError(ERR_END_INTERVAL)
-    assert low is not None and high is not None
-    return low, high
-
-
 def _range_count(argv: list[bytes]) -> int:
     """XRANGE-3: ``COUNT n`` pairs after the bounds; -1 when none. A negative count is 0."""
     count = -1
@@ -368,7 +333,7 @@ def _xrange(call: Call, rev: bool) -> Reply:
     """XRANGE and XREVRANGE; they change and propagate nothing (XRANGE-6)."""
     argv = call.argv
     start_arg, end_arg = (argv[3], argv[2]) if rev else (argv[2], argv[3])  # XRANGE-1
-    low, high = _range_bounds(call, start_arg, end_arg)
+    low, high = interval_bounds(call, start_arg, end_arg)  # XRANGE-1, XRANGE-2
     count = _range_count(argv)
     stream = call.stream(argv[1])  # XRANGE-4
     if stream is None:
