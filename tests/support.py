@@ -13,10 +13,13 @@ with time windows), and prints the divergence otherwise.
 
 from __future__ import annotations
 
+import socket
+import uuid
 from typing import TYPE_CHECKING
 
-from xspec.spec.resp import Reply
+from xspec.spec.resp import Array, Bulk, Parser, Reply, encode_command
 from xspec.traces.checker import check_trace
+from xspec.traces.client import RespConnection
 from xspec.traces.format import Trace, dumps
 from xspec.traces.recorder import Arg, Recorder
 
@@ -65,3 +68,76 @@ class Scenario:
         v = check_trace(t)
         assert v.status == "conform", f"{v.describe()}\n--- trace ---\n{dumps(t)}"
         return t
+
+
+class ReplicaTap:
+    """A fake replica of a real server: ``SYNC``, skip the RDB payload, then read the command stream.
+
+    ``take()`` returns what the server propagated since the previous call (or
+    since the tap attached). Each call ends with a ``PUBLISH`` marker, which is
+    propagated but touches no key, so the tap knows where "now" is in the
+    stream. A replica that attaches while the server still produces an RDB for
+    an earlier one can be sent commands from before it attached; the marker
+    taken at start-up skips them. The master's keep-alive ``ping``s are dropped,
+    and so is a SELECT emitted only for a marker.
+    """
+
+    def __init__(self, host: str, port: int, timeout: float = 10.0) -> None:
+        self.host, self.port = host, port
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.sendall(encode_command([b"SYNC"]))
+        buf = b""
+        while True:  # the master sends newlines while it prepares the RDB
+            buf = buf.lstrip(b"\n")
+            if b"\r\n" in buf:
+                break
+            buf += self._recv()
+        head, rest = buf.split(b"\r\n", 1)
+        if not head.startswith(b"$"):
+            raise ConnectionError(f"unexpected SYNC reply {head[:80]!r}")
+        size = int(head[1:])  # "$<length>": the RDB payload, with no CRLF after it
+        while len(rest) < size:
+            rest += self._recv()
+        self.parser = Parser()
+        self.parser.feed(rest[size:])
+        # The start-up marker is published from database 15, so the stream's
+        # first command in database 0 comes with its SELECT, as a fresh
+        # model's first propagated op does.
+        self.take(marker_db=15)
+
+    def _recv(self) -> bytes:
+        data = self.sock.recv(1 << 16)
+        if not data:
+            raise ConnectionError("the master closed the replication link")
+        return data
+
+    def take(self, marker_db: int = 0) -> list[list[bytes]]:
+        """Every command propagated since the last call."""
+        marker = uuid.uuid4().hex.encode()
+        conn = RespConnection(self.host, self.port)
+        try:
+            if marker_db:
+                conn.call([b"SELECT", b"%d" % marker_db])
+            conn.call([b"PUBLISH", b"__xspec_tap__", marker])
+        finally:
+            conn.close()
+        ops: list[list[bytes]] = []
+        while True:
+            reply = self.parser.get()
+            if reply is None:
+                self.parser.feed(self._recv())
+                continue
+            assert isinstance(reply, Array), reply
+            argv = [item.value for item in reply.items if isinstance(item, Bulk)]
+            if argv == [b"PUBLISH", b"__xspec_tap__", marker]:
+                if ops and ops[-1][0].upper() == b"SELECT":
+                    ops.pop()
+                return ops
+            if not (len(argv) == 1 and argv[0].upper() == b"PING"):
+                ops.append(argv)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass

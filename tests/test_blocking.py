@@ -193,7 +193,7 @@ def test_rename_and_swapdb(redis):
 def test_multi_xadd_xdel_wakes_with_empty_list(redis):
     """BLOCK-2, BLOCK-7; edge case 67: XREADGROUP clients too, their consumers created."""
     s = redis.scenario()
-    tap = ReplicationTap(redis)
+    tap = ReplicationTap(redis.host, redis.port)
     add(s, "s", 1)
     s.call(1, "XGROUP", "CREATE", "s", "g", "$")
     s.call(3, "HELLO", "3")
@@ -293,7 +293,7 @@ def test_served_clients_consumers_and_times(redis):
 def test_blocked_propagation(redis):
     """BLOCK-9, XREADGROUP-12: the waking command first, then one unit per served client."""
     s = redis.scenario()
-    tap = ReplicationTap(redis)
+    tap = ReplicationTap(redis.host, redis.port)
     add(s, "s", 1)
     s.call(1, "XGROUP", "CREATE", "s", "g1", "$")
     s.call(1, "XGROUP", "CREATE", "s", "g2", "$")

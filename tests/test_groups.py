@@ -19,19 +19,19 @@ most) when a command still straddled a millisecond boundary.
 from __future__ import annotations
 
 import random
-import socket
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.support import ReplicaTap
 from xspec.models import ManualClock, Server
 from xspec.models.server import render_op
 from xspec.models.state import Stream
 from xspec.spec.ids import StreamID
 from xspec.spec.invariants import violations
-from xspec.spec.resp import Array, Bulk, Error, Int, Parser, Reply
+from xspec.spec.resp import Error, Int, Reply
 from xspec.traces.checker import check_trace, trace_dialect
 from xspec.traces.format import Call, Connect, Note, Trace, dumps
 from xspec.traces.recorder import Arg
@@ -39,68 +39,6 @@ from xspec.traces.recorder import Arg
 if TYPE_CHECKING:
     from tests.conftest import RealRedis
     from tests.support import Scenario
-
-MARK = b"__groups_tap_end__"
-
-
-class ReplicationTap:
-    """A raw replica connection: ``SYNC``, skip the RDB payload, then read propagated commands.
-
-    A replica that attaches while the server is still producing an RDB for an
-    earlier one may be sent commands from before it attached, so the tap writes
-    a marker key when it starts and one when it is read, and keeps only what
-    came between them. SELECTs are dropped: these tests only use database 0.
-    """
-
-    def __init__(self, redis: RealRedis) -> None:
-        self.redis = redis
-        self.sock = socket.create_connection((redis.host, redis.port), timeout=10)
-        self.sock.sendall(b"SYNC\r\n")
-        buf = b""
-        while True:  # newlines are keep-alives sent while the RDB is produced
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("the server closed the replication link")
-            buf = (buf + chunk).lstrip(b"\n")
-            if buf.startswith(b"$") and b"\r\n" in buf:
-                header, rest = buf.split(b"\r\n", 1)
-                size = int(header[1:])
-                while len(rest) < size:
-                    rest += self.sock.recv(65536)
-                break
-        self.parser = Parser()
-        self.parser.feed(rest[size:])
-        self._until_mark(b"start")
-
-    def _until_mark(self, which: bytes) -> list[list[bytes]]:
-        conn = self.redis.connection()
-        try:
-            conn.call([b"SET", MARK, which])
-        finally:
-            conn.close()
-        out: list[list[bytes]] = []
-        while True:
-            reply = self.parser.get()
-            if reply is None:
-                chunk = self.sock.recv(65536)
-                if not chunk:
-                    raise ConnectionError("the server closed the replication link")
-                self.parser.feed(chunk)
-                continue
-            assert isinstance(reply, Array)
-            argv = [item.value for item in reply.items if isinstance(item, Bulk)]
-            if argv == [b"SET", MARK, which]:
-                return out
-            if argv[0].upper() not in (b"PING", b"SELECT"):
-                out.append(argv)
-
-    def commands(self) -> list[list[bytes]]:
-        """Everything propagated since the tap started."""
-        return self._until_mark(b"end")
-
-    def close(self) -> None:
-        self.sock.close()
-
 
 def straddles(trace: Trace) -> bool:
     """True if some command's reply came back in a later millisecond than it was sent."""
@@ -131,7 +69,7 @@ def run(redis: RealRedis, body: Callable[[MillisecondAligned], None], *, propaga
     """Run ``body`` on the real server, check the replies and the propagation on the model."""
     for attempt in range(attempts):
         redis.reset()
-        tap = ReplicationTap(redis) if propagation else None
+        tap = ReplicaTap(redis.host, redis.port) if propagation else None
         try:
             s = redis.scenario()
             body(MillisecondAligned(s))
@@ -139,7 +77,8 @@ def run(redis: RealRedis, body: Callable[[MillisecondAligned], None], *, propaga
             trace = s.trace()
             if straddles(trace) and attempt < attempts - 1:
                 continue
-            real = tap.commands() if tap is not None else []
+            # these tests use database 0 only: SELECTs are left out on both sides
+            real = [op for op in tap.take() if op[0].upper() != b"SELECT"] if tap is not None else []
         finally:
             if tap is not None:
                 tap.close()

@@ -13,7 +13,6 @@ the shared one does not allow DEBUG.
 from __future__ import annotations
 
 import random
-import socket
 import subprocess
 import tempfile
 import time
@@ -22,11 +21,12 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import free_port, redis_binary
+from tests.support import ReplicaTap
 from xspec.models.layout import NodeLayout, rax_key
 from xspec.models.listpack import as_listpack_int, element_size
 from xspec.models.rax import Rax
 from xspec.spec.ids import StreamID
-from xspec.spec.resp import Array, Bulk, Int, Parser, Reply, Simple
+from xspec.spec.resp import Array, Bulk, Int, Reply, Simple
 from xspec.traces.client import RespConnection
 
 U64 = (1 << 64) - 1
@@ -244,35 +244,6 @@ def conn(debug_server: int) -> Iterator[RespConnection]:
         c.close()
 
 
-class ReplicaFeed:
-    """The server's replication stream, read as a replica that sent SYNC."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.sock.sendall(b"SYNC\r\n")
-        data = b""
-        while b"\r\n" not in data.lstrip(b"\n"):
-            data += self.sock.recv(1 << 16)
-        header, data = data.lstrip(b"\n").split(b"\r\n", 1)
-        snapshot = int(header[1:])  # "$<length>": the RDB payload, with no CRLF after it
-        while len(data) < snapshot:
-            data += self.sock.recv(1 << 16)
-        self.parser = Parser()
-        self.parser.feed(data[snapshot:])
-
-    def next_command(self) -> list[bytes]:
-        while True:
-            reply = self.parser.get()
-            if reply is not None:
-                assert isinstance(reply, Array), reply
-                return [item.value for item in reply.items]  # type: ignore[union-attr]
-            self.sock.settimeout(10)
-            self.parser.feed(self.sock.recv(1 << 16))
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 def test_listpack_integer_recognition():
     assert as_listpack_int(b"-9223372036854775808") == -(1 << 63)
     for text in [b"-0", b"01", b"+1", b" 1", b"", b"9223372036854775808", b"1.0"]:
@@ -320,7 +291,7 @@ def test_rax_splits_and_merges_variable_length_keys():
 
 def test_first_id_is_the_threshold_minid_trims_propagate(conn, debug_server):
     """XADD ... MINID ~ goes to replicas with the first ID, tombstones included (streamGetEdgeID, no skipping)."""
-    feed = ReplicaFeed(debug_server)
+    tap = ReplicaTap("127.0.0.1", debug_server)
     try:
         rng = random.Random(11)
         m = Mirror(conn, 3, 0)
@@ -338,9 +309,7 @@ def test_first_id_is_the_threshold_minid_trims_propagate(conn, debug_server):
                 limit = rng.randint(0, 6)
                 m.xadd(entry_id, (b"f", b"v"), [b"MINID", b"~", bound.encode(), b"LIMIT", b"%d" % limit],
                        minid=bound, limit=limit)
-                argv = feed.next_command()
-                while argv[:2] != [b"XADD", KEY] or entry_id.encode() not in argv:
-                    argv = feed.next_command()
+                (argv,) = [op for op in tap.take() if op[:2] == [b"XADD", KEY] and entry_id.encode() in op]
                 first = m.layout.first_id()
                 assert first is not None and argv[3:5] == [b"=", first.encode()], (argv, first)
                 checked += 1
@@ -348,7 +317,7 @@ def test_first_id_is_the_threshold_minid_trims_propagate(conn, debug_server):
             m.check()
         assert checked > 50 and tombstones_first > 5
     finally:
-        feed.close()
+        tap.close()
 
 
 def test_copies_are_independent_and_freeze_tracks_state():

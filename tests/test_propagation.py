@@ -19,15 +19,15 @@ window (the model's clock is set to the start of each command's window).
 from __future__ import annotations
 
 import itertools
-import socket
 import time
 from collections.abc import Sequence
 
 import pytest
 
+from tests.support import ReplicaTap
 from xspec.models import ManualClock, Server
 from xspec.models.server import HANDLERS, render_op
-from xspec.spec.resp import Array, Bulk, Parser, Reply, encode_command
+from xspec.spec.resp import Reply
 from xspec.traces.client import RespConnection
 
 pytestmark = pytest.mark.redis
@@ -35,68 +35,6 @@ pytestmark = pytest.mark.redis
 Step = tuple  # (client, argv) or (client, argv, "send")
 _TIMESTAMP_FLOOR = 10 ** 12  # ints this large in the model's ops are clock readings
 _markers = itertools.count(1)
-
-
-class ReplicaTap:
-    """A fake replica: full SYNC, RDB skipped, then the master's command stream."""
-
-    def __init__(self, host: str, port: int, timeout: float = 10.0) -> None:
-        self.host, self.port = host, port
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.sendall(encode_command([b"SYNC"]))
-        buf = b""
-        while True:  # the master sends newlines while it prepares the RDB
-            buf = buf.lstrip(b"\n")
-            if b"\r\n" in buf:
-                break
-            buf += self._recv()
-        head, rest = buf.split(b"\r\n", 1)
-        if not head.startswith(b"$"):
-            raise ConnectionError(f"unexpected SYNC reply {head[:80]!r}")
-        size = int(head[1:])
-        while len(rest) < size:
-            rest += self._recv()
-        self.parser = Parser()
-        self.parser.feed(rest[size:])
-
-    def _recv(self) -> bytes:
-        data = self.sock.recv(1 << 16)
-        if not data:
-            raise ConnectionError("the master closed the replication link")
-        return data
-
-    def read_until_marker(self) -> list[list[bytes]]:
-        """Every command propagated since the last call, up to a fresh marker.
-
-        The master's keep-alive PINGs are dropped, and so is a SELECT emitted
-        just for the marker.
-        """
-        marker = b"%d" % next(_markers)
-        conn = RespConnection(self.host, self.port)
-        try:
-            conn.call([b"PUBLISH", b"__xspec_tap__", marker])
-        finally:
-            conn.close()
-        ops: list[list[bytes]] = []
-        while True:
-            reply = self.parser.get()
-            if reply is None:
-                self.parser.feed(self._recv())
-                continue
-            assert isinstance(reply, Array), reply
-            argv = [item.value for item in reply.items if isinstance(item, Bulk)]
-            if argv == [b"PUBLISH", b"__xspec_tap__", marker]:
-                if ops and ops[-1][0].upper() == b"SELECT":
-                    ops.pop()
-                return ops
-            if not (len(argv) == 1 and argv[0].upper() == b"PING"):  # the master's keep-alive is "ping"
-                ops.append(argv)
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:
-            pass
 
 
 def _argv(args: Sequence[str | bytes | int]) -> list[bytes]:
@@ -121,7 +59,7 @@ def run_real(redis, script: Sequence[Step]) -> tuple[list[Reply | None], list[li
             else:
                 replies.append(conn.call(args))
             windows.append((t0, time.time_ns() // 1_000_000 + 1))
-        ops = tap.read_until_marker()
+        ops = tap.take()
     finally:
         for conn in conns.values():
             conn.close()

@@ -13,13 +13,11 @@ readings within each command's time window.
 
 from __future__ import annotations
 
-import socket
-import uuid
-
+from tests.support import ReplicaTap
 from xspec.models import ManualClock, Server
 from xspec.models.dialect import get_dialect
 from xspec.models.server import render_op
-from xspec.spec.resp import Array, Bulk, Parser, Reply
+from xspec.spec.resp import Reply
 from xspec.traces.format import Call, Close, Connect, Recv, Send, Trace
 
 MAX = "18446744073709551615-18446744073709551615"
@@ -27,57 +25,7 @@ MAX = "18446744073709551615-18446744073709551615"
 
 # -- helpers shared by test_blocking.py and test_info.py ---------------------------------
 
-class ReplicationTap:
-    """A raw replica connection (``SYNC``) that reads what the server propagates."""
-
-    def __init__(self, redis) -> None:  # type: ignore[no-untyped-def]
-        self.redis = redis
-        self.sock = socket.create_connection((redis.host, redis.port), timeout=10)
-        self.sock.sendall(b"SYNC\r\n")
-        buf = b""
-        while True:  # skip keep-alive newlines, then the RDB payload "$<len>\r\n<bytes>"
-            buf = buf.lstrip(b"\n")
-            if buf.startswith(b"$") and b"\r\n" in buf:
-                head, rest = buf.split(b"\r\n", 1)
-                size = int(head[1:])
-                while len(rest) < size:
-                    rest += self._recv()
-                break
-            buf += self._recv()
-        self.parser = Parser()
-        self.parser.feed(rest[size:])
-
-    def _recv(self) -> bytes:
-        data = self.sock.recv(1 << 16)
-        if not data:
-            raise ConnectionError("the master closed the replication link")
-        return data
-
-    def take(self) -> list[list[bytes]]:
-        """Everything propagated so far (PING and the mark's own SELECT left out)."""
-        mark = uuid.uuid4().hex.encode()
-        conn = self.redis.connection()
-        try:
-            conn.call([b"PUBLISH", b"__xspec_mark__", mark])
-        finally:
-            conn.close()
-        out: list[list[bytes]] = []
-        while True:
-            r = self.parser.get()
-            if r is None:
-                self.parser.feed(self._recv())
-                continue
-            assert isinstance(r, Array)
-            argv = [i.value for i in r.items if isinstance(i, Bulk)]
-            if argv == [b"PUBLISH", b"__xspec_mark__", mark]:
-                if out and out[-1][0].upper() == b"SELECT":
-                    out.pop()
-                return out
-            if argv[0].upper() != b"PING":
-                out.append(argv)
-
-    def close(self) -> None:
-        self.sock.close()
+ReplicationTap = ReplicaTap  # the shared tap, under the name test_blocking.py imports
 
 
 def replay(trace: Trace) -> tuple[list[tuple[int, Reply, Reply | None]], list[list[bytes]]]:
@@ -396,7 +344,7 @@ def test_xreadgroup_propagation(redis):
     propagate it; history reads bump delivery counts that are never propagated.
     """
     s = redis.scenario()
-    tap = ReplicationTap(redis)
+    tap = ReplicationTap(redis.host, redis.port)
     add(s, "s", 1, 2, 3, 4)
     s.call(1, "XGROUP", "CREATE", "s", "g", "0")
     s.call(1, "XREAD", "STREAMS", "s", "0")
