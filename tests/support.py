@@ -70,6 +70,15 @@ class Scenario:
         return t
 
 
+def scenario(redis: RealRedis, proto: int, clients: tuple[int, ...] = (1,)) -> Scenario:
+    """A scenario whose ``clients`` speak RESP``proto`` (they send ``HELLO 3`` first for RESP3)."""
+    s = redis.scenario()
+    if proto == 3:
+        for c in clients:
+            s.call(c, "HELLO", "3")
+    return s
+
+
 class ReplicaTap:
     """A fake replica of a real server: ``SYNC``, skip the RDB payload, then read the command stream.
 

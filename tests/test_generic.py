@@ -10,9 +10,9 @@ import time
 
 import pytest
 
+from tests.support import scenario
 from xspec.models import ManualClock, Server
 from xspec.models.generic import pattern_matches
-from xspec.models.server import HANDLERS
 from xspec.spec.environment import environment_matches
 from xspec.spec.resp import Array, Bulk, Int, Map, Verbatim
 
@@ -21,18 +21,8 @@ pytestmark = pytest.mark.redis
 PROTOCOLS = [2, 3]
 
 
-def require_streams() -> None:
-    """Scenarios that retype keys need XADD, which the streams model provides."""
-    if "xadd" not in HANDLERS or "xlen" not in HANDLERS:
-        pytest.skip("the model's stream handlers are not in the tree yet")
 
 
-def scenario(redis, proto: int, clients: tuple[int, ...] = (1,)):
-    s = redis.scenario()
-    if proto == 3:
-        for c in clients:
-            s.call(c, "HELLO", "3")
-    return s
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
@@ -77,7 +67,6 @@ def test_select_and_swapdb(redis, proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_del_unlink_exists_type_dbsize(redis, proto):
-    require_streams()
     s = scenario(redis, proto)
     s.call(1, "SET", "a", "1")
     s.call(1, "SET", "b", "2")
@@ -96,7 +85,6 @@ def test_del_unlink_exists_type_dbsize(redis, proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_rename(redis, proto):
-    require_streams()
     s = scenario(redis, proto)
     s.call(1, "RENAME", "nokey", "nokey")  # RENAME-1
     s.call(1, "RENAME", "nokey", "b")
@@ -115,7 +103,6 @@ def test_rename(redis, proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_set_get_options_and_wrongtype(redis, proto):
-    require_streams()
     s = scenario(redis, proto)
     s.call(1, "GET", "k")  # GET-1
     s.call(1, "SET", "k", "v", "NX")  # SET-4
@@ -206,7 +193,6 @@ def test_scan(redis, proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_scan_type_filter_sees_streams(redis, proto):
-    require_streams()
     s = scenario(redis, proto)
     s.call(1, "SET", "a", "1")
     s.call(1, "XADD", "s1", "1-1", "f", "v")
@@ -367,9 +353,6 @@ def test_environment_rules_accept_host_values_and_reject_semantic_changes():
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_flush_swapdb_and_overwrite_signal_blocked_group_readers(redis, proto):
-    require_streams()
-    if "xreadgroup" not in HANDLERS or "xgroup|create" not in HANDLERS:
-        pytest.skip("the model's group handlers are not in the tree yet")
     s = scenario(redis, proto, clients=(1, 2, 3))
     s.call(1, "XADD", "s", "1-1", "f", "v")
     s.call(1, "XGROUP", "CREATE", "s", "g", "$")
@@ -400,9 +383,6 @@ def test_flush_swapdb_and_overwrite_signal_blocked_group_readers(redis, proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_swapdb_serves_readers_blocked_on_a_stream_it_brings_in(redis, proto):
-    require_streams()
-    if "xreadgroup" not in HANDLERS or "xgroup|create" not in HANDLERS:
-        pytest.skip("the model's group handlers are not in the tree yet")
     s = scenario(redis, proto, clients=(1, 2, 3))
     s.call(1, "XADD", "s", "1-1", "f", "v")
     s.call(1, "XGROUP", "CREATE", "s", "g", "$")
@@ -420,8 +400,6 @@ def test_swapdb_serves_readers_blocked_on_a_stream_it_brings_in(redis, proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_client_list_shows_a_blocked_client(redis, proto):
-    if "xread" not in HANDLERS:
-        pytest.skip("the model's XREAD is not in the tree yet")
     s = scenario(redis, proto, clients=(1, 2))
     s.call(1, "CLIENT", "SETNAME", "reader")
     s.call(1, "WATCH", "k")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import scenario
 from xspec.models import ManualClock, Server
-from xspec.models.server import HANDLERS
 from xspec.spec.resp import NULL_ARRAY, Array, Error, Simple
 
 pytestmark = pytest.mark.redis
@@ -17,17 +17,8 @@ pytestmark = pytest.mark.redis
 PROTOCOLS = [2, 3]
 
 
-def require_streams() -> None:
-    if not {"xadd", "xread", "xlen"} <= HANDLERS.keys():
-        pytest.skip("the model's stream handlers are not in the tree yet")
 
 
-def scenario(redis, proto: int, clients: tuple[int, ...] = (1,)):
-    s = redis.scenario()
-    if proto == 3:
-        for c in clients:
-            s.call(c, "HELLO", "3")
-    return s
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
@@ -215,7 +206,6 @@ def test_select_and_hello_inside_exec(redis, proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_blocking_commands_inside_multi_answer_at_once(redis, proto):
-    require_streams()
     s = scenario(redis, proto)
     s.call(1, "MULTI")
     s.call(1, "XREAD", "BLOCK", "0", "STREAMS", "s", "$")
@@ -227,7 +217,6 @@ def test_blocking_commands_inside_multi_answer_at_once(redis, proto):
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
 def test_watch_sees_stream_writes_and_retyping(redis, proto):
-    require_streams()
     s = scenario(redis, proto, clients=(1, 2))
     s.call(2, "XADD", "s", "1-1", "f", "v")
     for modification in (("XADD", "s", "2-1", "f", "v"), ("SET", "s", "string"), ("XADD", "s", "3-1", "f", "v"),
@@ -317,11 +306,6 @@ def test_random_keyspace_and_transaction_sequences(redis):
 def test_watch_sees_every_stream_write_that_changes_the_key(redis):
     # WATCH-3 for the stream commands: which of them touch the key (the real
     # server decides, including the group commands that change only group state).
-    require_streams()
-    needed = {"xlen", "xgroup|create", "xgroup|setid", "xgroup|createconsumer", "xgroup|delconsumer", "xgroup|destroy",
-              "xreadgroup", "xack", "xclaim", "xautoclaim", "xdel", "xtrim", "xsetid"}
-    if not needed <= HANDLERS.keys():
-        pytest.skip("the model's stream and group handlers are not all in the tree yet")
     s = redis.scenario()
     s.call(2, "XADD", "s", "1-1", "f", "v")
     s.call(2, "XADD", "s", "2-1", "f", "v")
