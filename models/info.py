@@ -20,7 +20,7 @@ from xspec.models.reads import entry_reply, error_text
 from xspec.models.server import Call, CommandError, command
 from xspec.models.state import Group, Stream
 from xspec.spec import commands as table
-from xspec.spec.ids import c_string, parse_ll
+from xspec.spec.ids import as_i64, c_string, parse_ll
 from xspec.spec.resp import Array, Bulk, Int, Map, NullBulk, Reply, Simple
 
 FULL_DEFAULT_COUNT = 10
@@ -108,7 +108,7 @@ def _stream_head(stream: Stream) -> tuple[tuple[Reply, Reply], ...]:
         _field("radix-tree-nodes", Int(stream.layout.radix_tree_nodes)),
         _field("last-generated-id", Bulk(stream.last_id.encode())),
         _field("max-deleted-entry-id", Bulk(stream.max_deleted_id.encode())),
-        _field("entries-added", Int(stream.entries_added)),
+        _field("entries-added", Int(as_i64(stream.entries_added))),  # LAG-6
         _field("recorded-first-entry-id", Bulk(stream.first_id.encode())),
     )
 

@@ -17,7 +17,7 @@ included (see spec/rules/info.md, LAG-*):
 from __future__ import annotations
 
 from xspec.models.state import Group, Stream
-from xspec.spec.ids import MAX_ID, MIN_ID, StreamID
+from xspec.spec.ids import MAX_ID, MIN_ID, StreamID, as_i64
 
 INVALID_ENTRIES_READ = -1  # SCG_INVALID_ENTRIES_READ: "unknown", shown as nil
 
@@ -42,17 +42,18 @@ def estimate_entries_read(stream: Stream, entry_id: StreamID) -> int:
     """The entries-read value of a group whose last-delivered-id is ``entry_id``, or -1 (LAG-2)."""
     if stream.entries_added == 0:
         return 0
+    added = as_i64(stream.entries_added)  # LAG-6: C's uint64_t read as long long
     if stream.length == 0 and entry_id <= stream.last_id:
-        return stream.entries_added
+        return added
     if entry_id == stream.last_id:
-        return stream.entries_added
+        return added
     if entry_id > stream.last_id:
         return INVALID_ENTRIES_READ
     if stream.max_deleted_id == MIN_ID or stream.max_deleted_id < stream.first_id:
         if entry_id < stream.first_id:
-            return stream.entries_added - stream.length
+            return as_i64(stream.entries_added - stream.length)
         if entry_id == stream.first_id:
-            return stream.entries_added - stream.length + 1
+            return as_i64(stream.entries_added - stream.length + 1)
     return INVALID_ENTRIES_READ
 
 
@@ -64,11 +65,11 @@ def group_lag(stream: Stream, group: Group) -> int | None:
     if stream.entries_added == 0:
         return 0
     if group.entries_read != INVALID_ENTRIES_READ and not range_has_tombstones(stream, group.last_id):
-        return stream.entries_added - group.entries_read
+        return as_i64(as_i64(stream.entries_added) - group.entries_read)  # LAG-6
     estimate = estimate_entries_read(stream, group.last_id)
     if estimate == INVALID_ENTRIES_READ:
         return None
-    return stream.entries_added - estimate
+    return as_i64(as_i64(stream.entries_added) - estimate)
 
 
 def advance_group(stream: Stream, group: Group, entry_id: StreamID) -> None:
@@ -79,7 +80,7 @@ def advance_group(stream: Stream, group: Group, entry_id: StreamID) -> None:
     missed and entries-read stays too low (the bug fixed in 8.0).
     """
     if group.entries_read != INVALID_ENTRIES_READ and not range_has_tombstones(stream, entry_id):
-        group.entries_read += 1
+        group.entries_read = as_i64(group.entries_read + 1)  # LAG-6
     else:  # 7.0 also requires entries-added > 0, always true while an entry is delivered
         group.entries_read = estimate_entries_read(stream, entry_id)
     group.last_id = entry_id

@@ -32,6 +32,7 @@ from xspec.spec.ids import (
     U64_MAX,
     ParsedID,
     StreamID,
+    as_u64,
     c_string,
     canonical_id,
     parse_id,
@@ -256,7 +257,7 @@ def xadd(call: Call) -> HandlerResult:
                          call.server.config_int("stream-node-max-bytes"))
     stream.entries[new_id] = fields  # XADD-17
     stream.last_id = new_id
-    stream.entries_added += 1
+    stream.entries_added = as_u64(stream.entries_added + 1)  # a uint64_t in Redis (LAG-6)
     if stream.length == 1:
         stream.first_id = new_id
     call.modified(key)

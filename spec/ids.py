@@ -14,6 +14,18 @@ U64_MAX = (1 << 64) - 1
 I64_MAX = (1 << 63) - 1
 I64_MIN = -(1 << 63)
 LONG_STR_SIZE = 21  # Redis's LONG_STR_SIZE: string2ll refuses inputs this long or longer
+
+
+def as_u64(v: int) -> int:
+    """``v`` as a C ``uint64_t`` holds it: wrapped modulo 2^64."""
+    return v & U64_MAX
+
+
+def as_i64(v: int) -> int:
+    """``v`` as a C ``long long`` holds it: wrapped into [-2^63, 2^63)."""
+    return ((v - I64_MIN) & U64_MAX) + I64_MIN
+
+
 _SHORTEST_UNSAFE = 19  # digits: the shortest decimal that may exceed I64_MAX
 
 

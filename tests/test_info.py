@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.test_reads import add
 
 
@@ -187,4 +189,26 @@ def test_delivery_counts_shown_as_signed(redis):
     s.call(1, "XINFO", "STREAM", "s", "FULL")
     s.call(1, "XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0")
     s.call(1, "XINFO", "STREAM", "s", "FULL")
+    s.check()
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_counters_wrap_as_c_integers(redis, proto):
+    """LAG-6: entries-added (uint64) and entries-read (int64) wrap; XINFO prints them signed."""
+    s = redis.scenario()
+    if proto == 3:
+        s.call(1, "HELLO", "3")
+    s.call(1, "XADD", "s", "1-0", "f", "v")
+    s.call(1, "XSETID", "s", "1-0", "ENTRIESADDED", "9223372036854775807")
+    s.call(1, "XADD", "s", "2-0", "f", "v")
+    s.call(1, "XINFO", "STREAM", "s")
+    s.call(1, "XINFO", "STREAM", "s", "FULL")
+    s.call(1, "XADD", "t", "1-0", "f", "v")
+    s.call(1, "XADD", "t", "2-0", "f", "v")
+    s.call(1, "XGROUP", "CREATE", "t", "g", "0", "ENTRIESREAD", "9223372036854775807")
+    s.call(1, "XREADGROUP", "GROUP", "g", "a", "COUNT", "1", "STREAMS", "t", ">")
+    s.call(1, "XINFO", "GROUPS", "t")
+    s.call(1, "XREADGROUP", "GROUP", "g", "a", "STREAMS", "t", ">")
+    s.call(1, "XINFO", "GROUPS", "t")
+    s.call(1, "XINFO", "STREAM", "t", "FULL")
     s.check()

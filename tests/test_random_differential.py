@@ -50,12 +50,7 @@ BLOCK_WAIT = 0.005
 FINITE_BLOCK_MS = 1000
 """A blocked read whose timeout is at most this is waited for; a longer one is ended by closing its client."""
 
-KNOWN_DIVERGENCES: dict[str, str] = {
-    # 7.0 keeps entries_added and a group's entries_read in signed 64-bit integers: past
-    # 9223372036854775807 they wrap to negative numbers (XINFO STREAM entries-added, XINFO GROUPS
-    # entries-read); the model's counters do not wrap.
-    "entries-added and entries-read wrap at 2**63": "extreme_numbers",
-}
+KNOWN_DIVERGENCES: dict[str, str] = {}
 """Divergences the model still has (what: the Profile knob that keeps it out of the default cases)."""
 
 

@@ -10,8 +10,15 @@ is invalid (wrong arity, bad numbers and IDs, unknown options, options in
 odd orders) to exercise the order of the server's checks.
 
 Arguments are ``bytes``, except :class:`RelativeTime`, a placeholder for an
-absolute Unix time in milliseconds (``XCLAIM ... TIME``) that a runner
-resolves against its clock when it sends the command (:func:`resolve`).
+absolute Unix time in milliseconds (``XCLAIM ... TIME``, or the milliseconds
+of an ID near the clock) that a runner resolves against its clock when it
+sends the command (:func:`resolve`).
+
+Besides commands, a sequence holds pauses (time passes: idle times grow,
+short blocks time out), MULTI ... EXEC bursts by one client, and pipelined
+steps (sent without waiting for the reply). :data:`PROFILES` names
+weightings that stress one area (blocking, node layout, PELs, lag, several
+databases, pipelining, clock IDs, large streams).
 
 The sequence does not depend on replies: it can be replayed, cut down
 (shrinking) or run against any server. :func:`describe` prints a step the
@@ -33,9 +40,11 @@ I64_MAX = 9223372036854775807
 
 @dataclass(frozen=True)
 class RelativeTime:
-    """An absolute time in ms, ``offset`` ms from the moment the command is sent."""
+    """An absolute time in ms, ``offset`` ms from the moment the command is sent, followed by
+    ``suffix`` (``b"-0"``, ``b"-*"``: an ID near the clock)."""
 
     offset: int
+    suffix: bytes = b""
 
 
 Arg = bytes | RelativeTime
@@ -43,11 +52,16 @@ Arg = bytes | RelativeTime
 
 @dataclass(frozen=True)
 class Step:
-    """Client ``client`` sends ``argv``; or, when ``argv`` is empty, nobody sends anything for ``pause`` ms."""
+    """Client ``client`` sends ``argv``; or, when ``argv`` is empty, nobody sends anything for ``pause`` ms.
+
+    ``pipelined``: the client sends the command without waiting for its reply (it reads it later,
+    at the latest before its next command that is not pipelined).
+    """
 
     client: int
     argv: tuple[Arg, ...]
     pause: int = 0
+    pipelined: bool = False
 
     @property
     def may_block(self) -> bool:
@@ -83,6 +97,10 @@ class Profile:
     timing: bool = True
     # counts and thresholds near the 64-bit limits (ENTRIESADDED, RETRYCOUNT, COUNT ...)
     extreme_numbers: bool = True
+    # share of commands pipelined (sent without waiting for the reply)
+    pipeline: float = 0.05
+    # share of XADDs with a trimming option
+    trim: float = 0.25
     # share of XADDs whose fields and values come from the layout pool (listpack encodings, long values)
     payloads: float = 0.15
     # (family, weight) pairs replacing the default weights of :data:`FAMILY_WEIGHTS`
@@ -177,7 +195,7 @@ class Generator:
             argv = FAMILIES[family](self, client)
             if self.rng.random() < self.profile.invalid * 0.4:
                 argv = self._mutate(argv)
-            steps.append(Step(client, tuple(argv)))
+            steps.append(Step(client, tuple(argv), pipelined=self.chance(self.profile.pipeline)))
         return steps
 
     def pick_client(self, family: str) -> int:
@@ -269,10 +287,12 @@ class Generator:
             return _pick(self.rng, (b"0", b"0-0", b"-", b"+", b"18446744073709551615-18446744073709551615"))
         return self.known_id()
 
-    def add_id(self) -> bytes:
+    def add_id(self) -> Arg:
         r = self.rng.random()
         auto = 0.7 if self.clock else 0.005
         if r < auto:
+            if self.clock and self.chance(0.15):  # an explicit ID just behind or ahead of the clock
+                return RelativeTime(self.rng.choice([-20, -2, -1, 0, 1, 2, 20]), self.rng.choice([b"-0", b"-*", b"-5"]))
             return b"*"
         if r < auto + 0.05:
             return b"%d-*" % self.rng.choice([self.ms, self.ms, self.ms + 1, 0, U64_MAX if self.chance(0.2) else 1])
@@ -344,7 +364,7 @@ class Generator:
         opts: list[list[bytes]] = []
         if self.chance(0.1):
             opts.append([b"NOMKSTREAM"])
-        if self.chance(0.25):
+        if self.chance(self.profile.trim):
             opts.append(self.trim_args())
         if len(opts) > 1 and self.chance(0.3):
             opts.reverse()
@@ -361,6 +381,8 @@ class Generator:
         if name == b"XREVRANGE":
             lo, hi = hi, lo
         argv: list[Arg] = [name, self.key(), lo, hi]
+        if self.clock and self.chance(0.3):  # ranges that cut the clock-generated IDs
+            argv[self.rng.choice([2, 3])] = RelativeTime(self.rng.choice([-30, -5, -1, 0]), self.rng.choice([b"", b"-0"]))
         if self.chance(0.35):
             argv += [b"COUNT", self.small()]
         return argv
@@ -518,7 +540,7 @@ class Generator:
 
     def keyspace(self, client: int) -> list[Arg]:
         what = self.rng.choices([b"DEL", b"SET", b"TYPE", b"EXISTS", b"RENAME", b"FLUSHDB", b"UNLINK", b"SWAPDB",
-                                 b"FLUSHALL"], [3, 2, 2, 2, 3, 1, 1, 1, 1])[0]
+                                 b"FLUSHALL", b"GET"], [3, 2, 2, 2, 3, 1, 1, 1, 1, 1])[0]
         key = self.key()
         if what == b"SET":
             key = key if self.chance(0.3) else _pick(self.rng, KEYS[1:])
@@ -543,7 +565,7 @@ class Generator:
 
     def multi(self, client: int) -> list[Arg]:
         if client in self.in_multi:
-            return self._end_multi(client).argv  # type: ignore[return-value]
+            return list(self._end_multi(client).argv)
         if self.chance(0.1):
             return [self.rng.choice([b"EXEC", b"DISCARD"])]  # without MULTI: an error
         self.in_multi.add(client)
@@ -573,13 +595,15 @@ class Generator:
         return [b"WATCH", *[self.key() for _ in range(self.rng.choice([1, 1, 2]))]]
 
     def connection(self, client: int) -> list[Arg]:
-        return self.rng.choices([[b"HELLO", b"3"], [b"HELLO", b"2"], [b"SELECT", b"1"], [b"SELECT", b"0"],
+        return list(self.rng.choices([[b"HELLO", b"3"], [b"HELLO", b"2"], [b"SELECT", b"1"], [b"SELECT", b"0"],
                                  [b"PING"], [b"QUIT"], [b"RESET"], [b"HELLO"], [b"HELLO", b"4"],
                                  [b"HELLO", b"3", b"SETNAME", b"x"], [b"CLIENT", b"GETNAME"], [b"DBSIZE"],
                                  [b"KEYS", b"s*"], [b"KEYS", b"k*"], [b"SELECT", b"16"]],
-                                [6, 1, 1, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])[0]
+                                [6, 1, 1, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])[0])
 
     def config(self, client: int) -> list[Arg]:
+        if self.chance(0.2):
+            return [b"CONFIG", b"GET", self.rng.choice([b"stream-node-max-entries", b"stream-node-max-bytes"])]
         if self.chance(0.3):
             return [b"CONFIG", b"SET", b"stream-node-max-bytes", self.rng.choice([b"0", b"50", b"200", b"4096"])]
         return [b"CONFIG", b"SET", b"stream-node-max-entries", self.rng.choice([b"1", b"2", b"3", b"100"])]
@@ -609,8 +633,19 @@ PROFILES: dict[str, Profile] = {
     # entries-read, lag and the stream's counters
     "lag": Profile(weights=(("xsetid", 10), ("xgroup", 14), ("xdel", 8), ("xinfo", 12), ("xtrim", 6),
                             ("xclaim", 2), ("xautoclaim", 2), ("multi", 2))),
+    # several databases: SELECT, SWAPDB and FLUSHALL against watches and blocked reads
+    "databases": Profile(clients=4, weights=(("connection", 10), ("keyspace", 10), ("watch", 6), ("multi", 6),
+                                             ("xread", 8), ("xreadgroup", 10), ("xinfo", 2), ("xclaim", 2))),
+    # clients that send several commands before reading the replies, blocked reads among them
+    "pipeline": Profile(pipeline=0.5, weights=(("xread", 8), ("xreadgroup", 14))),
+    # IDs from the clock: ``*``, ``ms-*`` and explicit IDs just behind or ahead of it, pauses
+    "clock": Profile(clock_mode=1.0, weights=(("xadd", 30), ("xrange", 10), ("pause", 5), ("xautoclaim", 8))),
     # few mistakes, so long valid histories build up
     "valid": Profile(invalid=0.02),
+    # large streams and PELs: many entries, many deliveries, little deletion
+    "bulk": Profile(clients=2, invalid=0.03, trim=0.03, weights=(("xadd", 40), ("xreadgroup", 14), ("xtrim", 1), ("xdel", 2),
+                                                      ("keyspace", 0), ("xsetid", 1), ("xgroup", 3), ("config", 0),
+                                                      ("connection", 1), ("multi", 1))),
 }
 
 
@@ -624,17 +659,17 @@ def random_config(rng: random.Random) -> dict[str, str]:
 
 def resolve(argv: Sequence[Arg], now_ms: int) -> list[bytes]:
     """The command's bytes, with every :class:`RelativeTime` made absolute against ``now_ms``."""
-    return [a if isinstance(a, bytes) else _num(now_ms + a.offset) for a in argv]
+    return [a if isinstance(a, bytes) else _num(now_ms + a.offset) + a.suffix for a in argv]
 
 
 def describe(step: Step) -> str:
     """``c2> XADD s 1-0 f v`` with non-printable bytes escaped and empty arguments as ``""``."""
     if not step.argv:
         return f"(pause {step.pause} ms)"
-    parts = []
+    parts = ["|"] if step.pipelined else []
     for a in step.argv:
         if isinstance(a, RelativeTime):
-            parts.append(f"<now{a.offset:+d}ms>")
+            parts.append(f"<now{a.offset:+d}ms>{a.suffix.decode()}")
         elif a == b"":
             parts.append('""')
         else:
