@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from xspec.models import ManualClock, Server
 from xspec.spec.invariants import violations
@@ -18,8 +18,8 @@ CLIENTS = [1, 2, 3]
 
 ids = st.builds(lambda ms, seq: b"%d-%d" % (ms, seq), st.integers(0, 6), st.integers(0, 2))
 any_id = st.one_of(ids, st.sampled_from([b"0", b"-", b"+", b"$", b">", b"bad", b"(1-0", b"18446744073709551615-18446744073709551615"]))
-key = st.sampled_from(KEYS)
-group = st.sampled_from(GROUPS)
+key = st.sampled_from([b"s1"] * 4 + KEYS)  # mostly one stream, so commands meet
+group = st.sampled_from([b"g1"] * 3 + GROUPS)
 consumer = st.sampled_from(CONSUMERS)
 small = st.integers(-1, 5).map(lambda n: str(n).encode())
 fields = st.lists(st.sampled_from([b"f", b"g", b"1", b""]), min_size=2, max_size=4).map(
@@ -36,9 +36,18 @@ trim = st.one_of(
               st.one_of(small, ids)).map(lambda t: [t[0], *t[1], t[2]]),
 )
 
-commands = st.one_of(
-    st.tuples(key, trim, st.one_of(ids, st.sampled_from([b"*", b"3-*", b"0-0"])), fields).map(
-        lambda t: [b"XADD", t[0], *t[1], t[2], *t[3]]),
+xadd = st.tuples(key, trim, st.one_of(st.just(b"*"), ids, st.sampled_from([b"*", b"3-*", b"0-0"])), fields).map(
+    lambda t: [b"XADD", t[0], *t[1], t[2], *t[3]])
+read_new = cmd(b"XREADGROUP", b"GROUP", group, consumer, b"COUNT", st.sampled_from([b"1", b"2", b"10"]),
+               b"STREAMS", key, b">")
+create = cmd(b"XGROUP", b"CREATE", key, group, st.sampled_from([b"0", b"$"]), b"MKSTREAM")
+
+# Weighted so that sequences build real consumer-group state (entries, groups, pending
+# entries owned by several consumers) before the rarer destructive commands hit it.
+others = st.one_of(
+    cmd(b"XCLAIM", key, group, consumer, b"0", ids),
+    cmd(b"XAUTOCLAIM", key, group, consumer, b"0", b"0", b"COUNT", st.sampled_from([b"1", b"3"])),
+    cmd(b"XREADGROUP", b"GROUP", group, consumer, b"STREAMS", key, b"0"),
     cmd(b"XDEL", key, any_id),
     st.tuples(key, trim).map(lambda t: [b"XTRIM", t[0], *(t[1] or [b"MAXLEN", b"2"])]),
     cmd(b"XRANGE", key, any_id, any_id),
@@ -70,6 +79,15 @@ commands = st.one_of(
     cmd(b"HELLO", st.sampled_from([b"2", b"3"])),
     cmd(b"SELECT", st.sampled_from([b"0", b"1"])),
 )
+commands = st.sampled_from([xadd] * 6 + [read_new] * 4 + [create] * 2 + [cmd(b"EXEC")] + [others] * 10).flatmap(
+    lambda s: s)
+# One step of the machine: mostly a command, sometimes the clock moves or a client disconnects.
+actions = st.one_of(
+    st.tuples(st.just("command"), st.sampled_from(CLIENTS), commands),
+    st.tuples(st.just("tick"), st.integers(0, 4)),
+    st.tuples(st.just("close"), st.sampled_from(CLIENTS)),
+)
+weighted_actions = st.sampled_from([0] * 8 + [1] + [2]).flatmap(lambda i: actions.branches[i])
 
 
 class ModelMachine(RuleBasedStateMachine):
@@ -86,7 +104,15 @@ class ModelMachine(RuleBasedStateMachine):
         b = getattr(self.twin, fn_name)(*args)
         return a, b
 
-    @rule(c=st.sampled_from(CLIENTS), argv=commands)
+    @rule(action=weighted_actions)
+    def step(self, action: tuple) -> None:  # type: ignore[type-arg]
+        if action[0] == "command":
+            self.run(action[1], action[2])
+        elif action[0] == "tick":
+            self.tick(action[1])
+        else:
+            self.disconnect(action[1])
+
     def run(self, c: int, argv: list[bytes]) -> None:
         client = self.server.clients.get(c)
         if client is not None and client.blocked is not None:
@@ -95,15 +121,13 @@ class ModelMachine(RuleBasedStateMachine):
         a, b = self._both("execute", c, argv)
         assert a == b, "the model is not deterministic"
 
-    @rule(ms=st.integers(0, 4))
     def tick(self, ms: int) -> None:
+        self.log.append(f"clock +{ms} ms")
         self.clock.advance(ms)
         self.twin_clock.advance(ms)
         a, b = self._both("due_timeouts", self.clock.ms)
         assert a == b
 
-    @precondition(lambda self: bool(self.server.clients))
-    @rule(c=st.sampled_from(CLIENTS))
     def disconnect(self, c: int) -> None:
         self.log.append(f"{c}: close")
         self._both("close", c)
