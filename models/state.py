@@ -152,8 +152,6 @@ class Client:
     dirty_cas: bool = False  # a watched key was touched: EXEC fails
     blocked: BlockState | None = None
     closed: bool = False
-    created_ms: int = 0
-    last_cmd_ms: int = 0
     last_cmd: str = "NULL"
 
     def freeze(self) -> tuple[Any, ...]:
