@@ -10,11 +10,12 @@ from __future__ import annotations
 from tests.test_reads import ReplicationTap, add, check_propagation
 from xspec.models import ManualClock, Server
 from xspec.spec.resp import Null, NullArray
+from xspec.traces.scenarios.helpers import block as blocking_send
 
 
 def block(s, c: int, *cmd: str) -> None:  # type: ignore[no-untyped-def]
-    s.send(c, *cmd)
-    assert s.is_waiting(c), f"client {c} did not block on {cmd}"
+    """Send a blocking command and fail unless the server blocked the client (the corpus helper)."""
+    blocking_send(s.rec, c, *cmd)
 
 
 def test_xread_served_by_xadd(redis):
