@@ -1,0 +1,92 @@
+"""The contract between the reference server's core and its command modules.
+
+The core (networking, dispatch, databases, MULTI/EXEC, blocking, clocks,
+faults) calls a command module's handlers through :data:`Handler`; a handler
+sees the server only through :class:`Context`. Keeping this seam small is what
+lets the stream commands be written, tested and profiled on their own.
+
+Replies are the semantic values of :mod:`xspec.spec.resp` (``Map``,
+``NullBulk``, ``NullArray`` ...); the core renders them for the client's
+protocol. Errors are raised as :class:`ReplyError` with Redis's full text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping
+from typing import Any, Protocol
+
+from xspec.spec.resp import Reply
+
+
+class ReplyError(Exception):
+    """A command failed; ``text`` is the whole error line (``ERR syntax error``)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class Blocked:
+    """Returned by a handler that blocked its client (see :meth:`Context.block`)."""
+
+    __slots__ = ()
+
+
+BLOCKED = Blocked()
+
+
+class ClientView(Protocol):
+    """What a handler may know about the calling client."""
+
+    id: int
+    name: bytes
+    proto: int  # 2 or 3
+    db: int
+
+
+class Context(Protocol):
+    """One command execution, as a handler sees the server."""
+
+    client: ClientView
+    argv: list[bytes]
+    # The selected database: key -> value (bytes for strings, the stream
+    # module's stream object for streams).
+    db: MutableMapping[bytes, Any]
+    # False inside MULTI/EXEC (and scripts): blocking commands answer at once.
+    can_block: bool
+
+    def now_ms(self) -> int:
+        """The server clock (wall or virtual), milliseconds since the epoch."""
+        ...
+
+    def config_int(self, name: str) -> int:
+        """An integer configuration value (``stream-node-max-entries`` ...)."""
+        ...
+
+    def modified(self, key: bytes) -> None:
+        """signalModifiedKey: EXEC of clients WATCHing ``key`` will fail."""
+        ...
+
+    def ready(self, key: bytes) -> None:
+        """signalKeyAsReady: clients blocked on ``key`` are retried after this command."""
+        ...
+
+    def deleted(self, key: bytes) -> None:
+        """A stream key was deleted or overwritten: blocked readers are retried and see it gone."""
+        ...
+
+    def block(self, keys: list[bytes], timeout_ms: int,
+              retry: Callable[[Context], Reply | None],
+              timeout_reply: Reply) -> Blocked:
+        """Block the client on ``keys`` (FIFO per key); ``timeout_ms`` 0 waits forever.
+
+        When one of the keys is signalled (``ready``/``deleted``), the core
+        calls ``retry`` with a fresh context of the blocked client: a reply
+        (or a raised :class:`ReplyError`) unblocks and answers it, None keeps
+        it waiting in its place. At the deadline it gets ``timeout_reply``.
+        """
+        ...
+
+
+# A command handler: ``argv[0]`` is the command name as sent.
+Handler = Callable[[Context], Reply | Blocked]
