@@ -1,0 +1,354 @@
+"""The reference server beside Redis 7.0.15 and fakeredis, measured in one run.
+
+    python benchmarks/server.py [--requests 200000] [--only NAME,...] [--skip-fakeredis]
+
+Starts, each on a free loopback port, a real redis-server 7.0.15, fakeredis's
+``TcpFakeServer`` (Redis 7.0 mode, in a subprocess of its own) and the
+reference server (``python -m xspec serve``), then drives every one with the
+same load:
+
+* redis-benchmark: XADD pipelined (``-P 16``), XADD not pipelined with 50
+  clients, ``XRANGE s - + COUNT 10`` and ``XPENDING s g`` on a stream of 10^4
+  entries that a group has all read;
+* a consumer-group workload of our own: 32 consumers in two generator
+  processes, each looping XREADGROUP COUNT 10 then XACK of the IDs it got,
+  over a pre-filled stream; the figure is commands per second (on 2 cores the
+  generator shares the machine with the server, as redis-benchmark does);
+* memory: RSS growth of the server process while 10^6 entries with two short
+  fields are added (pipelined), per entry;
+* wake-up latency: a client blocked in XREADGROUP BLOCK 0 woken by another
+  client's XADD, measured from sending the XADD to reading the woken reply;
+  p50 and p99 over many rounds.
+
+It prints each figure and the ratios reference/Redis and reference/fakeredis.
+Targets (issue 4): >= 0.30x Redis on pipelined XADD, >= 0.6x not pipelined,
+>= 20x fakeredis on all of them, <= 200 bytes per entry, p99 wake-up <= 2 ms.
+No assertion is made; the figures are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xspec.spec.resp import Parser, Reply, encode_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server on port {port} exited with status {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                s.sendall(encode_command([b"PING"]))
+                if s.recv(64):
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"server on port {port} did not answer PING within {timeout:.0f} s")
+
+
+@dataclass
+class Peer:
+    """One server under test: how it is started and what was measured on it."""
+
+    name: str
+    argv: list[str]
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+    results: dict[str, float] = field(default_factory=dict)
+
+
+FAKEREDIS_MAIN = """
+import sys
+from fakeredis import TcpFakeServer
+server = TcpFakeServer(("127.0.0.1", int(sys.argv[1])), server_type="redis", server_version=(7, 0))
+server.daemon_threads = True
+server.serve_forever()
+"""
+
+
+def peers(skip_fakeredis: bool) -> list[Peer]:
+    redis_server = shutil.which("redis-server") or "/usr/bin/redis-server"
+    out = [
+        Peer("redis-7.0.15", [redis_server, "--bind", "127.0.0.1", "--port", "{port}", "--save", "",
+                              "--appendonly", "no", "--protected-mode", "no"]),
+        Peer("xspec-serve", [sys.executable, "-m", "xspec", "serve", "--host", "127.0.0.1",
+                             "--port", "{port}"]),
+    ]
+    if not skip_fakeredis:
+        out.append(Peer("fakeredis", [sys.executable, "-c", FAKEREDIS_MAIN, "{port}"]))
+    return out
+
+
+@contextlib.contextmanager
+def running(peer: Peer) -> Iterator[Peer]:
+    peer.port = free_port()
+    argv = [a.replace("{port}", str(peer.port)) for a in peer.argv]
+    with tempfile.TemporaryDirectory() as tmp:
+        peer.proc = subprocess.Popen(argv, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            wait_ready(peer.port, peer.proc)
+            yield peer
+        finally:
+            peer.proc.terminate()
+            try:
+                peer.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                peer.proc.kill()
+                peer.proc.wait()
+
+
+class Conn:
+    """A minimal blocking RESP client that pipelines."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.parser = Parser()
+
+    def send(self, *cmds: list[bytes]) -> None:
+        self.sock.sendall(b"".join(encode_command(c) for c in cmds))
+
+    def read(self) -> Reply:
+        while True:
+            r = self.parser.get()
+            if r is not None:
+                return r
+            data = self.sock.recv(1 << 16)
+            if not data:
+                raise ConnectionError("server closed the connection")
+            self.parser.feed(data)
+
+    def call(self, *argv: bytes) -> Reply:
+        self.send(list(argv))
+        return self.read()
+
+    def pipeline(self, cmds: list[list[bytes]], chunk: int = 1000) -> None:
+        for i in range(0, len(cmds), chunk):
+            part = cmds[i:i + chunk]
+            self.send(*part)
+            for _ in part:
+                self.read()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def redis_benchmark(port: int, requests: int, *args: str) -> float:
+    """Requests per second redis-benchmark reports for one command line."""
+    cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-n", str(requests), "--csv", *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True).stdout
+    # --csv: a header line, then "name","rps",... per test
+    for line in out.strip().splitlines()[1:]:
+        cells = [c.strip('"') for c in line.split(",")]
+        return float(cells[1])
+    raise RuntimeError(f"no figure in redis-benchmark output: {out!r}")
+
+
+def prepare_group_stream(port: int, entries: int) -> None:
+    c = Conn(port)
+    c.call(b"FLUSHALL")
+    c.pipeline([[b"XADD", b"s", b"*", b"f", b"v%d" % i] for i in range(entries)])
+    c.call(b"XGROUP", b"CREATE", b"s", b"g", b"0")
+    c.call(b"XREADGROUP", b"GROUP", b"g", b"c0", b"STREAMS", b"s", b">")
+    c.close()
+
+
+def _consumers(port: int, names: list[bytes], start: float, stop: float, counter: Any, ended: Any) -> None:
+    """One generator process: consumers ``names``, one connection each, in lockstep.
+
+    Each round sends every consumer's XREADGROUP COUNT 10, reads the replies,
+    then sends each one's XACK of what it got and reads those: every consumer
+    still waits for its read before acking, but the client-side cost of a
+    round is shared, so the generator saturates the server rather than
+    itself. hiredis parses the replies; each process is its own interpreter.
+    """
+    import hiredis
+
+    conns = []
+    for _ in names:
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conns.append((sock, hiredis.Reader()))
+
+    def read(sock: socket.socket, reader: Any) -> Any:
+        while True:
+            r = reader.gets()
+            if r is not False:
+                return r
+            reader.feed(sock.recv(1 << 16))
+
+    reads = [encode_command([b"XREADGROUP", b"GROUP", b"g", n, b"COUNT", b"10", b"STREAMS", b"w", b">"])
+             for n in names]
+    time.sleep(max(0.0, start - time.monotonic()))
+    done = 0
+    while time.monotonic() < stop:
+        for (sock, _), cmd in zip(conns, reads, strict=True):
+            sock.sendall(cmd)
+        acks = []
+        for sock, reader in conns:
+            r = read(sock, reader)
+            done += 1
+            if r:
+                acks.append((sock, reader, [e[0] for e in r[0][1]]))
+        if not acks:
+            break
+        for sock, _, ids in acks:
+            sock.sendall(encode_command([b"XACK", b"w", b"g", *ids]))
+        for sock, reader, _ in acks:
+            read(sock, reader)
+            done += 1
+    for sock, _ in conns:
+        sock.close()
+    with counter.get_lock():
+        counter.value += done
+        ended.value = max(ended.value, time.monotonic())
+
+
+def consumer_group_workload(port: int, processes: int, per_process: int, seconds: float, entries: int) -> float:
+    """Commands per second of consumers doing XREADGROUP COUNT 10, then XACK of the IDs they got.
+
+    The run ends after ``seconds`` or when the ``entries`` pre-filled are all
+    consumed, whichever comes first; the rate is over the time actually run.
+    """
+    import multiprocessing
+
+    c = Conn(port)
+    c.call(b"FLUSHALL")
+    c.pipeline([[b"XADD", b"w", b"*", b"f", b"v%d" % i] for i in range(entries)])
+    c.call(b"XGROUP", b"CREATE", b"w", b"g", b"0")
+    c.close()
+    ctx = multiprocessing.get_context("spawn")
+    counter = ctx.Value("q", 0)
+    ended = ctx.Value("d", 0.0)
+    # Spawned interpreters take a while to start: give them a common start line.
+    start = time.monotonic() + 1.5
+    stop = start + seconds
+    procs = [ctx.Process(target=_consumers,
+                         args=(port, [b"c%d-%d" % (p, n) for n in range(per_process)], start, stop, counter, ended))
+             for p in range(processes)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    return float(counter.value) / (ended.value - start)
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def memory_per_entry(peer: Peer, entries: int) -> float:
+    assert peer.proc is not None
+    c = Conn(peer.port)
+    c.call(b"FLUSHALL")
+    before = rss_bytes(peer.proc.pid)
+    c.pipeline([[b"XADD", b"m", b"*", b"name", b"v%d" % i, b"n", b"%d" % (i % 1000)]
+                for i in range(entries)], chunk=2000)
+    after = rss_bytes(peer.proc.pid)
+    c.call(b"FLUSHALL")
+    c.close()
+    return (after - before) / entries
+
+
+def wakeup_latency_ms(port: int, rounds: int) -> tuple[float, float]:
+    """p50 and p99 of XADD-to-woken-reply for a blocked XREADGROUP."""
+    waiter, writer = Conn(port), Conn(port)
+    writer.call(b"FLUSHALL")
+    writer.call(b"XGROUP", b"CREATE", b"b", b"g", b"$", b"MKSTREAM")
+    samples = []
+    for _ in range(rounds):
+        waiter.send([b"XREADGROUP", b"GROUP", b"g", b"c", b"BLOCK", b"0", b"STREAMS", b"b", b">"])
+        time.sleep(0.001)  # let the read arrive and block before the write
+        t0 = time.perf_counter()
+        writer.send([b"XADD", b"b", b"*", b"f", b"v"])
+        waiter.read()
+        samples.append((time.perf_counter() - t0) * 1000)
+        writer.read()
+    waiter.close()
+    writer.close()
+    samples.sort()
+    return statistics.median(samples), samples[int(len(samples) * 0.99) - 1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=200_000, help="requests per redis-benchmark test")
+    ap.add_argument("--entries", type=int, default=1_000_000, help="entries for the memory figure")
+    ap.add_argument("--seconds", type=float, default=5.0, help="duration of the consumer-group workload")
+    ap.add_argument("--rounds", type=int, default=2000, help="wake-up latency samples")
+    ap.add_argument("--skip-fakeredis", action="store_true")
+    ap.add_argument("--only", help="comma-separated peer names to run (the ratios need xspec-serve)")
+    args = ap.parse_args()
+    if shutil.which("redis-benchmark") is None:
+        print("error: redis-benchmark not found (apt-get install redis-tools)", file=sys.stderr)
+        return 2
+    table = peers(args.skip_fakeredis)
+    if args.only:
+        table = [p for p in table if p.name in args.only.split(",")]
+    for peer in table:
+        print(f"== {peer.name}", flush=True)
+        with running(peer):
+            # fakeredis is ~100x slower: give it fewer requests so the run ends.
+            n = args.requests if peer.name != "fakeredis" else max(args.requests // 50, 2000)
+            peer.results["xadd -P 16"] = redis_benchmark(peer.port, n, "-P", "16", "XADD", "p", "*", "f", "v")
+            peer.results["xadd -c 50"] = redis_benchmark(peer.port, n, "-c", "50", "XADD", "q", "*", "f", "v")
+            prepare_group_stream(peer.port, 10_000)
+            peer.results["xrange count 10"] = redis_benchmark(peer.port, n, "XRANGE", "s", "-", "+", "COUNT", "10")
+            peer.results["xpending"] = redis_benchmark(peer.port, n, "XPENDING", "s", "g")
+            fill = 1_000_000 if peer.name != "fakeredis" else 20_000
+            peer.results["xreadgroup+xack"] = consumer_group_workload(peer.port, 2, 16, args.seconds, fill)
+            if peer.name != "fakeredis":
+                peer.results["bytes/entry"] = memory_per_entry(peer, args.entries)
+                p50, p99 = wakeup_latency_ms(peer.port, args.rounds)
+                peer.results["wake p50 ms"] = p50
+                peer.results["wake p99 ms"] = p99
+        for k, v in peer.results.items():
+            print(f"  {k:18} {v:14.1f}", flush=True)
+    by = {p.name: p.results for p in table}
+    if "xspec-serve" not in by:
+        return 0
+    ref = by["xspec-serve"]
+    print("\nratios (xspec-serve / peer; throughput: higher is better)")
+    for metric in ("xadd -P 16", "xadd -c 50", "xrange count 10", "xpending", "xreadgroup+xack"):
+        row = f"  {metric:18}"
+        for other in ("redis-7.0.15", "fakeredis"):
+            if other in by and by[other].get(metric):
+                row += f"  vs {other}: {ref[metric] / by[other][metric]:6.2f}x"
+        print(row)
+    redis = by.get("redis-7.0.15", {})
+    print(f"  {'bytes/entry':18}  xspec-serve {ref['bytes/entry']:.0f}  redis {redis.get('bytes/entry', 0):.0f}"
+          "  (target <= 200)")
+    print(f"  {'wake p99 ms':18}  xspec-serve {ref['wake p99 ms']:.2f}  redis {redis.get('wake p99 ms', 0):.2f}"
+          "  (target <= 2 ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    sys.exit(main())
