@@ -79,6 +79,8 @@ def test_installed_wheel_imports_and_runs_check(wheel: Path, tmp_path: Path):
     assert r.returncode == 0, r.stderr
     assert int(r.stdout) == len(corpus_files(CORPUS_DIR))
     r = subprocess.run([sys.executable, "-c",
-                        f"import sys; sys.path.insert(0, {str(target)!r}); sys.argv = ['xspec', 'check', '-q'];"
+                        f"import sys; sys.path.insert(0, {str(target)!r});"
+                        "sys.argv = ['xspec', 'check', '-q', '--target', 'model:redis-7.0', '--report', 'report'];"
                         "from xspec.cli import main; main()"], cwd=tmp_path, capture_output=True, text=True)
-    assert "traces," in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
+    assert (tmp_path / "report" / "junit.xml").is_file()

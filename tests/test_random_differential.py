@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -40,9 +39,16 @@ from tests.conftest import REDIS_VERSION, RealRedis, redis_binary, start_redis
 from tests.support import Scenario
 from xspec.spec.resp import Array, Bulk, Error, Map, Reply, show
 from xspec.traces.checker import Verdict, check_trace
-from xspec.traces.client import ConnectionClosed
-from xspec.traces.format import Call, Close, Recv, Send, Trace, dump
-from xspec.traces.generate import PROFILES, Generator, Profile, Step, describe, random_config, resolve
+from xspec.traces.format import Call, Recv, Trace, dump
+from xspec.traces.generate import (
+    PROFILES,
+    Generator,
+    Profile,
+    Step,
+    describe,
+    random_config,
+)
+from xspec.traces.targets import drive
 
 pytestmark = pytest.mark.redis
 
@@ -64,115 +70,15 @@ class Run:
     step_of_event: list[int]  # for every trace event, the step that produced it
 
 
-def _block_ms(step: Step) -> int | None:
-    """The BLOCK argument as a number of ms, None when it is not a plain non-negative number."""
-    argv = step.argv
-    for i, a in enumerate(argv[1:-1], start=1):
-        if isinstance(a, bytes) and a.upper() == b"BLOCK":
-            nxt = argv[i + 1]
-            return int(nxt) if isinstance(nxt, bytes) and nxt.isdigit() else None
-    return None
-
-
 def run_steps(server: RealRedis, steps: Sequence[Step], config: dict[str, str]) -> Run:
-    """Run ``steps`` on the (reset) real server, record the trace and check it on the model.
-
-    A client's replies that are not read at once (a blocked read, pipelined commands) are
-    collected as they arrive; before the client's next unpipelined command they are awaited
-    when they must come (short timeouts only), otherwise the client closes its connection
-    and a new one takes its place.
-    """
+    """Run ``steps`` on the (reset) real server (:func:`xspec.traces.targets.drive`), record the trace
+    and check it on the model."""
     server.reset()
     s: Scenario = server.scenario(config=config)
-    conn: dict[int, int] = {}  # logical client -> trace client (a new one after each close)
-    pending: dict[int, int] = {}  # logical client -> replies not read yet
-    will_come: dict[int, bool] = {}  # logical client -> every pending reply arrives by itself soon
-    step_of_event: list[int] = []
-    next_id = 1
-
-    def trace_client(c: int) -> int:
-        nonlocal next_id
-        if c not in conn:
-            conn[c] = next_id
-            next_id += 1
-        return conn[c]
-
-    def mark(i: int) -> None:
-        step_of_event.extend([i] * (len(s.rec.events) - len(step_of_event)))
-
-    def settle() -> None:
-        """Read the replies that have arrived meanwhile."""
-        for c in list(pending):
-            while pending[c] and not s.is_waiting(conn[c], wait=0):
-                s.recv(conn[c])
-                pending[c] -= 1
-            if not pending[c]:
-                del pending[c]
-
-    def drain(c: int) -> None:
-        """Before client ``c`` sends a command it waits for: all its replies, or a new connection."""
-        if will_come.pop(c, True):
-            for _ in range(pending.pop(c)):
-                s.recv(conn[c], timeout=5)
-        else:
-            del pending[c]
-            s.close(conn.pop(c))
-
-    def short(step: Step) -> bool:
-        ms = _block_ms(step)
-        return not step.may_block or (ms is not None and 0 < ms <= FINITE_BLOCK_MS)
-
-    for i, step in enumerate(steps):
-        if not step.argv:
-            time.sleep(step.pause / 1000)
-            settle()
-            mark(i)
-            continue
-        c = step.client
-        if c in pending and not (step.pipelined and not step.closes):
-            drain(c)
-        tc = trace_client(c)
-        argv = resolve(step.argv, time.time_ns() // 1_000_000)
-        if step.pipelined and not step.closes:
-            s.send(tc, *argv)
-            pending[c] = pending.get(c, 0) + 1
-            will_come[c] = will_come.get(c, True) and short(step)
-        elif step.may_block:
-            s.send(tc, *argv)
-            if s.is_waiting(tc, wait=BLOCK_WAIT):
-                pending[c] = 1
-                will_come[c] = short(step)
-            else:
-                s.recv(tc)
-        else:
-            try:
-                s.call(tc, *argv)
-            except ConnectionClosed:
-                raise AssertionError(f"the server closed the connection at {describe(step)}") from None
-            if step.closes:
-                s.close(conn.pop(c))
-        settle()
-        mark(i)
-    for c in list(pending):
-        if will_come.get(c, True):
-            drain(c)
-    mark(len(steps) - 1)
+    step_of_event = drive(s.rec, steps)
     s.rec.close_all()
     trace = s.trace()
-    _attribute_replies(trace, step_of_event)
     return Run(trace, check_trace(trace), step_of_event)
-
-
-def _attribute_replies(trace: Trace, step_of_event: list[int]) -> None:
-    """A reply read later belongs to the step that sent its command, not the one it was read in."""
-    sent: dict[int, list[int]] = {}
-    for index, e in enumerate(trace.events):
-        if isinstance(e, Send):
-            sent.setdefault(e.c, []).append(step_of_event[index])
-        elif isinstance(e, Recv) and sent.get(e.c):
-            step_of_event[index] = sent[e.c].pop(0)
-        elif isinstance(e, Close):
-            sent.pop(e.c, None)
 
 
 # -- shrinking ----------------------------------------------------------------------------------

@@ -28,30 +28,25 @@ def _check_dialect_option(dialect: str) -> None:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--against", default="model", show_default=True,
-              help="What to check the traces against (only 'model' for now).")
+              help="'model' checks the traces themselves; a URL (redis://host:port, rediss://...) replays them "
+                   "on that server and checks the live conversation.")
 @click.option("--dialect", default="auto", show_default=True,
-              help="Dialect to check against: 'auto' takes it from each trace's header.")
+              help="Dialect to check against: 'auto' takes it from each trace's header (or the server's INFO).")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("xspec-replay"), show_default=True,
+              help="With --against URL: folder for the live traces.")
+@click.option("--allow-flush", is_flag=True, help="With --against URL: test a server that holds keys (flushed).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only divergences and the summary.")
-def replay(paths: tuple[Path, ...], against: str, dialect: str, quiet: bool) -> None:
-    """Check traces (files, or every trace under folders) for conformance."""
-    from xspec.traces.report import run_replay
-    if against != "model":
-        raise click.UsageError(f"--against {against!r}: only 'model' is supported in this version")
+def replay(paths: tuple[Path, ...], against: str, dialect: str, out: Path, allow_flush: bool, quiet: bool) -> None:
+    """Check traces (files, or every trace under folders) for conformance, or replay them on a live server."""
     if not paths:
         raise click.UsageError("give at least one trace file or folder")
     _check_dialect_option(dialect)
-    sys.exit(run_replay(list(paths), dialect, quiet=quiet))
-
-
-@main.command()
-@click.option("--dialect", default="auto", show_default=True, help="Dialect, or 'auto' from each header.")
-@click.option("-q", "--quiet", is_flag=True, help="Print only divergences and the summary.")
-def check(dialect: str, quiet: bool) -> None:
-    """Replay every bundled trace against the model and print a report."""
-    from xspec.traces import CORPUS_DIR
+    if against != "model":
+        from xspec.traces.live import run_live_replay
+        sys.exit(run_live_replay(list(paths), against, None if dialect == "auto" else dialect, out, allow_flush,
+                                 quiet))
     from xspec.traces.report import run_replay
-    _check_dialect_option(dialect)
-    sys.exit(run_replay([CORPUS_DIR], dialect, quiet=quiet))
+    sys.exit(run_replay(list(paths), dialect, quiet=quiet))
 
 
 @main.command("record-corpus")
@@ -71,3 +66,16 @@ def record_corpus(out: Path, only: str | None, redis_server: str | None, list_on
     if list_only:
         argv.append("--list")
     sys.exit(scenarios_main(argv))
+
+
+def _register() -> None:
+    """Commands that live in their own modules."""
+    from xspec.traces.checkjob import check_command
+    from xspec.traces.explain import explain_command
+    from xspec.traces.proxy import record_command
+    main.add_command(check_command)
+    main.add_command(explain_command)
+    main.add_command(record_command)
+
+
+_register()
