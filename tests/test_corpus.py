@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -25,8 +27,12 @@ def test_trace_meets_its_expectation(path):
     assert verdict.status == expected_status(trace.header.expect), verdict.describe()
 
 
-def test_xspec_check_summarises_the_corpus():
-    r = CliRunner().invoke(main, ["check", "-q"])
-    last = r.output.strip().splitlines()[-1]
-    assert last.startswith(f"{len(CORPUS)} traces, "), r.output
+def test_xspec_check_replays_every_bundled_corpus(tmp_path):
+    r = CliRunner().invoke(main, ["check", "-q", "--target", "model:redis-7.0", "--report", str(tmp_path)])
     assert r.exit_code == 0, r.output
+    report = json.loads((tmp_path / "report.json").read_text())
+    bundled = find_traces([CORPUS_DIR])  # every corpus: 7.0.15's and the other dialects'
+    assert len(report["corpus"]) == len(bundled)
+    assert all(row["met"] for row in report["corpus"]), [r for r in report["corpus"] if not r["met"]]
+    assert report["passed"] and not report["divergences"]
+    assert {"report.md", "report.html", "report.json", "junit.xml"} <= {p.name for p in tmp_path.iterdir()}
