@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import shutil
 import socket
 import sys
 import tempfile
@@ -43,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from xspec.models import ManualClock, Server  # noqa: E402
 from xspec.spec.resp import encode_command  # noqa: E402
+from xspec.traces.servers import find_redis_server  # noqa: E402
 
 Command = list[bytes]
 
@@ -81,7 +81,7 @@ MARKER = b"xspec-bench-marker"
 
 def run_redis(cmds: list[Command], chunk: int = 10_000) -> float | None:
     """Commands per second of a real redis-server given ``cmds`` pipelined, ``chunk`` at a time."""
-    binary = shutil.which("redis-server")
+    binary = find_redis_server("7.0")
     if binary is None:
         return None
     from tests.conftest import start_redis  # the same launcher the tests use

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from xspec.spec.resp import Parser, Reply, encode_command
+from xspec.traces.servers import find_redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,7 +91,7 @@ server.serve_forever()
 
 
 def peers(skip_fakeredis: bool) -> list[Peer]:
-    redis_server = shutil.which("redis-server") or "/usr/bin/redis-server"
+    redis_server = find_redis_server("7.0") or "/usr/bin/redis-server"
     out = [
         Peer("redis-7.0.15", [redis_server, "--bind", "127.0.0.1", "--port", "{port}", "--save", "",
                               "--appendonly", "no", "--protected-mode", "no"]),

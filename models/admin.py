@@ -16,14 +16,13 @@ from __future__ import annotations
 from errno import ENOENT
 
 from xspec.models.cerrno import note_iterator_end, note_strtoull
+from xspec.models.dialect import Dialect
 from xspec.models.server import NUM_DATABASES, Call, CommandError, Server, command
 from xspec.models.state import Client
 from xspec.models.transactions import discard_transaction
 from xspec.spec import commands as table
 from xspec.spec.ids import I64_MAX, U64_MAX, c_string, parse_ll, strtoull
 from xspec.spec.resp import NULL_BULK, OK, Array, Bulk, Int, Map, Reply, Simple, Verbatim
-
-SERVER_NAME = b"redis"
 
 
 # -- HELLO, AUTH, RESET, QUIT ------------------------------------------------------
@@ -79,14 +78,19 @@ def hello(call: Call) -> Reply:
             raise CommandError(f"ERR Syntax error in HELLO option '{c_string(argv[i]).decode('latin-1')}'")
     if version:  # HELLO-6: the reply is already in the new protocol
         c.proto = version
-    return Map((  # HELLO-7
-        (Bulk(b"server"), Bulk(SERVER_NAME)),
-        (Bulk(b"version"), Bulk(call.server.dialect.version.encode())),
+    dialect = call.server.dialect
+    modules: tuple[Reply, ...] = ()
+    if dialect.lua_module:  # HELLO-DIALECT-1: Valkey lists its Lua scripting engine as a module
+        modules = (Map(((Bulk(b"name"), Bulk(b"lua")), (Bulk(b"ver"), Int(1)), (Bulk(b"path"), Bulk(b"lua")),
+                        (Bulk(b"args"), Array(())))),)
+    return Map((  # HELLO-7; HELLO-DIALECT-1: the server's own name
+        (Bulk(b"server"), Bulk(dialect.server_name.encode())),
+        (Bulk(b"version"), Bulk(dialect.version.encode())),
         (Bulk(b"proto"), Int(c.proto)),
         (Bulk(b"id"), Int(c.id)),
         (Bulk(b"mode"), Bulk(b"standalone")),
         (Bulk(b"role"), Bulk(b"master")),
-        (Bulk(b"modules"), Array(())),
+        (Bulk(b"modules"), Array(modules)),
     ))
 
 
@@ -150,10 +154,25 @@ def client_flags(c: Client) -> str:
     return letters or "N"
 
 
-def client_info_line(c: Client) -> str:
-    """One CLIENT LIST line. Figures about the connection itself are placeholders (ENV-CLIENT-LIST)."""
+def client_info_line(c: Client, dialect: Dialect | None = None) -> str:
+    """One CLIENT LIST line. Figures about the connection itself are placeholders (ENV-CLIENT-LIST).
+
+    A ``dialect`` with its own field names formats the line its way (CLIENT-DIALECT-1):
+    6.2's ``cmd=`` names the container only, Valkey's ``multi=`` stays 0 once MULTI was used.
+    """
     name = (c.name or b"").decode("latin-1")
     multi = len(c.multi_queue) if c.in_multi else -1
+    if dialect is not None and dialect.client_list_fields:
+        fields = dialect.client_list_fields
+        subcommand_names = dialect.subcommand_table
+        if dialect.client_multi_kept and c.multi_used and not c.in_multi:
+            multi = 0
+        known = {"id": str(c.id), "addr": "127.0.0.1:0", "laddr": "127.0.0.1:0", "name": name,
+                 "flags": client_flags(c), "capa": "", "db": str(c.db), "multi": str(multi),
+                 "watch": str(len(c.watched)), "events": "r", "user": "default", "redir": "-1",
+                 "resp": str(c.proto), "lib-name": "", "lib-ver": "",
+                 "cmd": c.last_cmd if subcommand_names else c.last_cmd.split("|")[0]}
+        return " ".join(f"{f}={known.get(f, '0')}" for f in fields)
     return (f"id={c.id} addr=127.0.0.1:0 laddr=127.0.0.1:0 fd=0 name={name} age=0 idle=0 "
             f"flags={client_flags(c)} db={c.db} sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 "
             f"argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r "
@@ -167,7 +186,7 @@ def _text(s: str) -> Verbatim:
 
 @command("client|info")
 def client_info(call: Call) -> Reply:
-    return _text(client_info_line(call.client) + "\n")  # CLIENT-5
+    return _text(client_info_line(call.client, call.server.dialect) + "\n")  # CLIENT-5
 
 
 _CLIENT_TYPES = {b"normal", b"slave", b"replica", b"pubsub", b"master"}
@@ -196,7 +215,7 @@ def client_list(call: Call) -> Reply:
         raise CommandError(table.SYNTAX)
     else:
         chosen = clients
-    return _text("".join(client_info_line(c) + "\n" for c in chosen))
+    return _text("".join(client_info_line(c, call.server.dialect) + "\n" for c in chosen))
 
 
 # -- INFO ----------------------------------------------------------------------------
@@ -248,7 +267,31 @@ _ALL_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replica
 _SECTION_TITLES = {s: "CPU" if s == "cpu" else s.capitalize() for s in _ALL_SECTIONS}
 
 
-def info_sections(argv: list[bytes]) -> list[str]:
+InfoLayout = tuple[tuple[str, ...], dict[str, str], dict[str, list[str]]]
+_INFO_LAYOUTS: dict[str, InfoLayout] = {}
+
+
+def info_layout(server: Server) -> InfoLayout:
+    """Section names in order, their titles, and each title's fields, for the dialect (INFO-DIALECT-1)."""
+    text = server.dialect.info_layout
+    if text is None:
+        return _ALL_SECTIONS, _SECTION_TITLES, INFO_FIELDS
+    layout = _INFO_LAYOUTS.get(text)
+    if layout is None:
+        titles: dict[str, str] = {}
+        fields: dict[str, list[str]] = {}
+        for line in text.strip().splitlines():
+            if line.startswith("# "):
+                title = line[2:]
+                titles[title.lower()] = title
+                fields[title] = []
+            else:
+                fields[title].extend(line.split())
+        layout = _INFO_LAYOUTS[text] = (tuple(titles), titles, fields)
+    return layout
+
+
+def info_sections(argv: list[bytes], all_sections: tuple[str, ...] = _ALL_SECTIONS) -> list[str]:
     """``genInfoSectionDict``: the sections INFO prints, in Redis's fixed order (INFO-1)."""
     wanted: set[str] = set()
     if len(argv) == 1:
@@ -258,10 +301,10 @@ def info_sections(argv: list[bytes]) -> list[str]:
         if name == "default":
             wanted.update(_DEFAULT_SECTIONS)
         elif name in ("all", "everything"):
-            wanted.update(_ALL_SECTIONS)
+            wanted.update(all_sections)
         else:
             wanted.add(name)
-    return [s for s in _ALL_SECTIONS if s in wanted]
+    return [s for s in all_sections if s in wanted]
 
 
 def _info_values(server: Server) -> dict[str, str]:
@@ -275,27 +318,29 @@ def _info_values(server: Server) -> dict[str, str]:
         "role": "master",
         "connected_slaves": "0",
         "cluster_enabled": "0",
+        **server.dialect.info_values,  # INFO-DIALECT-1
     }
 
 
 def info_text(server: Server, sections: list[str]) -> str:
     values = _info_values(server)
+    _, titles, fields = info_layout(server)
     parts = []
     for section in sections:
-        lines = [f"# {_SECTION_TITLES[section]}"]
+        lines = [f"# {titles[section]}"]
         if section == "keyspace":  # INFO-3
             for dbid in range(NUM_DATABASES):
                 if server.dbs[dbid]:
                     lines.append(f"db{dbid}:keys={len(server.dbs[dbid])},expires=0,avg_ttl=0")
         else:
-            lines.extend(f"{f}:{values.get(f, '0')}" for f in INFO_FIELDS.get(_SECTION_TITLES[section], []))
+            lines.extend(f"{f}:{values.get(f, '0')}" for f in fields.get(titles[section], []))
         parts.append("".join(line + "\r\n" for line in lines))
     return "\r\n".join(parts)  # INFO-2: sections are separated by an empty line
 
 
 @command("info")
 def info(call: Call) -> Reply:
-    sections = info_sections(call.argv)
+    sections = info_sections(call.argv, info_layout(call.server)[0])
     if "errorstats" in sections:
         note_iterator_end(call)  # XADD-14: the walk over the error-count tree ends off it
     return _text(info_text(call.server, sections))
@@ -573,8 +618,11 @@ def config_set(call: Call) -> Reply:
     names = [c_string(a).decode("latin-1") for a in argv[2::2]]
     values = argv[3::2]
     seen: set[str] = set()
+    legacy = not call.server.dialect.subcommand_table
     for n in names:  # CONFIG-5: the first unknown or repeated name is the error
         if n.lower() not in CONFIG_DEFAULTS:
+            if legacy:  # CONFIG-DIALECT-1
+                raise CommandError(f"ERR Unsupported CONFIG parameter: {n}")
             raise CommandError(f"ERR Unknown option or number of arguments for CONFIG SET - '{n}'")
         if n.lower() in seen:  # CONFIG-6
             raise CommandError(f"ERR CONFIG SET failed (possibly related to argument '{n}') - duplicate parameter")
@@ -590,6 +638,9 @@ def config_set(call: Call) -> Reply:
         try:
             parsed.append((n.lower(), _PARSERS[n.lower()](v)))
         except ValueError as e:
+            if legacy:  # CONFIG-DIALECT-1
+                raise CommandError(f"ERR Invalid argument '{c_string(v).decode('latin-1')}' for CONFIG SET "
+                                   f"'{n}' - {e}") from None
             raise CommandError(f"ERR CONFIG SET failed (possibly related to argument '{n}') - {e}") from None
     for name, number in parsed:
         call.server.config[name] = str(number)  # CONFIG-8: CONFIG GET shows the number in bytes
@@ -670,7 +721,9 @@ def _help(call: Call, lines: str) -> Reply:
     """``addReplyHelp``: a header naming the command as typed, in capitals, then the lines."""
     name = c_string(call.argv[0]).decode("latin-1").upper()
     header = f"{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    return Array(tuple(Simple(line) for line in [header, *lines.strip("\n").split("\n")]))
+    body = lines.strip("\n").split("\n")
+    # HELP-DIALECT-1: the closing line is the dialect's
+    return Array(tuple(Simple(line) for line in [header, *body[:-1], call.server.dialect.help_last_line]))
 
 
 @command("client|help")
@@ -681,3 +734,11 @@ def client_help(call: Call) -> Reply:
 @command("config|help")
 def config_help(call: Call) -> Reply:
     return _help(call, _CONFIG_HELP)  # CONFIG-10
+
+
+@command("client|*")
+@command("config|*")
+def legacy_subcommand_refused(call: Call) -> Reply:
+    """6.2's CLIENT and CONFIG with an unknown subcommand or a wrong count (DISPATCH-DIALECT-1)."""
+    from xspec.models.info import subcommand_syntax_error
+    raise subcommand_syntax_error(call)

@@ -1,13 +1,27 @@
 """Dialects: which server's behaviour the model reproduces.
 
-A dialect is a named set of switches. ``redis-7.0`` is the baseline; later
-dialects (6.2, 7.2, 7.4, 8.x, Valkey) are written as differences from it, each
-switch named after the behaviour it changes and documented in ``spec/``.
+A dialect is a named set of switches. ``redis-7.0`` is the baseline; every
+other dialect is written as its differences from it, each switch named after
+the behaviour it changes, read by the handlers as an attribute of this frozen
+dataclass (``call.server.dialect.claims_drop_deleted``), and documented in
+``spec/dialects.md`` with the rule ids it changes. A switch's default is the
+7.0 behaviour, so ``REDIS_70`` sets none.
+
+``redis-6.2`` (exact to 6.2.14) and ``valkey-9.1`` (exact to 9.1.2) were
+derived by recording the scenario corpus from the real servers; ``redis-7.2``
+and ``redis-7.4`` from Redis's source and release notes only (no binary was
+available), see spec/dialects.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from xspec.spec import commands as table
+from xspec.spec.ids import c_string
+
+Lookup = Callable[[list[bytes]], "table.CommandSpec | None"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +36,310 @@ class Dialect:
     # Default configuration (CONFIG GET names, string values).
     config_defaults: dict[str, str] = field(default_factory=dict)
 
+    # -- 6.2: before the 7.0 stream counters ---------------------------
+    # 7.0 keeps entries-added, max-deleted-entry-id, recorded-first-entry-id and each
+    # group's entries-read, shows them and the lag in XINFO, and takes ENTRIESREAD,
+    # ENTRIESADDED and MAXDELETEDID options. 6.2 has none of them.
+    stream_counters: bool = True
+    # XADD accepts an explicit ms with an automatic sequence (``5-*``): 7.0+.
+    xadd_auto_sequence: bool = True
+    # 7.0's XCLAIM/XAUTOCLAIM drop a pending entry whose stream entry was deleted
+    # (XAUTOCLAIM reports it in a third array); 6.2 claims it and replies nil for it.
+    claims_drop_deleted: bool = True
+    # 7.0's command table knows subcommands (arity per subcommand, "unknown
+    # subcommand" texts, quotes in unknown-command errors); 6.2 checks them in the
+    # command itself, with other texts. ``lookup`` and ``unknown_command_error`` are
+    # the dispatcher's (DISPATCH-1, DISPATCH-2, DISPATCH-DIALECT-1).
+    subcommand_table: bool = True
+    lookup: Lookup = table.lookup
+    unknown_command_error: Callable[[list[bytes]], str] = table.unknown_command_error
+    # 7.0 wakes blocked XREADGROUP clients when their key is deleted or overwritten.
+    deleted_key_wakes_readgroup: bool = True
+    # 6.2 wraps a transaction's propagated writes in MULTI/EXEC (even one) and nothing else;
+    # 7.0 wraps whatever one command propagates when it is more than one op.
+    wraps_transactions_only: bool = False
+
+    # CLIENT LIST/INFO field names when they are not 7.0's (CLIENT-DIALECT-1).
+    client_list_fields: tuple[str, ...] = ()
+    # Commands (``name`` or ``container|subcommand``, lowercase) whose behaviour in this
+    # dialect the model does not cover yet, and why: a trace using one is "unsupported".
+    unsupported: dict[str, str] = field(default_factory=dict)
+    # The last line of every HELP reply.
+    help_last_line: str = "    Prints this help."
+    # INFO's sections in ``INFO everything`` order and their fields, as "# Title" lines each
+    # followed by its field names (INFO-DIALECT-1); None: 7.0's. ``info_values`` are the
+    # fields whose value is the dialect's, not the host's.
+    info_layout: str | None = None
+    info_values: dict[str, str] = field(default_factory=dict)
+
+    # -- 7.2+ ---------------------------------------------------------
+    # Blocked readers are served by re-executing their command (7.2's blocking rework):
+    # multi-key replies, no 1000 default COUNT, NOGROUP/WRONGTYPE texts of the command,
+    # the consumer created when the client blocks.
+    blocked_reexecution: bool = False
+    # XREADGROUP, XCLAIM and XAUTOCLAIM create the consumer and refresh its seen-time
+    # at every call; active-time records the last successful delivery or claim and
+    # XINFO shows it (``inactive``, ``active-time``).
+    consumer_active_time: bool = False
+    # ``XADD k ms-*`` whose sequence is exhausted replies the "equal or smaller" error.
+    xadd_auto_sequence_overflow_is_too_small: bool = False
+    # XSETID refuses an ID below the stream's max-deleted-entry-id.
+    xsetid_checks_max_deleted: bool = False
+    # The XREAD/XREADGROUP unbalanced-list error names the command and its special ID.
+    unbalanced_names_command: bool = False
+
+    # -- 7.4+ -----------------------------------------------------------
+    # ``XREAD ... +`` reads the last entry of the stream; XREADGROUP refuses ``+`` in words.
+    xread_plus_id: bool = False
+    # A BLOCK timeout that overflows when added to the clock is an error.
+    block_timeout_range_check: bool = False
+    # The SELECT of a wrapped unit's first op comes after its MULTI, not before it.
+    select_after_multi: bool = False
+    # XREADGROUP propagates XGROUP SETID ... ENTRIESREAD after the XCLAIMs of its deliveries.
+    readgroup_propagates_group_id: bool = False
+
+    # -- Valkey -------------------------------------------------------------
+    # HELLO's ``server`` field and INFO's server identity.
+    server_name: str = "redis"
+    # HELLO lists the built-in Lua engine as a module.
+    lua_module: bool = False
+    # The 8.0 entries-read and lag fixes (Redis PRs #13338, #13473), which Valkey also has.
+    lag_fixes: bool = False
+    # MULTI and WATCH inside MULTI are refused as "no-multi" commands, which dooms the transaction.
+    multi_watch_are_no_multi: bool = False
+    # CLIENT LIST's multi= is 0 rather than -1 outside a transaction once the client used MULTI.
+    client_multi_kept: bool = False
+
+    def unsupported_reason(self, argv: list[bytes]) -> str | None:
+        """Why ``argv`` is outside this dialect's model (``unsupported``), or None."""
+        name = c_string(argv[0]).decode("latin-1").lower()
+        found = self.unsupported.get(name)
+        if found is None and len(argv) > 1:
+            name = f"{name}|{c_string(argv[1]).decode('latin-1').lower()}"
+            found = self.unsupported.get(name)
+        return None if found is None else f"uses {name.upper()}, which the {self.name} model does not cover: {found}"
+
+
+# -- 6.2's dispatch (DISPATCH-DIALECT-1) -------------------------------------------------
+# 6.2 looks up argv[0] only; a container command checks its subcommand and the
+# argument count itself. These are the argument counts 6.2 accepts where they
+# differ from 7.0's table: a number is an arity (-n: at least n), a tuple lists
+# the counts accepted.
+_LEGACY_ARITY: dict[str, int | tuple[int, ...]] = {
+    "xsetid": 3,
+    "xgroup|create": (5, 6),
+    "xgroup|setid": 5,
+    "xinfo|help": -2,
+    "config|get": 3,
+    "config|set": 4,
+}
+# Subcommands that 6.2 does not have.
+_LEGACY_MISSING = frozenset({"client|no-evict", "client|no-touch"})
+_legacy_specs: dict[tuple[str, ...], table.CommandSpec] = {}
+
+
+def _legacy_arity_ok(spec: table.CommandSpec, argc: int) -> bool:
+    rule = _LEGACY_ARITY.get(spec.fullname)
+    if rule is None:
+        return spec.arity_ok(argc)
+    if isinstance(rule, tuple):
+        return argc in rule
+    return argc == rule if rule > 0 else argc >= -rule
+
+
+def _legacy_spec(spec: table.CommandSpec, name: str, arity: int) -> table.CommandSpec:
+    key = (spec.fullname, name)
+    found = _legacy_specs.get(key)
+    if found is None:
+        found = _legacy_specs[key] = replace(spec, name=name, arity=arity)
+    return found
+
+
+def legacy_lookup(argv: list[bytes]) -> table.CommandSpec | None:
+    """6.2's ``lookupCommand`` as the 7.0 table sees it (DISPATCH-DIALECT-1).
+
+    A subcommand 6.2 would refuse (unknown, or a count of arguments it does not
+    take) resolves to the pseudo-subcommand ``<container>|*``, with the
+    container's arity, whose handler answers as the 6.2 command does.
+    """
+    spec = table.lookup(argv)
+    if spec is None:
+        base = table.lookup(argv[:1])
+        if base is None or not base.subcommands:
+            return None
+        return _fallback(base)
+    if spec.container is None:
+        if spec.fullname in _LEGACY_ARITY:
+            rule = _LEGACY_ARITY[spec.fullname]
+            assert isinstance(rule, int)
+            return _legacy_spec(spec, spec.name, rule)
+        return spec
+    if spec.fullname in _LEGACY_MISSING or not _legacy_arity_ok(spec, len(argv)):
+        base = table.lookup(argv[:1])
+        assert base is not None
+        return _fallback(base)
+    if spec.fullname in _LEGACY_ARITY:
+        return _legacy_spec(spec, spec.name, -2)  # its count was checked just above
+    return spec
+
+
+def _fallback(base: table.CommandSpec) -> table.CommandSpec:
+    key = (base.name, "*")
+    found = _legacy_specs.get(key)
+    if found is None:
+        found = _legacy_specs[key] = table.CommandSpec("*", base.arity, base.flags, container=base.name)
+    return found
+
+
+def legacy_unknown_command_error(argv: list[bytes]) -> str:
+    """6.2's unknown-command text: backquotes, each argument followed by a comma (DISPATCH-DIALECT-1)."""
+    args = ""
+    for a in argv[1:]:
+        if len(args) >= 128:
+            break
+        args += "`" + c_string(a)[:128 - len(args)].decode("latin-1") + "`, "
+    text = f"ERR unknown command `{c_string(argv[0]).decode('latin-1')}`, with args beginning with: {args}"
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+# INFO-DIALECT-1: the sections and fields of ``INFO everything`` on a fresh server
+# (Commandstats, Errorstats, Latencystats and Keyspace list the server's history; listener,
+# module and engine lines depend on how it was started).
+_INFO_62 = """
+# Server
+    redis_version redis_git_sha1 redis_git_dirty redis_build_id redis_mode os arch_bits
+    monotonic_clock multiplexing_api atomicvar_api gcc_version process_id process_supervised run_id
+    tcp_port server_time_usec uptime_in_seconds uptime_in_days hz configured_hz lru_clock executable
+    config_file io_threads_active
+# Clients
+    connected_clients cluster_connections maxclients client_recent_max_input_buffer
+    client_recent_max_output_buffer blocked_clients tracking_clients clients_in_timeout_table
+# Memory
+    used_memory used_memory_human used_memory_rss used_memory_rss_human used_memory_peak
+    used_memory_peak_human used_memory_peak_perc used_memory_overhead used_memory_startup
+    used_memory_dataset used_memory_dataset_perc allocator_allocated allocator_active
+    allocator_resident total_system_memory total_system_memory_human used_memory_lua
+    used_memory_lua_human used_memory_scripts used_memory_scripts_human number_of_cached_scripts
+    maxmemory maxmemory_human maxmemory_policy allocator_frag_ratio allocator_frag_bytes
+    allocator_rss_ratio allocator_rss_bytes rss_overhead_ratio rss_overhead_bytes
+    mem_fragmentation_ratio mem_fragmentation_bytes mem_not_counted_for_evict
+    mem_replication_backlog mem_clients_slaves mem_clients_normal mem_aof_buffer mem_allocator
+    active_defrag_running lazyfree_pending_objects lazyfreed_objects
+# Persistence
+    loading current_cow_size current_cow_size_age current_fork_perc current_save_keys_processed
+    current_save_keys_total rdb_changes_since_last_save rdb_bgsave_in_progress rdb_last_save_time
+    rdb_last_bgsave_status rdb_last_bgsave_time_sec rdb_current_bgsave_time_sec rdb_last_cow_size
+    aof_enabled aof_rewrite_in_progress aof_rewrite_scheduled aof_last_rewrite_time_sec
+    aof_current_rewrite_time_sec aof_last_bgrewrite_status aof_last_write_status aof_last_cow_size
+    module_fork_in_progress module_fork_last_cow_size
+# Stats
+    total_connections_received total_commands_processed instantaneous_ops_per_sec
+    total_net_input_bytes total_net_output_bytes instantaneous_input_kbps instantaneous_output_kbps
+    rejected_connections sync_full sync_partial_ok sync_partial_err expired_keys expired_stale_perc
+    expired_time_cap_reached_count expire_cycle_cpu_milliseconds evicted_keys keyspace_hits
+    keyspace_misses pubsub_channels pubsub_patterns latest_fork_usec total_forks
+    migrate_cached_sockets slave_expires_tracked_keys active_defrag_hits active_defrag_misses
+    active_defrag_key_hits active_defrag_key_misses tracking_total_keys tracking_total_items
+    tracking_total_prefixes unexpected_error_replies total_error_replies dump_payload_sanitizations
+    total_reads_processed total_writes_processed io_threaded_reads_processed
+    io_threaded_writes_processed
+# Replication
+    role connected_slaves master_failover_state master_replid master_replid2 master_repl_offset
+    second_repl_offset repl_backlog_active repl_backlog_size repl_backlog_first_byte_offset
+    repl_backlog_histlen
+# CPU
+    used_cpu_sys used_cpu_user used_cpu_sys_children used_cpu_user_children used_cpu_sys_main_thread
+    used_cpu_user_main_thread
+# Modules
+# Commandstats
+# Errorstats
+# Cluster
+    cluster_enabled
+# Keyspace
+"""
+_INFO_VALKEY_91 = """
+# Server
+    redis_version server_name valkey_version valkey_release_stage redis_git_sha1 redis_git_dirty
+    redis_build_id server_mode os arch_bits monotonic_clock multiplexing_api gcc_version process_id
+    process_supervised run_id tcp_port server_time_usec uptime_in_seconds uptime_in_days hz
+    configured_hz clients_hz lru_clock executable config_file io_threads_active availability_zone
+# TLS
+    tls_server_cert_serial tls_server_cert_expires_in_seconds tls_client_cert_serial
+    tls_client_cert_expires_in_seconds tls_ca_cert_serial tls_ca_cert_expires_in_seconds
+# Clients
+    connected_clients cluster_connections maxclients client_recent_max_input_buffer
+    client_recent_max_output_buffer blocked_clients tracking_clients pubsub_clients watching_clients
+    clients_in_timeout_table total_watched_keys total_blocking_keys total_blocking_keys_on_nokey
+    paused_reason paused_actions paused_timeout_milliseconds
+# Memory
+    used_memory used_memory_human used_memory_rss used_memory_rss_human used_memory_peak
+    used_memory_peak_human used_memory_peak_perc used_memory_overhead used_memory_startup
+    used_memory_dataset used_memory_dataset_perc allocator_allocated allocator_active
+    allocator_resident allocator_muzzy total_system_memory total_system_memory_human used_memory_lua
+    used_memory_vm_eval used_memory_lua_human used_memory_scripts_eval number_of_cached_scripts
+    number_of_functions number_of_libraries used_memory_vm_functions used_memory_vm_total
+    used_memory_vm_total_human used_memory_functions used_memory_scripts used_memory_scripts_human
+    maxmemory maxmemory_human maxmemory_policy allocator_frag_ratio allocator_frag_bytes
+    allocator_rss_ratio allocator_rss_bytes rss_overhead_ratio rss_overhead_bytes
+    mem_fragmentation_ratio mem_fragmentation_bytes mem_not_counted_for_evict
+    mem_replication_backlog mem_total_replication_buffers mem_replicas_repl_buffer
+    mem_clients_slaves mem_clients_normal mem_cluster_links mem_cluster_slot_import
+    mem_cluster_slot_export mem_aof_buffer mem_allocator mem_overhead_db_hashtable_rehashing
+    active_defrag_running lazyfree_pending_objects lazyfreed_objects
+# Persistence
+    loading async_loading current_cow_peak current_cow_size current_cow_size_age current_fork_perc
+    current_save_keys_processed current_save_keys_total rdb_changes_since_last_save
+    rdb_bgsave_in_progress rdb_last_save_time rdb_last_bgsave_status rdb_last_bgsave_time_sec
+    rdb_current_bgsave_time_sec rdb_saves rdb_last_cow_size rdb_last_load_keys_expired
+    rdb_last_load_keys_loaded aof_enabled aof_rewrite_in_progress aof_rewrite_scheduled
+    aof_last_rewrite_time_sec aof_current_rewrite_time_sec aof_last_bgrewrite_status aof_rewrites
+    aof_rewrites_consecutive_failures aof_last_write_status aof_last_cow_size
+    module_fork_in_progress module_fork_last_cow_size slot_migration_fork_in_progress
+# Stats
+    total_connections_received total_commands_processed instantaneous_ops_per_sec
+    total_net_input_bytes total_net_output_bytes total_net_repl_input_bytes
+    total_net_repl_output_bytes total_net_cluster_slot_import_bytes
+    total_net_cluster_slot_export_bytes instantaneous_input_kbps instantaneous_output_kbps
+    instantaneous_input_repl_kbps instantaneous_output_repl_kbps rejected_connections sync_full
+    sync_partial_ok sync_partial_err expired_keys expired_fields expired_stale_perc
+    expired_keys_with_volatile_items_stale_perc expired_time_cap_reached_count
+    expire_cycle_cpu_milliseconds evicted_keys evicted_clients evicted_scripts
+    total_eviction_exceeded_time current_eviction_exceeded_time keyspace_hits keyspace_misses
+    pubsub_channels pubsub_patterns pubsubshard_channels latest_fork_usec total_forks
+    migrate_cached_sockets slave_expires_tracked_keys active_defrag_hits active_defrag_misses
+    active_defrag_key_hits active_defrag_key_misses total_active_defrag_time
+    current_active_defrag_time tracking_total_keys tracking_total_items tracking_total_prefixes
+    unexpected_error_replies total_error_replies dump_payload_sanitizations total_reads_processed
+    total_writes_processed io_threaded_reads_processed io_threaded_writes_processed
+    io_threaded_freed_objects io_threaded_accept_processed io_threaded_poll_processed
+    io_threaded_total_prefetch_batches io_threaded_total_prefetch_entries
+    client_query_buffer_limit_disconnections client_output_buffer_limit_disconnections
+    reply_buffer_shrinks reply_buffer_expands eventloop_cycles eventloop_duration_sum
+    eventloop_duration_cmd_sum instantaneous_eventloop_cycles_per_sec
+    instantaneous_eventloop_duration_usec acl_access_denied_auth acl_access_denied_cmd
+    acl_access_denied_key acl_access_denied_channel acl_access_denied_tls_cert acl_access_denied_db
+# Replication
+    role connected_slaves replicas_waiting_psync master_failover_state master_replid master_replid2
+    master_repl_offset second_repl_offset repl_backlog_active repl_backlog_size
+    repl_backlog_first_byte_offset repl_backlog_histlen
+# CPU
+    used_cpu_sys used_cpu_user used_cpu_sys_children used_cpu_user_children used_cpu_sys_main_thread
+    used_cpu_user_main_thread used_active_time_main_thread
+# Modules
+# Commandstats
+# Errorstats
+# Latencystats
+# Cluster
+    cluster_enabled
+# Cluster Info
+# Scripting Engines
+    engines_count engines_total_used_memory engines_total_memory_overhead
+# Keyspace
+"""
+
+_CLIENT_FIELDS_70 = tuple(
+    "id addr laddr fd name age idle flags db sub psub ssub multi qbuf qbuf-free argv-mem multi-mem rbs rbp "
+    "obl oll omem tot-mem events cmd user redir resp".split())
 
 _STREAM_DEFAULTS = {
     "stream-node-max-entries": "100",
@@ -36,7 +354,87 @@ REDIS_70 = Dialect(
     config_defaults=dict(_STREAM_DEFAULTS),
 )
 
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (REDIS_70,)}
+REDIS_62 = replace(
+    REDIS_70,
+    name="redis-6.2",
+    version="6.2.14",
+    stream_counters=False,
+    xadd_auto_sequence=False,
+    claims_drop_deleted=False,
+    subcommand_table=False,
+    lookup=legacy_lookup,
+    unknown_command_error=legacy_unknown_command_error,
+    deleted_key_wakes_readgroup=False,
+    wraps_transactions_only=True,
+    info_layout=_INFO_62,
+    unsupported={"client|help": "6.2's help text is not modelled"},
+    client_list_fields=tuple(
+        "id addr laddr fd name age idle flags db sub psub multi qbuf qbuf-free argv-mem obl oll omem "
+        "tot-mem events cmd user redir".split()),
+)
+
+REDIS_72 = replace(
+    REDIS_70,
+    name="redis-7.2",
+    version="7.2.6",
+    time_snapshot_per_command=True,
+    blocked_reexecution=True,
+    consumer_active_time=True,
+    xadd_auto_sequence_overflow_is_too_small=True,
+    xsetid_checks_max_deleted=True,
+    unbalanced_names_command=True,
+    select_after_multi=True,
+    client_list_fields=(*_CLIENT_FIELDS_70, "lib-name", "lib-ver"),
+    unsupported={
+        "info": "7.2's INFO fields were not recorded (no binary)",
+        "client|help": "7.2's help text is not modelled",
+        "client|setinfo": "not in the model's command table",
+    },
+)
+
+_CLIENT_FIELDS_74 = tuple(
+    f for name in REDIS_72.client_list_fields for f in ((name, "watch") if name == "multi" else (name,)))
+REDIS_74 = replace(REDIS_72, name="redis-7.4", version="7.4.1", xread_plus_id=True,
+                   block_timeout_range_check=True, readgroup_propagates_group_id=True,
+                   client_list_fields=_CLIENT_FIELDS_74,
+                   unsupported={**REDIS_72.unsupported, "info": "7.4's INFO fields were not recorded (no binary)"})
+
+VALKEY_91 = replace(
+    REDIS_74,
+    name="valkey-9.1",
+    server="valkey",
+    version="9.1.2",
+    server_name="valkey",
+    lua_module=True,
+    help_last_line="    Print this help.",
+    info_layout=_INFO_VALKEY_91,
+    unsupported={
+        "client|capa": "a Valkey-only subcommand",
+        "client|setinfo": "not in the model's command table",
+        "client|import-source": "a Valkey-only subcommand",
+        "client|help": "Valkey's help text is not modelled",
+    },
+    info_values={"redis_version": "7.2.4", "server_name": "valkey", "valkey_version": "9.1.2",
+                 "valkey_release_stage": "ga", "server_mode": "standalone"},
+    lag_fixes=True,
+    multi_watch_are_no_multi=True,
+    client_multi_kept=True,
+    client_list_fields=tuple(
+        "id addr laddr fd name age idle flags capa db sub psub ssub multi watch qbuf qbuf-free argv-mem "
+        "multi-mem rbs rbp obl oll omem tot-mem events cmd user redir resp lib-name lib-ver tot-net-in "
+        "tot-net-out tot-cmds".split()),
+)
+
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (REDIS_70, REDIS_62, REDIS_72, REDIS_74, VALKEY_91)}
+
+# (server name, major.minor) of a trace header -> its dialect
+_BY_SERVER_VERSION: dict[tuple[str, str], Dialect] = {
+    ("redis", "6.2"): REDIS_62,
+    ("redis", "7.0"): REDIS_70,
+    ("redis", "7.2"): REDIS_72,
+    ("redis", "7.4"): REDIS_74,
+    ("valkey", "9.1"): VALKEY_91,
+}
 
 
 class UnknownDialect(ValueError):
@@ -52,8 +450,9 @@ def get_dialect(name: str) -> Dialect:
 
 
 def dialect_for_server(server: str, version: str) -> Dialect:
-    """The dialect for a trace header's ``server`` (``redis``, ``7.0.15``)."""
-    parts = version.split(".")
-    if server == "redis" and parts[:2] == ["7", "0"]:
-        return REDIS_70
-    raise UnknownDialect(f"no dialect models {server} {version}; known: {', '.join(sorted(DIALECTS))}")
+    """The dialect for a trace header's ``server`` (``redis``, ``7.0.15``; ``valkey``, ``9.1.2``)."""
+    major_minor = ".".join(version.split(".")[:2])
+    found = _BY_SERVER_VERSION.get((server, major_minor))
+    if found is None:
+        raise UnknownDialect(f"no dialect models {server} {version}; known: {', '.join(sorted(DIALECTS))}")
+    return found

@@ -25,6 +25,7 @@ from xspec.spec.ids import (
     I64_MAX,
     MIN_ID,
     StreamID,
+    as_i64,
     c_string,
     parse_ll,
     parse_loose,
@@ -61,6 +62,16 @@ XGROUP_HELP = (
     "    Set the current group ID and entries_read counter.",
     "HELP",
     "    Prints this help.",
+)
+
+# XGROUP-DIALECT-2: 6.2's help has no ENTRIESREAD, and DESTROY's line holds its description.
+XGROUP_HELP_62 = (
+    *XGROUP_HELP[:5],
+    *XGROUP_HELP[7:11],
+    "DESTROY <key> <groupname>    Remove the specified group.",
+    "SETID <key> <groupname> <id|$>",
+    "    Set the current group ID.",
+    *XGROUP_HELP[-2:],
 )
 
 
@@ -132,7 +143,8 @@ def _pending_owner(nack: Nack) -> Consumer:
 
 def _subcommand_syntax(call: Call) -> CommandError:
     # XGROUP-2: the subcommand is echoed as typed, at most 128 bytes.
-    return _error(f"ERR unknown subcommand or wrong number of arguments for "
+    word = "unknown" if call.server.dialect.subcommand_table else "Unknown"  # DISPATCH-DIALECT-1
+    return _error(f"ERR {word} subcommand or wrong number of arguments for "
                   f"'{_quoted(call.argv[1], 128)}'. Try XGROUP HELP.")
 
 
@@ -273,7 +285,28 @@ def xgroup_delconsumer(call: Call) -> Reply:
 
 @command("xgroup|help")
 def xgroup_help(call: Call) -> Reply:
-    return Array(tuple(Simple(line) for line in XGROUP_HELP))  # XGROUP-15
+    dialect = call.server.dialect
+    lines = XGROUP_HELP if dialect.stream_counters else XGROUP_HELP_62  # XGROUP-15, XGROUP-DIALECT-2
+    # HELP-DIALECT-1: the closing line is the dialect's
+    return Array(tuple(Simple(line) for line in (*lines[:-1], dialect.help_last_line)))
+
+
+@command("xgroup|*")
+def xgroup_refused(call: Call) -> Reply:
+    """6.2's XGROUP with an unknown subcommand or a count it does not take (XGROUP-DIALECT-1).
+
+    With at least four arguments 6.2 first checks the key and, for SETID,
+    CREATECONSUMER and DELCONSUMER, the group, as for a valid subcommand.
+    """
+    argv = call.argv
+    if len(argv) >= 4:
+        stream = call.stream(argv[2])
+        if stream is None:
+            raise CommandError(KEY_REQUIRED)
+        if argv[3] not in stream.groups and _option(argv[1]) in (b"setid", b"createconsumer", b"delconsumer"):
+            raise _error(f"NOGROUP No such consumer group '{_quoted(argv[3])}' "
+                         f"for key name '{_quoted(argv[2])}'")
+    raise _subcommand_syntax(call)
 
 
 # -- XACK -------------------------------------------------------------------------
@@ -465,24 +498,31 @@ def xclaim(call: Call) -> Reply:
         delivery_time = now
 
     consumer: Consumer | None = None
+    active = call.server.dialect.consumer_active_time
+    if active:  # XCLAIM-DIALECT-2: 7.2+ creates or refreshes the claimant before claiming anything
+        consumer = _claimant(call, group, argv[3])
     claimed: list[Reply] = []
+    drop_deleted = call.server.dialect.claims_drop_deleted
     for entry_id, id_arg in ids:  # XCLAIM-8
         nack = group.pel.get(entry_id)
         note_entry_lookup(call, stream, entry_id)  # XADD-14
-        if entry_id not in stream.entries:  # XCLAIM-9
+        gone = entry_id not in stream.entries
+        if gone and drop_deleted:  # XCLAIM-9
             if nack is not None:
                 pel.propagate_claim(call, key, group, _pending_owner(nack).name, id_arg, nack)
                 propagate_last_id = False
                 pel.remove(group, entry_id)
             continue
         if nack is None:
-            if not opts.force:  # XCLAIM-11
+            if not opts.force or gone:  # XCLAIM-11, XCLAIM-DIALECT-1
                 continue
             nack = Nack(call.now(), 1, None)  # XCLAIM-10
         if nack.consumer is not None and min_idle and now - nack.delivery_time < min_idle:
             continue  # XCLAIM-12
         if consumer is None:  # XCLAIM-13
             consumer = _claimant(call, group, argv[3])
+        if active:  # XCLAIM-DIALECT-2
+            consumer.active_time = now
         nack.delivery_time = delivery_time  # XCLAIM-14
         if opts.retry_count >= 0:
             nack.delivery_count = opts.retry_count
@@ -491,6 +531,8 @@ def xclaim(call: Call) -> Reply:
         pel.give(group, entry_id, nack, consumer)
         if opts.justid:  # XCLAIM-15
             claimed.append(_id_reply(entry_id))
+        elif gone:  # XCLAIM-DIALECT-1: 6.2 claims a deleted entry and replies nil for it
+            claimed.append(NullBulk())
         else:
             claimed.append(_entry_reply(entry_id, stream.entries[entry_id]))
         pel.propagate_claim(call, key, group, consumer.name, id_arg, nack)  # XCLAIM-16
@@ -519,7 +561,9 @@ def xautoclaim(call: Call) -> Reply:
         opt = _option(argv[j])
         if opt == b"count" and j + 1 < len(argv):
             value = parse_ll(argv[j + 1])
-            if value is None or not 1 <= value <= AUTOCLAIM_MAX_COUNT:
+            # XAUTOCLAIM-DIALECT-1: 6.2 caps COUNT at LONG_MAX only
+            highest = AUTOCLAIM_MAX_COUNT if call.server.dialect.claims_drop_deleted else I64_MAX
+            if value is None or not 1 <= value <= highest:
                 raise CommandError("ERR COUNT must be > 0")
             count = value
             j += 1
@@ -530,9 +574,14 @@ def xautoclaim(call: Call) -> Reply:
         j += 1
     stream, group = _stream_and_group(call)  # XAUTOCLAIM-4
     # XAUTOCLAIM-5: the allocation of the deleted list is assumed to succeed.
-    attempts = count * AUTOCLAIM_ATTEMPTS_FACTOR  # XAUTOCLAIM-6
+    # XAUTOCLAIM-6; XAUTOCLAIM-DIALECT-1: 6.2's product wraps around as a C long
+    attempts = as_i64(count * AUTOCLAIM_ATTEMPTS_FACTOR)
+    drop_deleted = call.server.dialect.claims_drop_deleted
     now = call.now()
     consumer: Consumer | None = None
+    active = call.server.dialect.consumer_active_time
+    if active:  # XAUTOCLAIM-DIALECT-2: 7.2+ creates or refreshes the claimant before the scan
+        consumer = _claimant(call, group, argv[3])
     claimed: list[Reply] = []
     deleted: list[Reply] = []
     position: StreamID | None = start  # where the walk resumes; None past the maximum ID
@@ -545,7 +594,8 @@ def xautoclaim(call: Call) -> Reply:
         attempts -= 1
         position = successor(entry_id)
         note_entry_lookup(call, stream, entry_id)  # XADD-14
-        if entry_id not in stream.entries:  # XAUTOCLAIM-7
+        gone = entry_id not in stream.entries
+        if gone and drop_deleted:  # XAUTOCLAIM-7
             pel.propagate_claim(call, key, group, _pending_owner(nack).name, entry_id.encode(),
                                 nack)  # XAUTOCLAIM-11
             pel.remove(group, entry_id)
@@ -556,12 +606,16 @@ def xautoclaim(call: Call) -> Reply:
             continue
         if consumer is None:  # XAUTOCLAIM-9
             consumer = _claimant(call, group, argv[3])
+        if active:  # XAUTOCLAIM-DIALECT-2
+            consumer.active_time = now
         nack.delivery_time = now
         if not justid:
             pel.count_delivery(nack)
         pel.give(group, entry_id, nack, consumer)
         if justid:
             claimed.append(_id_reply(entry_id))
+        elif gone:  # XAUTOCLAIM-DIALECT-1: 6.2 claims a deleted entry and replies nil for it
+            claimed.append(NullBulk())
         else:
             claimed.append(_entry_reply(entry_id, stream.entries[entry_id]))
         count -= 1
@@ -572,4 +626,6 @@ def xautoclaim(call: Call) -> Reply:
         note_iterator_end(call)  # XADD-14: the step to the next cursor ran off the tree
     else:
         cursor = after_walk
+    if not drop_deleted:  # XAUTOCLAIM-DIALECT-1: 6.2 has no array of deleted IDs
+        return Array((_id_reply(cursor), Array(tuple(claimed))))
     return Array((_id_reply(cursor), Array(tuple(claimed)), Array(tuple(deleted))))  # XAUTOCLAIM-11

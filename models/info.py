@@ -63,8 +63,17 @@ def subcommand_syntax_error(call: Call) -> CommandError:
     """``addReplySubcommandSyntaxError``: names the subcommand as typed."""
     sub = error_text(c_string(call.argv[1])[:128])  # "%.128s": at most 128 bytes
     container = c_string(call.argv[0]).decode("utf-8", "surrogateescape").upper()
-    return CommandError(f"ERR unknown subcommand or wrong number of arguments for '{sub}'. "
+    word = "unknown" if call.server.dialect.subcommand_table else "Unknown"  # DISPATCH-DIALECT-1
+    return CommandError(f"ERR {word} subcommand or wrong number of arguments for '{sub}'. "
                         f"Try {container} HELP.")
+
+
+@command("xinfo|*")
+def xinfo_refused(call: Call) -> Reply:
+    """6.2's XINFO with an unknown subcommand or a wrong count: the key is checked first (XINFO-DIALECT-2)."""
+    if len(call.argv) >= 3:
+        info_stream(call)
+    raise subcommand_syntax_error(call)
 
 
 @command("xinfo|help")
@@ -72,7 +81,8 @@ def xinfo_help(call: Call) -> Reply:
     """XINFO-1: the usage line, then the help lines, as simple strings."""
     container = c_string(call.argv[0]).decode("utf-8", "surrogateescape").upper()
     head = f"{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    return Array(tuple(Simple(line) for line in (head, *HELP_LINES)))
+    # HELP-DIALECT-1: the closing line is the dialect's
+    return Array(tuple(Simple(line) for line in (head, *HELP_LINES[:-1], call.server.dialect.help_last_line)))
 
 
 @command("xinfo|stream")
@@ -82,7 +92,7 @@ def xinfo_stream(call: Call) -> Reply:
     if not options:
         if not stream.layout.radix_tree_keys:
             note_iterator_end(call)  # XADD-14: the first/last-entry seeks find an empty tree
-        return Map((*_stream_head(stream), *_stream_summary(stream)))  # XINFO-3
+        return Map((*_stream_head(call, stream), *_stream_summary(stream)))  # XINFO-3
     if len(options) not in (1, 3) or c_string(options[0]).lower() != b"full":  # XINFO-4
         raise subcommand_syntax_error(call)
     count = FULL_DEFAULT_COUNT
@@ -97,16 +107,21 @@ def xinfo_stream(call: Call) -> Reply:
     # the groups' tree, once allocated, always does.
     if not count or stream.length < count or stream.groups_allocated:
         note_iterator_end(call)
-    return Map((*_stream_head(stream), *_stream_full(stream, count)))  # XINFO-5
+    return Map((*_stream_head(call, stream), *_stream_full(call, stream, count)))  # XINFO-5
 
 
-def _stream_head(stream: Stream) -> tuple[tuple[Reply, Reply], ...]:
+def _stream_head(call: Call, stream: Stream) -> tuple[tuple[Reply, Reply], ...]:
     """The seven fields both forms of XINFO STREAM start with (XINFO-3)."""
-    return (
+    head = (
         _field("length", Int(stream.length)),
         _field("radix-tree-keys", Int(stream.layout.radix_tree_keys)),
         _field("radix-tree-nodes", Int(stream.layout.radix_tree_nodes)),
         _field("last-generated-id", Bulk(stream.last_id.encode())),
+    )
+    if not call.server.dialect.stream_counters:  # XINFO-DIALECT-1: 6.2 stops here
+        return head
+    return (
+        *head,
         _field("max-deleted-entry-id", Bulk(stream.max_deleted_id.encode())),
         _field("entries-added", Int(as_i64(stream.entries_added))),  # LAG-6
         _field("recorded-first-entry-id", Bulk(stream.first_id.encode())),
@@ -124,8 +139,16 @@ def _stream_summary(stream: Stream) -> tuple[tuple[Reply, Reply], ...]:
             _field("last-entry", last))
 
 
-def _stream_full(stream: Stream, count: int) -> tuple[tuple[Reply, Reply], ...]:
+def _group_counters(call: Call, stream: Stream, group: Group) -> tuple[tuple[Reply, Reply], ...]:
+    """entries-read and lag of XINFO GROUPS and STREAM FULL (XINFO-5, XINFO-6; LAG-DIALECT-1)."""
+    return (_field("entries-read", _entries_read(group)),
+            _field("lag", _maybe_int(group_lag(stream, group, call.server.dialect.lag_fixes))))
+
+
+def _stream_full(call: Call, stream: Stream, count: int) -> tuple[tuple[Reply, Reply], ...]:
     """entries and groups of XINFO STREAM FULL; ``count`` 0 means everything (XINFO-5)."""
+    counters = call.server.dialect.stream_counters  # XINFO-DIALECT-1
+    active = call.server.dialect.consumer_active_time
     entries = [entry_reply(i, f) for i, f in _head(stream.entries, count)]
     groups = []
     for group in stream.groups.values():
@@ -139,14 +162,14 @@ def _stream_full(stream: Stream, count: int) -> tuple[tuple[Reply, Reply], ...]:
             consumers.append(Map((
                 _field("name", Bulk(consumer.name)),
                 _field("seen-time", Int(consumer.seen_time)),
+                *((_field("active-time", Int(consumer.active_time)),) if active else ()),  # XINFO-DIALECT-3
                 _field("pel-count", Int(len(consumer.pel))),
                 _field("pending", Array(tuple(own))),
             )))
         groups.append(Map((
             _field("name", Bulk(group.name)),
             _field("last-delivered-id", Bulk(group.last_id.encode())),
-            _field("entries-read", _entries_read(group)),
-            _field("lag", _maybe_int(group_lag(stream, group))),
+            *(_group_counters(call, stream, group) if counters else ()),
             _field("pel-count", Int(len(group.pel))),
             _field("pending", Array(tuple(pending))),
             _field("consumers", Array(tuple(consumers))),
@@ -166,13 +189,13 @@ def xinfo_groups(call: Call) -> Reply:
     stream = info_stream(call)
     if stream.groups_allocated:
         note_iterator_end(call)  # XADD-14: the walk over the groups' tree ends off it
+    counters = call.server.dialect.stream_counters  # XINFO-DIALECT-1
     return Array(tuple(Map((
         _field("name", Bulk(g.name)),
         _field("consumers", Int(len(g.consumers))),
         _field("pending", Int(len(g.pel))),
         _field("last-delivered-id", Bulk(g.last_id.encode())),
-        _field("entries-read", _entries_read(g)),
-        _field("lag", _maybe_int(group_lag(stream, g))),
+        *(_group_counters(call, stream, g) if counters else ()),
     )) for g in stream.groups.values()))
 
 
@@ -186,6 +209,13 @@ def xinfo_consumers(call: Call) -> Reply:
                            f"for key name '{error_text(call.argv[2])}'")
     now = call.now()
     note_iterator_end(call)  # XADD-14: the walk over the consumers' tree ends off it
+    if call.server.dialect.consumer_active_time:  # XINFO-DIALECT-3: 7.2+ adds inactive
+        return Array(tuple(Map((
+            _field("name", Bulk(c.name)),
+            _field("pending", Int(len(c.pel))),
+            _field("idle", Int(max(now - c.seen_time, 0))),
+            _field("inactive", Int(-1 if c.active_time == -1 else now - c.active_time)),
+        )) for c in group.consumers.values()))
     return Array(tuple(Map((
         _field("name", Bulk(c.name)),
         _field("pending", Int(len(c.pel))),

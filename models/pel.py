@@ -65,6 +65,9 @@ def propagate_claim(call: Call, key: bytes, group: Group, consumer_name: bytes,
 
 def propagate_group_id(call: Call, key: bytes, group: Group) -> None:
     """``streamPropagateGroupID``: XGROUP SETID with ENTRIESREAD."""
+    if not call.server.dialect.stream_counters:  # PROP-DIALECT-1: 6.2 has no ENTRIESREAD
+        call.propagate([b"XGROUP", b"SETID", key, group.name, group.last_id.encode()])
+        return
     call.propagate([b"XGROUP", b"SETID", key, group.name, group.last_id.encode(),
                     b"ENTRIESREAD", group.entries_read])
 

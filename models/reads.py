@@ -14,14 +14,25 @@ in Redis, which is why an explicit maximum ID behaves as ``>`` (XREADGROUP-8).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from xspec.models import lag, pel
 from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_iterator_end
 from xspec.models.ordered import keys_from
-from xspec.models.server import Call, CommandError, HandlerResult, command
+from xspec.models.server import BLOCKED, Call, CommandError, HandlerResult, command
 from xspec.models.state import Consumer, Fields, Group, Nack, Stream
 from xspec.spec import commands as table
-from xspec.spec.ids import MAX_ID, MIN_ID, StreamID, c_string, parse_ll, parse_strict, successor
+from xspec.spec.ids import (
+    I64_MAX,
+    MAX_ID,
+    MIN_ID,
+    StreamID,
+    c_string,
+    parse_ll,
+    parse_strict,
+    predecessor,
+    successor,
+)
 from xspec.spec.resp import Array, Bulk, Error, Map, NullArray, Reply
 
 BLOCKED_DEFAULT_COUNT = 1000  # XREAD_BLOCKED_DEFAULT_COUNT
@@ -37,6 +48,7 @@ DOLLAR_IN_XREADGROUP = (
     "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of "
     "this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would "
     "just return an empty result set.")
+PLUS_IN_XREADGROUP = DOLLAR_IN_XREADGROUP.replace("$", "+")
 GT_IN_XREAD = ("ERR The > ID can be specified only when calling XREADGROUP using the GROUP "
                "<group> <consumer> option.")
 UNBLOCKED_KEY_GONE = "UNBLOCKED the stream key no longer exists"
@@ -112,6 +124,9 @@ def parse_options(call: Call, grouped: bool) -> ReadOptions:
             # XREAD-2: 7.0 turns a positive timeout into a deadline while parsing, so this
             # reading comes before the command's delivery and seen-time readings.
             timeout_read_at = call.now() if t > 0 else None
+            if (timeout_read_at is not None and call.server.dialect.block_timeout_range_check
+                    and t > I64_MAX - timeout_read_at):  # XREAD-DIALECT-3
+                raise CommandError("ERR timeout is out of range")
         elif opt == b"count" and more:
             i += 1
             n = parse_ll(argv[i])
@@ -121,6 +136,9 @@ def parse_options(call: Call, grouped: bool) -> ReadOptions:
         elif opt == b"streams" and more:
             streams_at = i + 1
             if (argc - streams_at) % 2:  # XREAD-4
+                if call.server.dialect.unbalanced_names_command:  # XREAD-DIALECT-1
+                    raise CommandError(f"ERR Unbalanced '{call.spec.fullname}' list of streams: for each "
+                                       f"stream key an ID or '{'>' if grouped else '$'}' must be specified.")
                 raise CommandError(UNBALANCED)
             break
         elif opt == b"group" and more >= 2:
@@ -171,6 +189,11 @@ def check_streams(call: Call, opts: ReadOptions) -> list[StreamRead]:
             if opts.group is not None:  # XREADGROUP-3
                 raise CommandError(DOLLAR_IN_XREADGROUP)
             after = MIN_ID if stream is None else stream.last_id  # XREAD-9
+        elif token == b"+" and call.server.dialect.xread_plus_id:  # XREAD-DIALECT-2
+            if opts.group is not None:
+                raise CommandError(PLUS_IN_XREADGROUP)
+            # the last entry: what follows the ID before last-generated-id (0-0 without entries)
+            after = MIN_ID if stream is None or not stream.length else predecessor(stream.last_id) or MIN_ID
         elif token == b">":
             if opts.group is None:  # XREAD-9
                 raise CommandError(GT_IN_XREAD)
@@ -190,6 +213,7 @@ def read_command(call: Call, grouped: bool) -> HandlerResult:
     opts = parse_options(call, grouped)
     reads = check_streams(call, opts)
     served: list[tuple[bytes, Reply]] = []
+    touch_always = call.server.dialect.consumer_active_time
     for r in reads:
         s = r.stream
         if s is None:  # XREAD-10: a missing key is left out
@@ -199,6 +223,8 @@ def read_command(call: Call, grouped: bool) -> HandlerResult:
                 served.append((r.key, Array(range_after(call, s, r.after, opts.count))))
             continue
         assert opts.consumer is not None
+        if touch_always:  # XREADGROUP-DIALECT-1: 7.2+ creates or refreshes the consumer at every read
+            touch_consumer(call, r.key, r.group, opts.consumer, opts.noack)
         if r.after != MAX_ID:  # XREADGROUP-5: history is always served
             consumer = touch_consumer(call, r.key, r.group, opts.consumer, opts.noack)
             served.append((r.key, Array(history(call, s, consumer, r.after, opts.count))))
@@ -215,8 +241,53 @@ def read_command(call: Call, grouped: bool) -> HandlerResult:
         after.setdefault(r.key, r.after)  # BLOCK-1: the first occurrence of a key counts
     payload = BlockedRead(opts.count or BLOCKED_DEFAULT_COUNT, opts.group, opts.consumer,
                           opts.noack, after)
+    if call.server.dialect.blocked_reexecution:
+        return block_for_reexecution(call, opts, reads, payload)
     return call.block(list(opts.keys), opts.timeout_ms, payload, serve_blocked,  # BLOCK-1
                       read_at=opts.timeout_read_at)
+
+
+def block_for_reexecution(call: Call, opts: ReadOptions, reads: list[StreamRead],
+                          payload: BlockedRead) -> HandlerResult:
+    """7.2+: block so that a signalled key re-executes the whole command (BLOCK-DIALECT-2).
+
+    ``$`` is replaced by the ID it stood for, so that the re-executed command
+    waits for what came after. A command that blocks again on re-execution
+    keeps its first deadline.
+    """
+    argv = call.argv
+    ids_at = len(argv) - len(reads)
+    for n, r in enumerate(reads):
+        if c_string(argv[ids_at + n]) == b"$":
+            if argv is call.argv:
+                argv = list(argv)
+            argv[ids_at + n] = r.after.encode()
+    call.argv = argv
+    assert opts.timeout_ms is not None
+    return call.block(list(opts.keys), opts.timeout_ms, payload, serve_by_reexecution,
+                      read_at=opts.timeout_read_at)
+
+
+def serve_by_reexecution(call: Call, key: bytes) -> Reply | None:
+    """7.2+: run the blocked command again now that ``key`` was signalled (BLOCK-DIALECT-2).
+
+    A blocked XREAD runs again only when the key holds a stream; XREADGROUP
+    runs again at any signal, so a deleted key or group is its usual NOGROUP
+    error and another type WRONGTYPE. A command that finds nothing blocks
+    again, at the back of the queues, and None leaves it so.
+    """
+    blocked = call.client.blocked
+    assert blocked is not None
+    grouped = blocked.payload.group is not None
+    if not grouped and not isinstance(call.lookup(key), Stream):
+        return None
+    call.server._unblock(call.client)
+    result = read_command(call, grouped)
+    if result is BLOCKED:
+        assert call.client.blocked is not None
+        call.client.blocked.deadline = blocked.deadline  # the first deadline still holds
+        return None
+    return cast(Reply, result)  # read_command replies or blocks, it never pre-renders
 
 
 @command("xread")
@@ -303,8 +374,9 @@ def deliver_new(call: Call, key: bytes, stream: Stream, group: Group, consumer: 
     group's new position is propagated once, as XGROUP SETID ... ENTRIESREAD.
     """
     out: list[Reply] = []
+    fixed = call.server.dialect.lag_fixes  # LAG-DIALECT-1
     for entry_id in keys_from(stream.entries, first_after(after)):
-        lag.advance_group(stream, group, entry_id)
+        lag.advance_group(stream, group, entry_id, fixed)
         out.append(entry_reply(entry_id, stream.entries[entry_id]))
         if not noack:
             fresh = Nack(call.now(), 1, consumer)  # streamCreateNACK reads the clock
@@ -324,6 +396,10 @@ def deliver_new(call: Call, key: bytes, stream: Stream, group: Group, consumer: 
         note_iterator_end(call)  # XADD-14: unless COUNT stopped it, the iterator runs off the tree
     if noack and out:
         pel.propagate_group_id(call, key, group)
+    elif out and call.server.dialect.consumer_active_time:
+        consumer.active_time = call.now()  # XREADGROUP-DIALECT-1: a delivery that leaves NACKs
+        if call.server.dialect.readgroup_propagates_group_id:  # PROP-DIALECT-2
+            pel.propagate_group_id(call, key, group)
     return tuple(out)
 
 
@@ -340,7 +416,8 @@ def serve_blocked(call: Call, key: bytes) -> Reply | None:
     b: BlockedRead = blocked.payload
     value = call.lookup(key)
     if not isinstance(value, Stream):
-        if b.group is None:  # BLOCK-5
+        # BLOCK-5; BLOCK-DIALECT-1: 6.2 serves only a key that holds a stream
+        if b.group is None or not call.server.dialect.deleted_key_wakes_readgroup:
             return None
         return Error(UNBLOCKED_KEY_GONE)  # BLOCK-5
     group = None

@@ -253,12 +253,12 @@ class Server:
             self._snapshot = None
 
     def _execute(self, c: Client, argv: list[bytes]) -> Outcome:
-        spec = table.lookup(argv)
+        spec = self.dialect.lookup(argv)  # DISPATCH-DIALECT-1: 6.2 looks up argv[0] only
         # CONN-5: the client's last command (CLIENT LIST cmd=) is set by the
         # lookup, before any check; NULL when the lookup fails.
         c.last_cmd = spec.fullname if spec is not None else "NULL"
         if spec is None:  # DISPATCH-1
-            return self._reject(c, table.unknown_command_error(argv))
+            return self._reject(c, self.dialect.unknown_command_error(argv))
         if not spec.arity_ok(len(argv)):  # DISPATCH-2
             return self._reject(c, table.arity_error(spec), spec)
         name = spec.fullname
@@ -287,7 +287,7 @@ class Server:
         else:
             out = Outcome(None if result is None else for_protocol(result, c.proto))
         if ops:
-            out.propagated = self._wrap(ops)  # DISPATCH-6, PROP-1
+            out.propagated = self._wrap(ops, name == "exec")  # DISPATCH-6, PROP-1
         if c.closed:  # CONN-3: QUIT closes the connection after its reply
             out.closed = True
             self.close(c.id)
@@ -325,7 +325,7 @@ class Server:
         """
         replies: list[Reply] = []
         for argv in c.multi_queue:
-            spec = table.lookup(argv)
+            spec = self.dialect.lookup(argv)
             assert spec is not None
             handler = HANDLERS.get(spec.fullname)
             if handler is None:
@@ -342,21 +342,29 @@ class Server:
         return replies
 
     # -- propagation ------------------------------------------------------------
-    def _wrap(self, ops: list[tuple[int, list[bytes | int]]]) -> list[list[bytes | int]]:
-        """``propagatePendingCommands``: wrap several ops in MULTI/EXEC, add SELECTs (PROP-1)."""
+    def _wrap(self, ops: list[tuple[int, list[bytes | int]]], transaction: bool = False) -> list[list[bytes | int]]:
+        """``propagatePendingCommands``: wrap several ops in MULTI/EXEC, add SELECTs (PROP-1).
+
+        ``transaction``: these are an EXEC's ops. 6.2 wraps exactly those, even a
+        single one (PROP-DIALECT-3).
+        """
         if not ops:
             return []
-        if len(ops) == 1 and ops[0][0] == self.repl_db:  # the common case: one command, no SELECT
+        wrap = len(ops) > 1
+        if transaction or wrap:
+            wrap = transaction if self.dialect.wraps_transactions_only else wrap
+        if len(ops) == 1 and ops[0][0] == self.repl_db and not wrap:  # the common case: one command, no SELECT
             return [ops[0][1]]
         out: list[list[bytes | int]] = []
-        if len(ops) > 1:
-            self._select(ops[0][0], out)
+        if wrap:
+            if not self.dialect.select_after_multi:  # PROP-DIALECT-4: 7.2+ selects inside the transaction
+                self._select(ops[0][0], out)
             out.append([b"MULTI"])
         for db, argv in ops:
             if db != self.repl_db:
                 self._select(db, out)
             out.append(argv)
-        if len(ops) > 1:
+        if wrap:
             out.append([b"EXEC"])
         return out
 
@@ -384,7 +392,8 @@ class Server:
         It is queued like a ready key; what the blocked clients get depends on
         what the key holds when it is handled (see models/reads.py).
         """
-        self.signal_ready(db, key)
+        if self.dialect.deleted_key_wakes_readgroup:  # BLOCK-DIALECT-1: 6.2 signals no deletion
+            self.signal_ready(db, key)
 
     def _handle_ready(self, out: Outcome) -> None:
         """``handleClientsBlockedOnKeys``: serve blocked clients, FIFO per key (BLOCK-2, BLOCK-9).
@@ -395,6 +404,7 @@ class Server:
         their own unit, after the command that woke it (7.0 calls
         ``afterCommand`` per served client).
         """
+        snapshot = self.dialect.time_snapshot_per_command
         while self.ready_keys:
             for db, key in list(self.ready_keys):
                 del self.ready_keys[(db, key)]
@@ -402,8 +412,10 @@ class Server:
                     c = self.clients.get(cid)
                     if c is None or c.blocked is None or cid not in self.blocking.get((db, key), ()):
                         continue
+                    if snapshot:  # BLOCK-DIALECT-2: a re-executed command takes its own snapshot
+                        self._snapshot = self.clock.now_ms()
                     ops: list[tuple[int, list[bytes | int]]] = []
-                    spec = table.lookup(c.blocked.argv)
+                    spec = self.dialect.lookup(c.blocked.argv)
                     assert spec is not None
                     call = Call(self, c, c.blocked.argv, spec, ops)
                     call.db = self.dbs[db]
@@ -413,7 +425,8 @@ class Server:
                         r = Error(e.text)
                     if r is None:
                         continue
-                    self._unblock(c)
+                    if c.blocked is not None:  # BLOCK-DIALECT-2: a re-executed command unblocked it itself
+                        self._unblock(c)
                     out.served.append((cid, self._render(c, r)))
                     out.propagated.extend(self._wrap(ops))
 

@@ -153,6 +153,7 @@ class Client:
     blocked: BlockState | None = None
     closed: bool = False
     last_cmd: str = "NULL"
+    multi_used: bool = False  # MULTI was called once (Valkey's CLIENT LIST shows multi=0 then)
 
     def freeze(self) -> tuple[Any, ...]:
         b = self.blocked

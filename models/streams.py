@@ -143,8 +143,8 @@ def parse_add_trim_args(call: Call, xadd: bool) -> AddTrimArgs:
             i += 1
         elif xadd and opt == b"nomkstream":  # XADD-3
             args.nomkstream = True
-        elif xadd:  # XADD-4: the first other word is the ID
-            parsed = parse_id_noting_errno(call, argv[i], allow_auto_seq=True)
+        elif xadd:  # XADD-4: the first other word is the ID; XADD-DIALECT-1: 6.2 has no ms-*
+            parsed = parse_id_noting_errno(call, argv[i], allow_auto_seq=call.server.dialect.xadd_auto_sequence)
             if parsed is None:
                 raise CommandError(table.INVALID_ID)
             args.id = parsed
@@ -218,6 +218,8 @@ def xadd(call: Call) -> HandlerResult:
     field_pos = args.id_index + 1
     nfields = len(argv) - field_pos
     if nfields < 2 or nfields % 2 == 1:  # XADD-5
+        if not call.server.dialect.subcommand_table:  # XADD-DIALECT-2: 6.2's own wording
+            raise CommandError("ERR wrong number of arguments for XADD")
         raise CommandError(table.arity_error(call.spec))
     given = args.id
     if given is not None and given.seq_given and given.id == MIN_ID:  # XADD-6
@@ -240,7 +242,10 @@ def xadd(call: Call) -> HandlerResult:
         if last.seq == U64_MAX:
             # XADD-14: streamAppendItem fails without setting errno; 7.0 words
             # the error after whatever errno was left by earlier code.
-            raise CommandError(ERR_ID_NOT_ABOVE_TOP if call.server.errno == EDOM else ERR_TOO_LARGE)
+            # XADD-DIALECT-3: 7.2+ words it as a too-small ID whatever errno holds
+            if call.server.errno == EDOM or call.server.dialect.xadd_auto_sequence_overflow_is_too_small:
+                raise CommandError(ERR_ID_NOT_ABOVE_TOP)
+            raise CommandError(ERR_TOO_LARGE)
         new_id = StreamID(last.ms, last.seq + 1)
     else:
         new_id = given.id  # XADD-13: ms-0
@@ -393,6 +398,8 @@ def xdel(call: Call) -> Reply:
 @command("xsetid")
 def xsetid(call: Call) -> Reply:
     argv = call.argv
+    if not call.server.dialect.stream_counters and call.stream(argv[1]) is None:
+        raise CommandError(table.NO_SUCH_KEY)  # XSETID-DIALECT-1: 6.2 checks the key before the ID
     note_id_parse(call, argv[2])
     last_id = parse_strict(argv[2])  # XSETID-1
     if last_id is None:
@@ -423,6 +430,8 @@ def xsetid(call: Call) -> Reply:
         raise CommandError(table.NO_SUCH_KEY)
     stream = call.stream(argv[1])
     assert stream is not None
+    if call.server.dialect.xsetid_checks_max_deleted and last_id < stream.max_deleted_id:  # XSETID-DIALECT-2
+        raise CommandError("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id")
     if stream.length:  # XSETID-4
         if last_id < stream.last_live_id():
             raise CommandError(ERR_SETID_BELOW_TOP)

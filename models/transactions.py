@@ -27,12 +27,22 @@ def unwatch_all(c: Client) -> None:
     c.dirty_cas = False
 
 
+def refuse_in_multi(call: Call) -> None:
+    """MULTI-DIALECT-1: Valkey flags MULTI and WATCH "no-multi": the dispatcher
+    refuses them inside a transaction, naming the command, and dooms it."""
+    if call.server.dialect.multi_watch_are_no_multi:
+        call.client.multi_error = True
+        raise CommandError(f"ERR Command '{call.spec.fullname}' not allowed inside a transaction")
+
+
 @command("multi")
 def multi(call: Call) -> Reply:
     c = call.client
     if c.in_multi:  # MULTI-2: an error reply that does not doom the transaction
+        refuse_in_multi(call)
         raise CommandError("ERR MULTI calls can not be nested")
     c.in_multi = True  # MULTI-1
+    c.multi_used = True  # CLIENT-DIALECT-1: Valkey's CLIENT LIST multi= is 0, not -1, from now on
     return OK
 
 
@@ -73,6 +83,7 @@ def exec_(call: Call) -> Reply | PreRendered:
 def watch(call: Call) -> Reply:
     c = call.client
     if c.in_multi:  # WATCH-2: an error reply that does not doom the transaction
+        refuse_in_multi(call)
         raise CommandError("ERR WATCH inside MULTI is not allowed")
     for key in call.argv[1:]:  # WATCH-1: the key in the client's current database
         c.watched.setdefault((c.db, key), None)

