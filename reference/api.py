@@ -54,6 +54,12 @@ class Context(Protocol):
     db: MutableMapping[bytes, Any]
     # False inside MULTI/EXEC (and scripts): blocking commands answer at once.
     can_block: bool
+    # The C errno of 7.0's main thread, which 7.0's XADD shows in one error
+    # (spec/rules/streams.md XADD-14). Server-wide and persistent across
+    # commands: stream handlers read and write it where 7.0's code writes it;
+    # the core writes it too (EAGAIN when it accepts a connection, 0 for a
+    # SCAN cursor parse, a blocked client's timeout, ... as XADD-14 lists).
+    errno: int
 
     def now_ms(self) -> int:
         """The server clock (wall or virtual), milliseconds since the epoch."""
@@ -76,14 +82,19 @@ class Context(Protocol):
         ...
 
     def block(self, keys: list[bytes], timeout_ms: int,
-              retry: Callable[[Context], Reply | None],
-              timeout_reply: Reply) -> Blocked:
+              retry: Callable[[Context, bytes], Reply | None],
+              timeout_reply: Reply, read_at: int | None = None) -> Blocked:
         """Block the client on ``keys`` (FIFO per key); ``timeout_ms`` 0 waits forever.
 
+        The deadline is ``read_at + timeout_ms``: pass the clock reading taken
+        where 7.0 reads it (parsing a positive BLOCK timeout, before the
+        command runs); without it the core reads the clock here.
+
         When one of the keys is signalled (``ready``/``deleted``), the core
-        calls ``retry`` with a fresh context of the blocked client: a reply
-        (or a raised :class:`ReplyError`) unblocks and answers it, None keeps
-        it waiting in its place. At the deadline it gets ``timeout_reply``.
+        calls ``retry(ctx, key)`` with a fresh context of the blocked client
+        and the signalled key (7.0 serves only that key): a reply (or a
+        raised :class:`ReplyError`) unblocks and answers it, None keeps it
+        waiting in its place. At the deadline it gets ``timeout_reply``.
         """
         ...
 

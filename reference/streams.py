@@ -1,0 +1,867 @@
+"""The reference server's stream value: compact nodes, consumer groups, PELs, entries-read and lag.
+
+An independent implementation of what spec/rules/streams.md, groups.md and
+info.md describe; the model (xspec.models) is the oracle it is tested against,
+not a library it uses. Only pure size arithmetic is shared: the byte sizes of
+listpack elements (:mod:`xspec.models.listpack`), which decide where Redis
+starts a new node.
+
+IDs are single ints, ``ms << 64 | seq``: they order as Redis orders them, and
+the successor and predecessor of ID-9 are ``+ 1`` and ``- 1``.
+
+Entries live in :class:`Node` s that mirror Redis's listpack nodes: the first
+entry's ID is the node's master, its field names are the master fields, later
+entries with the same names store only their values (the SAMEFIELDS trick), and
+deletion leaves a tombstone until the node empties. A node keeps its IDs in two
+``array('Q')`` (milliseconds, sequences) and its entries in one byte buffer
+(length-prefixed strings), a few dozen bytes per entry. The nodes' radix tree
+is replayed by :class:`RaxShape` only to count its nodes (XINFO
+``radix-tree-nodes``).
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
+
+from xspec.models.listpack import as_listpack_int, element_size, int_element_size
+from xspec.spec.resp import Bulk
+
+U64 = (1 << 64) - 1
+MAX_KEY = (1 << 128) - 1  # 18446744073709551615-18446744073709551615
+LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
+INVALID_ENTRIES_READ = -1
+
+_LP_HEADER_AND_END = 7  # 4-byte total size, 2-byte element count, 0xFF terminator
+_SMALL_INT = 2  # an integer 0..127 as a listpack element (the flags, the master terminator)
+_SAME_FIELDS = 0  # first byte of an encoded entry that stores only values
+_OWN_FIELDS = 1  # first byte of an encoded entry that stores its field names too
+
+
+def id_bytes(key: int) -> bytes:
+    """``ms-seq`` of an ID key."""
+    return b"%d-%d" % (key >> 64, key & U64)
+
+
+def as_i64(v: int) -> int:
+    """``v`` read as a C ``long long`` (wrapped)."""
+    v &= U64
+    return v - (1 << 64) if v >> 63 else v
+
+
+# -- entry encoding ----------------------------------------------------------------------
+
+
+def _put(buf: bytearray, data: bytes) -> None:
+    n = len(data)
+    while n >= 0x80:
+        buf.append((n & 0x7F) | 0x80)
+        n >>= 7
+    buf.append(n)
+    buf += data
+
+
+def _length_at(buf: bytes | bytearray, p: int) -> tuple[int, int]:
+    """A length prefix of more than one byte: (length, position after the prefix)."""
+    n = 0
+    shift = 0
+    while True:
+        b = buf[p]
+        p += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, p
+        shift += 7
+
+
+_NUMERIC_START = frozenset(b"-0123456789")
+
+
+def _element_size(v: bytes) -> int:
+    """``element_size``, without its cache (which would keep up to 65536 values alive) and
+    without the integer test for strings that cannot be integers."""
+    n = len(v)
+    if n < 64 and (not n or v[0] not in _NUMERIC_START):
+        return n + 2  # a 6-bit length string
+    if n <= 20:
+        as_int = as_listpack_int(v)
+        return n + 2 if as_int is None else int_element_size(as_int)
+    return element_size(v)
+
+
+def _signed_delta_size(new: int, base: int) -> int:
+    """Listpack bytes of ``new - base`` as Redis stores an ID delta: a uint64 difference read as int64."""
+    d = new - base
+    if 0 <= d < 128:
+        return 2
+    return int_element_size(as_i64(d))
+
+
+def _int_size(v: int) -> int:
+    return 2 if 0 <= v < 128 else int_element_size(v)
+
+
+# -- nodes -------------------------------------------------------------------------------
+
+
+class Node:
+    """One listpack node: IDs, encoded entries, tombstones and the listpack's byte size."""
+
+    __slots__ = ("master", "master_ms", "master_seq", "fields", "name_bulks", "ms", "seq", "offs", "data",
+                 "dead", "live", "deleted", "head", "body", "ordered")
+
+    def __init__(self, key: int, names: tuple[bytes, ...]) -> None:
+        self.master = key
+        self.master_ms = key >> 64
+        self.master_seq = key & U64
+        self.fields = names
+        self.name_bulks = tuple(map(Bulk, names))  # the master fields as replies show them, shared
+        self.ms = array("Q")
+        self.seq = array("Q")
+        self.offs = array("I", (0,))  # entry i is data[offs[i]:offs[i + 1]]
+        self.data: bytes | bytearray = bytearray()
+        self.dead: bytearray | None = None  # allocated at the first tombstone
+        self.live = 0
+        self.deleted = 0
+        self.head = 0  # every entry before this index is a tombstone
+        # listpack bytes but the two counters, whose encodings depend on their values
+        self.body = (_LP_HEADER_AND_END + _int_size(len(names)) + sum(map(_element_size, names))
+                     + _SMALL_INT)
+        # IDs ascend strictly in the listpack, so seek() may bisect. Not so once an entry went in at
+        # or below a tombstone (XSETID lowered last-generated-id under deleted IDs): see Stream.
+        self.ordered = True
+
+    def key(self, i: int) -> int:
+        return self.ms[i] << 64 | self.seq[i]
+
+    def last_key(self) -> int:
+        """The node's last ID, tombstone or not."""
+        return self.ms[-1] << 64 | self.seq[-1]
+
+    def seek(self, key: int) -> int:
+        """The index of the first ID >= ``key`` (``len(self.ms)`` when none), in an ordered node."""
+        ms = key >> 64
+        lo = bisect_left(self.ms, ms)
+        if lo == len(self.ms) or self.ms[lo] != ms:
+            return lo
+        return bisect_left(self.seq, key & U64, lo, bisect_right(self.ms, ms, lo))
+
+    def is_dead(self, i: int) -> bool:
+        return self.dead is not None and self.dead[i] == 1
+
+    def seal(self) -> None:
+        """No more appends: keep the entry bytes immutable (slices of them are ready-made ``bytes``)."""
+        self.data = bytes(self.data)
+
+    def append(self, key: int, fields: Sequence[bytes], names: tuple[bytes, ...]) -> None:
+        """Add an entry at the end (its ID above every ID of the node)."""
+        ms = key >> 64
+        seq = key & U64
+        data = self.data
+        if type(data) is not bytearray:  # sealed, and the tail again (a later node went, the limits grew)
+            data = self.data = bytearray(data)
+        d = ms - self.master_ms
+        size = 4 if 0 <= d < 128 else 2 + _signed_delta_size(ms, self.master_ms)  # flags, ms delta
+        d = seq - self.master_seq
+        size += 2 if 0 <= d < 128 else _signed_delta_size(seq, self.master_seq)
+        n = len(names)
+        if names == self.fields:
+            data.append(_SAME_FIELDS)
+            for v in fields[1::2]:
+                k = len(v)
+                if k < 64 and (not k or v[0] not in _NUMERIC_START):
+                    size += k + 2
+                    data.append(k)
+                    data += v
+                else:
+                    size += _element_size(v)
+                    _put(data, v)
+            elements = n + 3  # values, flags, ms delta, seq delta
+        else:
+            data.append(_OWN_FIELDS)
+            for f in fields:
+                _put(data, f)
+                size += _element_size(f)
+            size += _int_size(n)
+            elements = 2 * n + 4  # and the field names with their count
+        self.body += size + (2 if elements < 128 else int_element_size(elements))
+        self.ms.append(ms)
+        self.seq.append(seq)
+        self.offs.append(len(data))
+        if self.dead is not None:
+            self.dead.append(0)
+        self.live += 1
+
+    def fields_at(self, i: int) -> tuple[bytes, ...]:
+        """The flat field, value, ... tuple of entry ``i``."""
+        data = self.data
+        p = self.offs[i]
+        end = self.offs[i + 1]
+        copy = type(data) is bytearray  # a slice of the tail's buffer is a bytearray
+        out: list[bytes] = []
+        if data[p] == _SAME_FIELDS:
+            p += 1
+            for name in self.fields:
+                n = data[p]
+                p += 1
+                if n >= 0x80:
+                    n, p = _length_at(data, p - 1)
+                v = data[p:p + n]
+                out.append(name)
+                out.append(bytes(v) if copy else v)  # type: ignore[arg-type]
+                p += n
+            return tuple(out)
+        p += 1
+        while p < end:
+            n = data[p]
+            p += 1
+            if n >= 0x80:
+                n, p = _length_at(data, p - 1)
+            v = data[p:p + n]
+            out.append(bytes(v) if copy else v)  # type: ignore[arg-type]
+            p += n
+        return tuple(out)
+
+    def bulks_at(self, i: int) -> tuple[Bulk, ...]:
+        """:meth:`fields_at` as reply strings (the master field names' shared)."""
+        data = self.data
+        p = self.offs[i]
+        if data[p] != _SAME_FIELDS:
+            return tuple(map(Bulk, self.fields_at(i)))
+        if type(data) is bytearray:  # the tail: copy the entry once, so its slices are bytes
+            data = bytes(data[p:self.offs[i + 1]])
+            p = 0
+        p += 1
+        out: list[Bulk] = []
+        append = out.append
+        for name in self.name_bulks:
+            n = data[p]
+            if n < 0x80:
+                p += 1
+            else:
+                n, p = _length_at(data, p)
+            append(name)
+            append(Bulk(data[p:p + n]))  # type: ignore[arg-type]
+            p += n
+        return tuple(out)
+
+    def kill(self, i: int) -> None:
+        """Flag live entry ``i`` deleted."""
+        dead = self.dead
+        if dead is None:
+            dead = self.dead = bytearray(len(self.ms))
+        dead[i] = 1
+        self.live -= 1
+        self.deleted += 1
+        n = len(self.ms)
+        h = self.head
+        while h < n and dead[h]:
+            h += 1
+        self.head = h
+
+
+# -- the radix tree's shape ---------------------------------------------------------------
+
+
+class _RaxNode:
+    __slots__ = ("is_key", "compressed", "chars", "kids")
+
+    def __init__(self, chars: bytes = b"", kids: list[_RaxNode] | None = None, compressed: bool = False,
+                 is_key: bool = False) -> None:
+        self.is_key = is_key
+        self.compressed = compressed
+        self.chars = chars  # a compressed node's run, or a normal node's edge bytes in order
+        self.kids = kids if kids is not None else []
+
+
+class RaxShape:
+    """Redis's rax insert and remove on 16-byte keys, kept only to count nodes as rax.c does."""
+
+    __slots__ = ("root", "nodes")
+
+    def __init__(self) -> None:
+        self.root = _RaxNode()
+        self.nodes = 1
+
+    def _descend(self, key: bytes, path: list[tuple[_RaxNode, int]] | None
+                 ) -> tuple[int, _RaxNode, _RaxNode | None, int, int]:
+        """Follow ``key``: (bytes consumed, node reached, its parent, its index there, position in a run)."""
+        node = self.root
+        parent: _RaxNode | None = None
+        slot = 0
+        i = 0
+        n = len(key)
+        while node.chars and i < n:
+            if node.compressed:
+                run = node.chars
+                j = 0
+                while j < len(run) and i < n and run[j] == key[i]:
+                    i += 1
+                    j += 1
+                if j < len(run):
+                    return i, node, parent, slot, j
+                at = 0
+            else:
+                at = node.chars.find(key[i])
+                if at < 0:
+                    break
+                i += 1
+            if path is not None:
+                path.append((node, at))
+            parent, slot, node = node, at, node.kids[at]
+        return i, node, parent, slot, 0
+
+    def _replace(self, parent: _RaxNode | None, slot: int, node: _RaxNode) -> None:
+        if parent is None:
+            self.root = node
+        else:
+            parent.kids[slot] = node
+
+    def insert(self, key: bytes) -> None:
+        i, node, parent, slot, j = self._descend(key, None)
+        n = len(key)
+        if node.compressed and (i < n or j):
+            run = node.chars
+            if i == n:  # the key ends inside the run: cut it, the lower part holds the key
+                low = _RaxNode(run[j:], node.kids, len(run) - j > 1, is_key=True)
+                self._replace(parent, slot, _RaxNode(run[:j], [low], j > 1, node.is_key))
+                self.nodes += 1
+                return
+            # a mismatch inside the run: a branching node at the mismatching byte
+            fork = _RaxNode(run[j:j + 1], node.kids)
+            rest = run[j + 1:]
+            if rest:
+                fork.kids = [_RaxNode(rest, node.kids, len(rest) > 1)]
+                self.nodes += 1
+            if j:
+                self._replace(parent, slot, _RaxNode(run[:j], [fork], j > 1, node.is_key))
+                self.nodes += 1
+            else:
+                fork.is_key = node.is_key
+                self._replace(parent, slot, fork)
+            node = fork
+        while i < n:
+            child = _RaxNode()
+            if not node.chars and n - i > 1:
+                node.compressed = True
+                node.chars = key[i:]
+                node.kids = [child]
+                i = n
+            else:
+                at = bisect_left(node.chars, key[i])
+                node.chars = node.chars[:at] + key[i:i + 1] + node.chars[at:]
+                node.kids.insert(at, child)
+                i += 1
+            self.nodes += 1
+            node = child
+        node.is_key = True
+
+    def remove(self, key: bytes) -> None:
+        path: list[tuple[_RaxNode, int]] = []
+        i, node, _, _, j = self._descend(key, path)
+        if i != len(key) or (node.compressed and j) or not node.is_key:
+            return
+        node.is_key = False
+        compress = False
+        if not node.chars:
+            freed: _RaxNode | None = None
+            while node is not self.root:
+                freed = node
+                self.nodes -= 1
+                node, at = path.pop()
+                if node.is_key or (not node.compressed and len(node.chars) != 1):
+                    break
+            if freed is not None:
+                if node.compressed:
+                    node.compressed = False
+                    node.chars = b""
+                    node.kids = []
+                else:
+                    at = next(k for k, kid in enumerate(node.kids) if kid is freed)
+                    node.chars = node.chars[:at] + node.chars[at + 1:]
+                    del node.kids[at]
+                compress = len(node.chars) == 1 and not node.is_key
+        elif len(node.chars) == 1:
+            compress = True
+        if compress:
+            self._merge_chain(node, path)
+
+    def _merge_chain(self, node: _RaxNode, path: list[tuple[_RaxNode, int]]) -> None:
+        """Fold the chain of single-child non-key nodes through ``node`` into one compressed node."""
+        parent: _RaxNode | None = None
+        slot = 0
+        while path:
+            up, at = path.pop()
+            if up.is_key or (not up.compressed and len(up.chars) != 1):
+                parent, slot = up, at
+                break
+            node = up
+        runs = [node.chars]
+        count = 1
+        tail = node
+        while tail.chars:
+            tail = tail.kids[-1]
+            if tail.is_key or (not tail.compressed and len(tail.chars) != 1):
+                break
+            count += 1
+            runs.append(tail.chars)
+        if count > 1:
+            self.nodes += 1 - count
+            self._replace(parent, slot, _RaxNode(b"".join(runs), [tail], True))
+
+
+def rax_key(key: int) -> bytes:
+    return key.to_bytes(16, "big")
+
+
+# -- consumer groups --------------------------------------------------------------------
+
+
+class Nack:
+    """A pending entry: delivery time, delivery count (a uint64) and owner."""
+
+    __slots__ = ("time", "count", "owner")
+
+    def __init__(self, time: int, count: int, owner: Consumer | None) -> None:
+        self.time = time
+        self.count = count
+        self.owner = owner
+
+    def shown_count(self) -> int:
+        """The delivery count as Redis prints it: signed 64-bit."""
+        c = self.count
+        return c - (1 << 64) if c >> 63 else c
+
+
+class Pel:
+    """A pending entries list: ID key -> :class:`Nack`, walked in ID order.
+
+    A dict holds the NACKs; ``order`` holds their keys sorted, plus keys
+    already removed (holes), which walks skip and which are dropped in bulk
+    once they are half of it. ``order[start]`` is the smallest key present
+    (holes before it are never looked at again) and the last key of ``order``
+    is present, so in-order acknowledgements cost nothing to later walks.
+    Deliveries arrive mostly in ID order, so adding is mostly an append. No
+    walk may be running over a PEL while keys are added to it or removed.
+    """
+
+    __slots__ = ("map", "order", "holes", "start")
+
+    def __init__(self) -> None:
+        self.map: dict[int, Nack] = {}
+        self.order: list[int] = []
+        self.holes = 0
+        self.start = 0
+
+    def __len__(self) -> int:
+        return len(self.map)
+
+    def __getitem__(self, key: int) -> Nack:
+        return self.map[key]
+
+    def get(self, key: int) -> Nack | None:
+        return self.map.get(key)
+
+    def __setitem__(self, key: int, nack: Nack) -> None:
+        m = self.map
+        if key in m:
+            m[key] = nack
+            return
+        m[key] = nack
+        order = self.order
+        if not order or key > order[-1]:
+            order.append(key)
+            return
+        at = bisect_left(order, key)
+        if order[at] == key:
+            self.holes -= 1  # a removed key comes back
+        else:
+            order.insert(at, key)
+        if at < self.start:
+            self.start = at
+
+    def pop(self, key: int) -> Nack | None:
+        m = self.map
+        nack = m.pop(key, None)
+        if nack is None:
+            return None
+        self.holes += 1
+        order = self.order
+        if self.holes > 32 and self.holes * 2 > len(order):
+            self.order = [k for k in order if k in m]
+            self.holes = 0
+            self.start = 0
+            return nack
+        if key == order[-1]:
+            while order and order[-1] not in m:
+                order.pop()
+                self.holes -= 1
+            self.start = min(self.start, len(order))
+        elif key == order[self.start]:
+            i = self.start + 1
+            while order[i] not in m:
+                i += 1
+            self.start = i
+        return nack
+
+    def keys_from(self, low: int) -> Iterator[int]:
+        """The keys >= ``low``, ascending."""
+        m = self.map
+        order = self.order
+        i = max(bisect_left(order, low), self.start)
+        while i < len(order):
+            k = order[i]
+            if k in m:
+                yield k
+            i += 1
+
+    def __iter__(self) -> Iterator[int]:
+        return self.keys_from(0)
+
+    def items_head(self, count: int) -> list[tuple[int, Nack]]:
+        """The first ``count`` (key, NACK) pairs; 0 means all."""
+        out = []
+        for k in self.keys_from(0):
+            out.append((k, self.map[k]))
+            if len(out) == count:
+                break
+        return out
+
+    def first_from(self, low: int) -> int | None:
+        for k in self.keys_from(low):
+            return k
+        return None
+
+    def first(self) -> int:
+        """The smallest key of a non-empty PEL."""
+        return self.order[self.start]
+
+    def last(self) -> int:
+        """The largest key of a non-empty PEL."""
+        return self.order[-1]
+
+
+class Consumer:
+    __slots__ = ("name", "seen", "pel")
+
+    def __init__(self, name: bytes, seen: int) -> None:
+        self.name = name
+        self.seen = seen
+        self.pel = Pel()  # the same Nack objects as the group PEL
+
+
+class Group:
+    __slots__ = ("name", "last_id", "entries_read", "pel", "consumers")
+
+    def __init__(self, name: bytes, last_id: int, entries_read: int) -> None:
+        self.name = name
+        self.last_id = last_id
+        self.entries_read = entries_read
+        self.pel = Pel()
+        self.consumers: dict[bytes, Consumer] = {}
+
+    def consumers_in_order(self) -> list[Consumer]:
+        """Consumers in radix-tree (bytewise name) order."""
+        return [self.consumers[n] for n in sorted(self.consumers)]
+
+    def add_consumer(self, name: bytes, now: int) -> Consumer:
+        c = Consumer(name, now)
+        self.consumers[name] = c
+        return c
+
+    def give(self, key: int, nack: Nack, consumer: Consumer) -> None:
+        """Make ``consumer`` the owner of ``nack`` (in the group PEL under ``key``)."""
+        old = nack.owner
+        if old is not consumer:
+            if old is not None:
+                old.pel.pop(key)
+            nack.owner = consumer
+            consumer.pel[key] = nack
+        self.pel[key] = nack
+
+    def drop(self, key: int) -> Nack | None:
+        """Remove a pending entry from the group PEL and its owner's."""
+        nack = self.pel.pop(key)
+        if nack is not None and nack.owner is not None:
+            nack.owner.pel.pop(key)
+        return nack
+
+
+# -- the stream -----------------------------------------------------------------------------
+
+
+class Stream:
+    """A stream value: nodes, counters, groups.
+
+    ``nodes`` are in radix-tree order (by master ID), as Redis walks them, and
+    Redis appends to the last of them. Live entries ascend along that walk:
+    each new ID is above last-generated-id, which XSETID keeps at or above the
+    last live entry. Deleted entries need not: after XSETID lowers
+    last-generated-id below tombstones, a node can take IDs below its master or
+    below its own tombstones (it is then not ``ordered``), and a new node can
+    have a master below older nodes' masters. While no node is unordered, walks
+    bisect their way in; otherwise they filter (``unordered`` counts them).
+    """
+
+    __slots__ = ("nodes", "masters", "length", "last_id", "first_id", "max_deleted", "entries_added",
+                 "groups", "groups_allocated", "rax", "unordered")
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.masters: list[int] = []  # nodes[i].master, ascending, for bisection
+        self.unordered = 0  # nodes that are not ordered
+        self.length = 0
+        self.last_id = 0  # last-generated-id
+        self.first_id = 0  # recorded-first-entry-id
+        self.max_deleted = 0  # max-deleted-entry-id
+        self.entries_added = 0  # a uint64
+        self.groups: dict[bytes, Group] = {}
+        # 7.0 allocates the groups' tree at the first XGROUP CREATE and keeps it (errno, XADD-14)
+        self.groups_allocated = False
+        self.rax = RaxShape()
+
+    # -- finding entries -------------------------------------------------------------
+
+    def locate(self, key: int) -> tuple[int, int] | None:
+        """(node index, entry index) of the live entry ``key``, None when it is not live."""
+        if self.unordered:
+            for node, i in self.forward(key):
+                return (self.nodes.index(node), i) if node.key(i) == key else None
+            return None
+        ni = bisect_right(self.masters, key) - 1
+        if ni < 0:
+            return None
+        node = self.nodes[ni]
+        i = node.seek(key)
+        if i == len(node.ms) or node.key(i) != key or node.is_dead(i):
+            return None
+        return ni, i
+
+    def first_live(self) -> int | None:
+        for node in self.nodes:
+            if node.live:
+                return node.key(node.head)
+        return None
+
+    def last_live(self) -> int | None:
+        for node in reversed(self.nodes):
+            if node.live:
+                i = len(node.ms) - 1
+                while node.is_dead(i):
+                    i -= 1
+                return node.key(i)
+        return None
+
+    def forward(self, low: int) -> Iterator[tuple[Node, int]]:
+        """Live entries with ID >= ``low``, ascending, as (node, index).
+
+        No live entry >= ``low`` lies in a node before the last one whose
+        master is <= ``low``; in ordered nodes after it every ID is above
+        ``low``.
+        """
+        nodes = self.nodes
+        ni = max(bisect_right(self.masters, low) - 1, 0)
+        if ni >= len(nodes):
+            return
+        if self.unordered:
+            yield from self._forward_filtered(ni, low)
+            return
+        node = nodes[ni]
+        i = node.seek(low)
+        while True:
+            dead = node.dead
+            n = len(node.ms)
+            while i < n:
+                if dead is None or not dead[i]:
+                    yield node, i
+                i += 1
+            ni += 1
+            if ni == len(nodes):
+                return
+            node = nodes[ni]
+            i = node.head
+
+    def _forward_filtered(self, ni: int, low: int) -> Iterator[tuple[Node, int]]:
+        for node in self.nodes[ni:]:
+            for i in range(node.head, len(node.ms)):
+                if not node.is_dead(i) and node.key(i) >= low:
+                    yield node, i
+
+    def backward(self, high: int) -> Iterator[tuple[Node, int]]:
+        """Live entries with ID <= ``high``, descending, from the last node whose master is <= ``high``.
+
+        Like 7.0's reverse iterator, the walk starts at that node (the last node
+        when there is none), so an unordered node after it is not visited even
+        if it holds IDs <= ``high``: 7.0.15 leaves those out of XREVRANGE.
+        """
+        nodes = self.nodes
+        ni = bisect_right(self.masters, high) - 1
+        if self.unordered:
+            for node in reversed(nodes[:ni + 1] if ni >= 0 else nodes):
+                for i in range(len(node.ms) - 1, node.head - 1, -1):
+                    if not node.is_dead(i) and node.key(i) <= high:
+                        yield node, i
+            return
+        if ni < 0:
+            return
+        node = nodes[ni]
+        i = node.seek(high + 1) - 1
+        while True:
+            dead = node.dead
+            while i >= 0:
+                if dead is None or not dead[i]:
+                    yield node, i
+                i -= 1
+            ni -= 1
+            if ni < 0:
+                return
+            node = nodes[ni]
+            i = len(node.ms) - 1
+
+    # -- changes ------------------------------------------------------------------------
+
+    def append(self, key: int, fields: Sequence[bytes], payload: int, max_entries: int, max_bytes: int) -> None:
+        """streamAppendItem: ``payload`` is the total length of fields and values."""
+        names = tuple(fields[0::2])
+        tail = self.nodes[-1] if self.nodes else None  # the last node in radix-tree order
+        if tail is not None:
+            limit = max_bytes if 0 < max_bytes <= LISTPACK_MAX_SIZE else LISTPACK_MAX_SIZE
+            live = tail.live
+            deleted = tail.deleted
+            lp_bytes = (tail.body + (2 if live < 128 else int_element_size(live))
+                        + (2 if deleted < 128 else int_element_size(deleted)))
+            if (max_entries and len(tail.ms) >= max_entries) or lp_bytes + payload >= limit:
+                tail.seal()
+                tail = None
+        if tail is None:
+            tail = Node(key, names)
+            masters = self.masters
+            at = bisect_left(masters, key)
+            if at == len(masters):
+                masters.append(key)
+                self.nodes.append(tail)
+            elif masters[at] == key:
+                # A tombstone master of an older node: raxInsert replaces that node, whose
+                # entries drop out of every walk (7.0 loses them; its length still counts them).
+                self.unordered -= not self.nodes[at].ordered
+                self.nodes[at] = tail
+            else:
+                masters.insert(at, key)
+                self.nodes.insert(at, tail)
+            self.rax.insert(rax_key(key))
+        elif tail.ordered and key <= tail.last_key():  # not above a tombstone of its node
+            tail.ordered = False
+            self.unordered += 1
+        tail.append(key, fields, names)
+        self.length += 1
+        self.last_id = key
+        self.entries_added = (self.entries_added + 1) & U64
+        if self.length == 1:
+            self.first_id = key
+
+    def _drop_node(self, ni: int) -> None:
+        self.unordered -= not self.nodes[ni].ordered
+        self.rax.remove(rax_key(self.masters[ni]))
+        del self.masters[ni]
+        del self.nodes[ni]
+
+    def delete(self, key: int) -> bool:
+        """XDEL of one ID: False when it is not a live entry."""
+        found = self.locate(key)
+        if found is None:
+            return False
+        ni, i = found
+        node = self.nodes[ni]
+        self.length -= 1
+        if node.live == 1:
+            self._drop_node(ni)
+        else:
+            node.kill(i)
+        if key > self.max_deleted:
+            self.max_deleted = key
+        return True
+
+    def trim(self, maxlen: int | None, minid: int | None, approx: bool, limit: int) -> int:
+        """streamTrim (XTRIM-9, XTRIM-10): the number of entries removed."""
+        removed = 0
+        nodes = self.nodes
+        while nodes:
+            if maxlen is not None and self.length <= maxlen:
+                break
+            node = nodes[0]
+            live = node.live
+            if limit and removed + live > limit:
+                break
+            if maxlen is not None:
+                whole = self.length - live >= maxlen
+            else:
+                whole = node.last_key() < minid  # type: ignore[operator]
+            if whole:
+                self.length -= live
+                removed += live
+                self._drop_node(0)
+                continue
+            if approx:
+                break
+            i = node.head
+            n = len(node.ms)
+            while i < n:
+                if maxlen is not None:
+                    if self.length <= maxlen:
+                        break
+                elif node.key(i) >= minid:  # type: ignore[operator]
+                    break
+                if not node.is_dead(i):
+                    node.kill(i)
+                    self.length -= 1
+                    removed += 1
+                i += 1
+            break
+        first = self.first_live()
+        self.first_id = 0 if first is None else first
+        return removed
+
+    # -- lag (LAG-1 .. LAG-4) -------------------------------------------------------------
+
+    def tombstone_at_or_after(self, key: int) -> bool:
+        """streamRangeHasTombstones(key, +inf) as 7.0 computes it (LAG-1)."""
+        md = self.max_deleted
+        if not self.length or not md or self.first_id > md:
+            return False
+        return key <= md
+
+    def estimate_read(self, key: int) -> int:
+        """streamEstimateDistanceFromFirstEverEntry (LAG-2): entries-read of a group at ``key``, or -1."""
+        added = self.entries_added
+        if not added:
+            return 0
+        if (not self.length and key <= self.last_id) or key == self.last_id:
+            return as_i64(added)
+        if key > self.last_id:
+            return INVALID_ENTRIES_READ
+        if not self.max_deleted or self.max_deleted < self.first_id:
+            if key < self.first_id:
+                return as_i64(added - self.length)
+            if key == self.first_id:
+                return as_i64(added - self.length + 1)
+        return INVALID_ENTRIES_READ
+
+    def lag(self, group: Group) -> int | None:
+        """The lag XINFO shows (LAG-3); None is nil."""
+        if not self.entries_added:
+            return 0
+        if group.entries_read != INVALID_ENTRIES_READ and not self.tombstone_at_or_after(group.last_id):
+            return as_i64(as_i64(self.entries_added) - group.entries_read)
+        estimate = self.estimate_read(group.last_id)
+        if estimate == INVALID_ENTRIES_READ:
+            return None
+        return as_i64(as_i64(self.entries_added) - estimate)
+
+    def advance(self, group: Group, key: int) -> None:
+        """A ``>`` read delivers ``key`` (LAG-4, with 7.0's check from the entry, not the group)."""
+        if group.entries_read != INVALID_ENTRIES_READ and not self.tombstone_at_or_after(key):
+            group.entries_read = as_i64(group.entries_read + 1)
+        else:
+            group.entries_read = self.estimate_read(key)
+        group.last_id = key

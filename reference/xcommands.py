@@ -1,0 +1,1274 @@
+"""The reference server's stream commands: XADD ... XINFO, every option, Redis 7.0.15's replies.
+
+Handlers follow spec/rules/streams.md, groups.md, reads.md and info.md (rule
+ids cited in comments); checks come in the order 7.0 makes them. They see the
+server only through :class:`xspec.reference.api.Context` and return the
+semantic replies of :mod:`xspec.spec.resp`. IDs are ints (``ms << 64 | seq``,
+see :mod:`xspec.reference.streams`).
+
+``ctx.errno`` follows the C errno of 7.0's main thread where these commands
+write it (ID parts read by ``strtoull``, radix-tree walks running off their
+tree, XADD's failures), because XADD's ``ms-*`` overflow error is worded after
+it (XADD-14).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from errno import EDOM, ERANGE
+
+from xspec.models.groups import (
+    AUTOCLAIM_ATTEMPTS_FACTOR,
+    AUTOCLAIM_DEFAULT_COUNT,
+    AUTOCLAIM_MAX_COUNT,
+    BUSYGROUP,
+    ENTRIESREAD_RANGE,
+    KEY_REQUIRED,
+    XGROUP_HELP,
+)
+from xspec.models.info import FULL_DEFAULT_COUNT
+from xspec.models.info import HELP_LINES as XINFO_HELP
+from xspec.models.intervals import ERR_END_INTERVAL, ERR_START_INTERVAL
+from xspec.models.reads import (
+    BLOCKED_DEFAULT_COUNT,
+    DOLLAR_IN_XREADGROUP,
+    GROUP_IN_XREAD,
+    GT_IN_XREAD,
+    MISSING_GROUP,
+    NOACK_IN_XREAD,
+    TIMEOUT_NEGATIVE,
+    TIMEOUT_NOT_INTEGER,
+    UNBALANCED,
+    UNBLOCKED_GROUP_GONE,
+    UNBLOCKED_KEY_GONE,
+)
+from xspec.models.streams import (
+    APPROX_LIMIT_CAP,
+    APPROX_LIMIT_WHEN_UNSET,
+    DEFAULT_APPROX_LIMIT_FACTOR,
+    ERR_ENTRIES_ADDED_NEGATIVE,
+    ERR_EXHAUSTED,
+    ERR_ID_NOT_ABOVE_TOP,
+    ERR_ID_ZERO,
+    ERR_LIMIT_NEGATIVE,
+    ERR_LIMIT_NO_STRATEGY,
+    ERR_LIMIT_NOT_APPROX,
+    ERR_MAXLEN_NEGATIVE,
+    ERR_SETID_BELOW_MAXDELETED,
+    ERR_SETID_BELOW_TOP,
+    ERR_SETID_ENTRIES_ADDED,
+    ERR_STRATEGIES,
+    ERR_TOO_LARGE,
+    ERR_XTRIM_NO_STRATEGY,
+)
+from xspec.reference.api import BLOCKED, Blocked, Context, Handler, ReplyError
+from xspec.reference.streams import (
+    INVALID_ENTRIES_READ,
+    LISTPACK_MAX_SIZE,
+    MAX_KEY,
+    U64,
+    Consumer,
+    Group,
+    Nack,
+    Node,
+    Stream,
+    as_i64,
+    id_bytes,
+)
+from xspec.spec import commands as table
+from xspec.spec.ids import (
+    c_string,
+    parse_id,
+    parse_interval,
+    parse_ll,
+    string2ll,
+    strtoull,
+)
+from xspec.spec.resp import (
+    EMPTY_ARRAY,
+    NULL_ARRAY,
+    NULL_BULK,
+    OK,
+    Array,
+    Bulk,
+    Int,
+    Map,
+    Reply,
+    Simple,
+)
+
+HANDLERS: dict[str, Handler] = {}
+
+
+def _handler(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[name] = fn
+        return fn
+    return register
+
+
+# -- small helpers ------------------------------------------------------------------------
+
+
+def _stream(ctx: Context, key: bytes) -> Stream | None:
+    """The stream at ``key``, None when missing; WRONGTYPE for another type."""
+    v = ctx.db.get(key)
+    if v is None or type(v) is Stream:
+        return v
+    raise ReplyError(table.WRONGTYPE)
+
+
+def _int(arg: bytes, error: str = table.NOT_INTEGER) -> int:
+    v = parse_ll(arg)
+    if v is None:
+        raise ReplyError(error)
+    return v
+
+
+def _word(arg: bytes) -> bytes:
+    """An argument as ``strcasecmp`` compares it with an option name."""
+    return (c_string(arg) if b"\0" in arg else arg).lower()
+
+
+def _shown(arg: bytes) -> str:
+    """An argument as a ``%s`` in an error prints it: up to a NUL, CR and LF as spaces."""
+    return c_string(arg).decode("utf-8", "surrogateescape").replace("\r", " ").replace("\n", " ")
+
+
+def _container(ctx: Context) -> str:
+    return c_string(ctx.argv[0]).decode("utf-8", "surrogateescape").upper()
+
+
+def _subcommand_syntax(ctx: Context) -> ReplyError:
+    """addReplySubcommandSyntaxError: the subcommand as typed, at most 128 bytes."""
+    return ReplyError(f"ERR unknown subcommand or wrong number of arguments for "
+                      f"'{_shown(c_string(ctx.argv[1])[:128])}'. Try {_container(ctx)} HELP.")
+
+
+def _help(ctx: Context, lines: tuple[str, ...]) -> Reply:
+    head = f"{_container(ctx)} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    return Array((Simple(head), *map(Simple, lines)))
+
+
+def _id_reply(key: int) -> Bulk:
+    return Bulk(id_bytes(key))
+
+
+def _entry(key: int, node: Node, i: int) -> Array:
+    """The entry reply of entry ``i`` of ``node``, whose ID is ``key``."""
+    return Array((Bulk(b"%d-%d" % (key >> 64, key & U64)), Array(node.bulks_at(i))))
+
+
+def _live_after(stream: Stream, key: int) -> bool:
+    """Whether a live entry above ``key`` exists."""
+    last = stream.last_live()
+    return last is not None and last > key
+
+
+# -- IDs and errno (ID-1 .. ID-8, XADD-14) ---------------------------------------------------
+
+
+def _note_part(ctx: Context, part: bytes) -> bool:
+    """One ID part read by ``string2ull``: True when it parses. ``strtoull`` (after the strict
+    signed parse refused the part) leaves errno 0, or ERANGE on overflow."""
+    v = string2ll(part)
+    if v is not None:
+        return v >= 0
+    r = strtoull(part)
+    if r is None:
+        ctx.errno = ERANGE
+        return False
+    ctx.errno = 0
+    return bool(part) and r[1] == len(part)
+
+
+def _note_id_errno(ctx: Context, arg: bytes, auto_seq: bool = False) -> None:
+    """The errno parsing ``arg`` as an ID leaves (a non-canonical ID; ID-2 .. ID-7)."""
+    if len(arg) > 127:
+        return
+    buf = c_string(arg)
+    if buf == b"-" or buf == b"+":
+        return
+    ms, dash, seq = buf.partition(b"-")
+    if not _note_part(ctx, ms) or not dash:
+        return
+    if not (auto_seq and seq == b"*"):
+        _note_part(ctx, seq)
+
+
+def _key_of(ms: int, seq: int) -> int:
+    return ms << 64 | seq
+
+
+def _plain_id(arg: bytes, missing_seq: int = 0) -> int | None:
+    """The ID key of ``ms`` or ``ms-seq`` written canonically (1 to 18 digits, no leading zero), else None.
+
+    Such an ID means the same to every parser and leaves errno alone (the
+    strict signed parse takes each part), so it needs none of ID-1 .. ID-8.
+    """
+    ms, dash, seq = arg.partition(b"-")
+    if not ms.isdigit() or len(ms) > 18 or (ms[0] == 48 and len(ms) > 1):
+        return None
+    if not dash:
+        return int(ms) << 64 | missing_seq
+    if not seq.isdigit() or len(seq) > 18 or (seq[0] == 48 and len(seq) > 1):
+        return None
+    return int(ms) << 64 | int(seq)
+
+
+def _strict_or_none(ctx: Context, arg: bytes) -> int | None:
+    """A strict ID (ID-3), None when invalid."""
+    key = _plain_id(arg)
+    if key is not None:
+        return key
+    _note_id_errno(ctx, arg)
+    parsed = parse_id(arg, strict=True)
+    return None if parsed is None else _key_of(*parsed.id)
+
+
+def _strict(ctx: Context, arg: bytes) -> int:
+    key = _strict_or_none(ctx, arg)
+    if key is None:
+        raise ReplyError(table.INVALID_ID)
+    return key
+
+
+def _interval(ctx: Context, arg: bytes, missing_seq: int) -> tuple[int, bool]:
+    """An interval bound (ID-8): (key, exclusive)."""
+    key = _plain_id(arg, missing_seq)
+    if key is not None:
+        return key, False
+    if arg == b"-":  # ID-4: no number is read
+        return 0, False
+    if arg == b"+":
+        return MAX_KEY, False
+    _note_id_errno(ctx, arg[1:] if len(arg) > 1 and arg[0] == 40 else arg)
+    parsed = parse_interval(arg, missing_seq)
+    if parsed is None:
+        raise ReplyError(table.INVALID_ID)
+    return _key_of(*parsed.id), parsed.exclusive
+
+
+def _range_start(ctx: Context, arg: bytes) -> int:
+    key, exclusive = _interval(ctx, arg, 0)
+    if exclusive:
+        if key == MAX_KEY:
+            raise ReplyError(ERR_START_INTERVAL)
+        key += 1
+    return key
+
+
+def _range_end(ctx: Context, arg: bytes) -> int:
+    key, exclusive = _interval(ctx, arg, U64)
+    if exclusive:
+        if key == 0:
+            raise ReplyError(ERR_END_INTERVAL)
+        key -= 1
+    return key
+
+
+# -- XADD / XTRIM options (XTRIM-1 .. XTRIM-7) --------------------------------------------------
+
+
+class _Trim:
+    """What ``streamParseAddOrTrimArgsOrReply`` found."""
+
+    __slots__ = ("maxlen", "minid", "approx", "limit", "nomkstream", "id", "seq_given", "id_at")
+
+    def __init__(self) -> None:
+        self.maxlen: int | None = None
+        self.minid: int | None = None
+        self.approx = False
+        self.limit = 0
+        self.nomkstream = False
+        self.id: int | None = None  # XADD's explicit ID (its ms half for ``ms-*``); None for ``*``
+        self.seq_given = True
+        self.id_at = 0  # the argv index of XADD's ID
+
+
+def _parse_trim(ctx: Context, xadd: bool) -> _Trim:
+    argv = ctx.argv
+    argc = len(argv)
+    t = _Trim()
+    strategy = False
+    limit_given = False
+    i = 2
+    while i < argc:
+        more = argc - 1 - i
+        opt = _word(argv[i])
+        if xadd and opt == b"*":  # XADD-2
+            break
+        if (opt == b"maxlen" or opt == b"minid") and more:  # XTRIM-2
+            if strategy:
+                raise ReplyError(ERR_STRATEGIES)
+            strategy = True
+            t.approx = False
+            marker = c_string(argv[i + 1])
+            if more >= 2 and (marker == b"~" or marker == b"="):
+                t.approx = marker == b"~"
+                i += 1
+            i += 1
+            if opt == b"maxlen":
+                t.maxlen = _int(argv[i])
+                if t.maxlen < 0:
+                    raise ReplyError(ERR_MAXLEN_NEGATIVE)
+            else:
+                t.minid = _strict(ctx, argv[i])
+        elif opt == b"limit" and more:  # XTRIM-3
+            i += 1
+            t.limit = _int(argv[i])
+            if t.limit < 0:
+                raise ReplyError(ERR_LIMIT_NEGATIVE)
+            limit_given = True
+        elif xadd and opt == b"nomkstream":  # XADD-3
+            t.nomkstream = True
+        elif xadd:  # XADD-4: the ID
+            arg = argv[i]
+            t.id = _plain_id(arg)
+            if t.id is None:
+                _note_id_errno(ctx, arg, auto_seq=True)
+                parsed = parse_id(arg, strict=True, allow_auto_seq=True)
+                if parsed is None:
+                    raise ReplyError(table.INVALID_ID)
+                t.id = _key_of(*parsed.id)
+                t.seq_given = parsed.seq_given
+            break
+        else:  # XTRIM-4
+            raise ReplyError(table.SYNTAX)
+        i += 1
+    t.id_at = i
+    if t.limit and not strategy:  # XTRIM-5
+        raise ReplyError(ERR_LIMIT_NO_STRATEGY)
+    if not xadd and not strategy:
+        raise ReplyError(ERR_XTRIM_NO_STRATEGY)
+    if limit_given:
+        if not t.approx:  # XTRIM-6
+            raise ReplyError(ERR_LIMIT_NOT_APPROX)
+    elif t.approx:  # XTRIM-7
+        limit = DEFAULT_APPROX_LIMIT_FACTOR * ctx.config_int("stream-node-max-entries")
+        t.limit = min(limit if limit > 0 else APPROX_LIMIT_WHEN_UNSET, APPROX_LIMIT_CAP)
+    else:
+        t.limit = 0
+    return t
+
+
+def _trim(ctx: Context, stream: Stream, t: _Trim) -> int:
+    removed = stream.trim(t.maxlen, t.minid, t.approx, t.limit)  # XTRIM-9, XTRIM-10
+    if not stream.nodes:
+        ctx.errno = 0  # XTRIM-10: the node walk ran off the tree
+    return removed
+
+
+# -- XADD, XTRIM, XLEN, XRANGE, XREVRANGE, XDEL, XSETID ---------------------------------------
+
+
+@_handler("xadd")
+def xadd(ctx: Context) -> Reply:
+    argv = ctx.argv
+    key = argv[1]
+    if argv[2] == b"*":  # XADD-2, the common case: no options
+        t = None
+        new_given = None
+        seq_given = True
+        field_at = 3
+    else:
+        t = _parse_trim(ctx, xadd=True)
+        new_given = t.id
+        seq_given = t.seq_given
+        field_at = t.id_at + 1
+    nfields = len(argv) - field_at
+    if nfields < 2 or nfields & 1:  # XADD-5
+        raise ReplyError("ERR wrong number of arguments for 'xadd' command")
+    if new_given == 0 and seq_given:  # XADD-6
+        raise ReplyError(ERR_ID_ZERO)
+    stream = ctx.db.get(key)
+    if type(stream) is not Stream:
+        if stream is not None:  # XADD-7
+            raise ReplyError(table.WRONGTYPE)
+        if t is not None and t.nomkstream:  # XADD-7
+            return NULL_BULK
+        stream = ctx.db[key] = Stream()  # XADD-8
+    last = stream.last_id
+    if last == MAX_KEY:  # XADD-9
+        raise ReplyError(ERR_EXHAUSTED)
+    if new_given is None:  # XADD-11
+        now = ctx.now_ms()
+        new = now << 64 if now > last >> 64 else last + 1
+    elif seq_given:  # XADD-12
+        new = new_given
+    elif new_given >> 64 == last >> 64:  # XADD-13
+        if last & U64 == U64:  # XADD-14
+            raise ReplyError(ERR_ID_NOT_ABOVE_TOP if ctx.errno == EDOM else ERR_TOO_LARGE)
+        new = last + 1
+    else:
+        new = new_given
+    if new <= last:  # XADD-15
+        ctx.errno = EDOM
+        raise ReplyError(ERR_ID_NOT_ABOVE_TOP)
+    fields = argv[field_at:]
+    payload = sum(map(len, fields))
+    if payload > LISTPACK_MAX_SIZE:  # XADD-16
+        ctx.errno = ERANGE
+        raise ReplyError(ERR_TOO_LARGE)
+    if not stream.nodes:
+        ctx.errno = 0  # XADD-14: the seek for the tail node finds an empty tree
+    stream.append(new, fields, payload, ctx.config_int("stream-node-max-entries"),  # XADD-17
+                  ctx.config_int("stream-node-max-bytes"))
+    ctx.modified(key)
+    if t is not None and (t.maxlen is not None or t.minid is not None):  # XADD-18
+        _trim(ctx, stream, t)
+    ctx.ready(key)  # XADD-20
+    return Bulk(b"%d-%d" % (new >> 64, new & U64))
+
+
+@_handler("xtrim")
+def xtrim(ctx: Context) -> Reply:
+    t = _parse_trim(ctx, xadd=False)  # XTRIM-1
+    stream = _stream(ctx, ctx.argv[1])  # XTRIM-8
+    if stream is None:
+        return Int(0)
+    removed = _trim(ctx, stream, t)
+    if removed:  # XTRIM-12
+        ctx.modified(ctx.argv[1])
+    return Int(removed)
+
+
+@_handler("xlen")
+def xlen(ctx: Context) -> Reply:
+    stream = _stream(ctx, ctx.argv[1])  # XLEN-1
+    return Int(0 if stream is None else stream.length)
+
+
+def _xrange(ctx: Context, rev: bool) -> Reply:
+    argv = ctx.argv
+    low = _range_start(ctx, argv[3] if rev else argv[2])  # XRANGE-1
+    high = _range_end(ctx, argv[2] if rev else argv[3])  # XRANGE-2
+    count = -1
+    j = 4
+    while j < len(argv):  # XRANGE-3
+        if j + 1 < len(argv) and _word(argv[j]) == b"count":
+            count = max(_int(argv[j + 1]), 0)
+            j += 2
+        else:
+            raise ReplyError(table.SYNTAX)
+    stream = _stream(ctx, argv[1])  # XRANGE-4
+    if stream is None:
+        return EMPTY_ARRAY
+    if count == 0:  # XRANGE-5
+        return NULL_ARRAY
+    out: list[Reply] = []
+    if rev:
+        for node, i in stream.backward(high):
+            k = node.ms[i] << 64 | node.seq[i]
+            if k < low:
+                break
+            out.append(_entry(k, node, i))
+            if len(out) == count:
+                break
+        else:
+            ctx.errno = 0  # XRANGE-4: the walk ran off the tree
+    else:
+        for node, i in stream.forward(low):
+            k = node.ms[i] << 64 | node.seq[i]
+            if k > high:
+                break
+            out.append(_entry(k, node, i))
+            if len(out) == count:
+                break
+        else:
+            ctx.errno = 0
+    return Array(tuple(out))
+
+
+@_handler("xrange")
+def xrange(ctx: Context) -> Reply:
+    return _xrange(ctx, rev=False)
+
+
+@_handler("xrevrange")
+def xrevrange(ctx: Context) -> Reply:
+    return _xrange(ctx, rev=True)
+
+
+@_handler("xdel")
+def xdel(ctx: Context) -> Reply:
+    key = ctx.argv[1]
+    stream = _stream(ctx, key)  # XDEL-1
+    if stream is None:
+        return Int(0)
+    ids = [_strict(ctx, arg) for arg in ctx.argv[2:]]  # XDEL-2
+    deleted = 0
+    first_deleted = False
+    for k in ids:  # XDEL-3
+        if stream.delete(k):
+            deleted += 1
+            first_deleted = first_deleted or k == stream.first_id
+        elif not _live_after(stream, k):
+            ctx.errno = 0  # the lookup ran off the tree
+    if deleted:  # XDEL-4
+        if not stream.length:
+            stream.first_id = 0
+        elif first_deleted:
+            stream.first_id = stream.first_live()  # type: ignore[assignment]
+        ctx.modified(key)
+    return Int(deleted)
+
+
+@_handler("xsetid")
+def xsetid(ctx: Context) -> Reply:
+    argv = ctx.argv
+    last_id = _strict(ctx, argv[2])  # XSETID-1
+    entries_added = -1
+    max_deleted = 0
+    i = 3
+    while i < len(argv):  # XSETID-2
+        opt = _word(argv[i])
+        if opt == b"entriesadded" and i + 1 < len(argv):
+            entries_added = _int(argv[i + 1])
+            if entries_added < 0:
+                raise ReplyError(ERR_ENTRIES_ADDED_NEGATIVE)
+        elif opt == b"maxdeletedid" and i + 1 < len(argv):
+            md = _strict(ctx, argv[i + 1])
+            if last_id < md:
+                raise ReplyError(ERR_SETID_BELOW_MAXDELETED)
+            max_deleted = md
+        else:
+            raise ReplyError(table.SYNTAX)
+        i += 2
+    if ctx.db.get(argv[1]) is None:  # XSETID-3
+        raise ReplyError(table.NO_SUCH_KEY)
+    stream = _stream(ctx, argv[1])
+    assert stream is not None
+    if stream.length:  # XSETID-4
+        if last_id < stream.last_live():  # type: ignore[operator]
+            raise ReplyError(ERR_SETID_BELOW_TOP)
+        if entries_added != -1 and stream.length > entries_added:
+            raise ReplyError(ERR_SETID_ENTRIES_ADDED)
+    stream.last_id = last_id  # XSETID-5: not signalled as modified
+    if entries_added != -1:
+        stream.entries_added = entries_added
+    if max_deleted:
+        stream.max_deleted = max_deleted
+    return OK
+
+
+# -- XGROUP ------------------------------------------------------------------------------
+
+
+def _xgroup_target(ctx: Context, sub: bytes) -> tuple[Stream | None, Group | None, int]:
+    """XGROUP-2 .. XGROUP-5: options from argv[5], the key, the group. (stream, group, entries-read)."""
+    argv = ctx.argv
+    mkstream = False
+    entries_read = -1
+    i = 5
+    while i < len(argv):  # XGROUP-2
+        opt = _word(argv[i])
+        if sub == b"create" and opt == b"mkstream":
+            mkstream = True
+            i += 1
+        elif (sub == b"create" or sub == b"setid") and opt == b"entriesread" and i + 1 < len(argv):
+            entries_read = _int(argv[i + 1])
+            if entries_read < 0 and entries_read != -1:
+                raise ReplyError(ENTRIESREAD_RANGE)
+            i += 2
+        else:
+            raise _subcommand_syntax(ctx)
+    stream = _stream(ctx, argv[2])  # XGROUP-3
+    group = None
+    if not mkstream:
+        if stream is None:  # XGROUP-4
+            raise ReplyError(KEY_REQUIRED)
+        group = stream.groups.get(argv[3])
+        if group is None and sub != b"create" and sub != b"destroy":  # XGROUP-5
+            raise ReplyError(f"NOGROUP No such consumer group '{_shown(argv[3])}' for key name "
+                             f"'{_shown(argv[2])}'")
+    return stream, group, entries_read
+
+
+@_handler("xgroup|create")
+def xgroup_create(ctx: Context) -> Reply:
+    stream, _, entries_read = _xgroup_target(ctx, b"create")
+    argv = ctx.argv
+    if not 5 <= len(argv) <= 8:  # XGROUP-6
+        raise _subcommand_syntax(ctx)
+    if c_string(argv[4]) == b"$":  # XGROUP-7
+        last_id = 0 if stream is None else stream.last_id
+    else:
+        last_id = _strict(ctx, argv[4])
+    if stream is None:  # XGROUP-8
+        stream = ctx.db[argv[2]] = Stream()
+        ctx.ready(argv[2])
+        ctx.modified(argv[2])
+    name = argv[3]
+    if name in stream.groups:  # XGROUP-9
+        raise ReplyError(BUSYGROUP)
+    stream.groups[name] = Group(name, last_id, entries_read)  # XGROUP-10
+    stream.groups_allocated = True
+    return OK
+
+
+@_handler("xgroup|setid")
+def xgroup_setid(ctx: Context) -> Reply:
+    stream, group, entries_read = _xgroup_target(ctx, b"setid")
+    argv = ctx.argv
+    if len(argv) != 5 and len(argv) != 7:  # XGROUP-6
+        raise _subcommand_syntax(ctx)
+    assert stream is not None and group is not None
+    if c_string(argv[4]) == b"$":  # XGROUP-11
+        last_id = stream.last_id
+    else:
+        arg = argv[4]
+        plain = _plain_id(arg)
+        if plain is not None:
+            last_id = plain
+        else:
+            _note_id_errno(ctx, arg)
+            parsed = parse_id(arg, strict=False)
+            if parsed is None:
+                raise ReplyError(table.INVALID_ID)
+            last_id = _key_of(*parsed.id)
+    group.last_id = last_id
+    group.entries_read = entries_read
+    return OK
+
+
+@_handler("xgroup|destroy")
+def xgroup_destroy(ctx: Context) -> Reply:
+    stream, group, _ = _xgroup_target(ctx, b"destroy")
+    if group is None:  # XGROUP-12
+        return Int(0)
+    assert stream is not None
+    del stream.groups[group.name]
+    ctx.ready(ctx.argv[2])  # XGROUP-12: blocked clients re-check the key
+    return Int(1)
+
+
+@_handler("xgroup|createconsumer")
+def xgroup_createconsumer(ctx: Context) -> Reply:
+    _, group, _ = _xgroup_target(ctx, b"createconsumer")
+    assert group is not None
+    name = ctx.argv[4]
+    if name in group.consumers:  # XGROUP-13
+        return Int(0)
+    group.add_consumer(name, ctx.now_ms())
+    return Int(1)
+
+
+@_handler("xgroup|delconsumer")
+def xgroup_delconsumer(ctx: Context) -> Reply:
+    _, group, _ = _xgroup_target(ctx, b"delconsumer")
+    assert group is not None
+    consumer = group.consumers.pop(ctx.argv[4], None)
+    if consumer is None:  # XGROUP-14
+        return Int(0)
+    for k in consumer.pel:
+        group.pel.pop(k)
+    ctx.errno = 0  # the walk over the consumer's PEL ends off the tree
+    return Int(len(consumer.pel))
+
+
+@_handler("xgroup|help")
+def xgroup_help(ctx: Context) -> Reply:
+    return Array(tuple(map(Simple, XGROUP_HELP)))  # XGROUP-15
+
+
+# -- XACK, XPENDING -------------------------------------------------------------------------
+
+
+@_handler("xack")
+def xack(ctx: Context) -> Reply:
+    argv = ctx.argv
+    stream = _stream(ctx, argv[1])  # XACK-1
+    group = None if stream is None else stream.groups.get(argv[2])
+    if group is None:
+        return Int(0)
+    ids = [_strict(ctx, arg) for arg in argv[3:]]  # XACK-2
+    acked = 0
+    pel = group.pel
+    for k in ids:  # XACK-3
+        nack = pel.pop(k)
+        if nack is not None:
+            nack.owner.pel.pop(k)  # type: ignore[union-attr]
+            acked += 1
+    return Int(acked)  # XACK-4
+
+
+def _stream_and_group(ctx: Context) -> tuple[Stream, Group]:
+    """WRONGTYPE, then NOGROUP for a missing key or group (XPENDING-6, XCLAIM-1, XAUTOCLAIM-4)."""
+    argv = ctx.argv
+    stream = _stream(ctx, argv[1])
+    group = None if stream is None else stream.groups.get(argv[2])
+    if group is None:
+        raise ReplyError(f"NOGROUP No such key '{_shown(argv[1])}' or consumer group '{_shown(argv[2])}'")
+    assert stream is not None
+    return stream, group
+
+
+@_handler("xpending")
+def xpending(ctx: Context) -> Reply:
+    argv = ctx.argv
+    argc = len(argv)
+    if argc != 3 and not 6 <= argc <= 9:  # XPENDING-1
+        raise ReplyError(table.SYNTAX)
+    if argc == 3:
+        _, group = _stream_and_group(ctx)
+        return _pending_summary(ctx, group)
+    min_idle = 0
+    at = 3
+    if _word(argv[3]) == b"idle":  # XPENDING-2
+        min_idle = _int(argv[4])
+        if argc < 8:
+            raise ReplyError(table.SYNTAX)
+        at = 5
+    count = max(_int(argv[at + 2]), 0)  # XPENDING-3
+    start = _range_start(ctx, argv[at])  # XPENDING-4
+    end = _range_end(ctx, argv[at + 1])
+    name = argv[at + 3] if at + 3 < argc else None  # XPENDING-5
+    _, group = _stream_and_group(ctx)  # XPENDING-6
+    if name is None:
+        pel = group.pel
+    else:
+        consumer = group.consumers.get(name)
+        if consumer is None:  # XPENDING-9
+            return EMPTY_ARRAY
+        pel = consumer.pel
+    now = ctx.now_ms()  # XPENDING-10
+    if not count:
+        return EMPTY_ARRAY
+    rows: list[Reply] = []
+    for k in pel.keys_from(start):
+        if k > end:
+            break
+        nack: Nack = pel[k]
+        idle = now - nack.time
+        if min_idle and idle < min_idle:
+            continue
+        rows.append(Array((_id_reply(k), Bulk(nack.owner.name),  # type: ignore[union-attr]
+                           Int(idle if idle > 0 else 0), Int(nack.shown_count()))))
+        count -= 1
+        if not count:
+            break
+    else:
+        ctx.errno = 0  # neither COUNT nor the end stopped the walk
+    return Array(tuple(rows))
+
+
+def _pending_summary(ctx: Context, group: Group) -> Reply:
+    pel = group.pel
+    if not pel:  # XPENDING-8
+        return Array((Int(0), NULL_BULK, NULL_BULK, NULL_ARRAY))
+    ctx.errno = 0  # the walk over the consumers ends off the tree
+    owners = tuple(Array((Bulk(c.name), Bulk(b"%d" % len(c.pel))))  # XPENDING-7
+                   for c in group.consumers_in_order() if c.pel)
+    return Array((Int(len(pel)), _id_reply(pel.first()), _id_reply(pel.last()), Array(owners)))
+
+
+# -- XCLAIM, XAUTOCLAIM -----------------------------------------------------------------------
+
+
+def _claimant(ctx: Context, group: Group, name: bytes) -> Consumer:
+    """XCLAIM-13: found (seen-time refreshed) or created, with one clock reading."""
+    now = ctx.now_ms()
+    consumer = group.consumers.get(name)
+    if consumer is None:
+        return group.add_consumer(name, now)
+    consumer.seen = now
+    return consumer
+
+
+@_handler("xclaim")
+def xclaim(ctx: Context) -> Reply:
+    argv = ctx.argv
+    argc = len(argv)
+    stream, group = _stream_and_group(ctx)  # XCLAIM-1
+    min_idle = max(_int(argv[4], "ERR Invalid min-idle-time argument for XCLAIM"), 0)  # XCLAIM-2
+    ids: list[int] = []
+    j = 5
+    while j < argc:  # XCLAIM-3
+        k = _strict_or_none(ctx, argv[j])
+        if k is None:
+            break
+        ids.append(k)
+        j += 1
+    now = ctx.now_ms()  # XCLAIM-4
+    force = justid = False
+    delivery: int | None = None
+    retry = -1
+    last_id = 0
+    while j < argc:  # XCLAIM-5
+        more = j + 1 < argc
+        opt = _word(argv[j])
+        if opt == b"force":
+            force = True
+        elif opt == b"justid":
+            justid = True
+        elif opt == b"idle" and more:
+            j += 1
+            delivery = now - _int(argv[j], "ERR Invalid IDLE option argument for XCLAIM")
+        elif opt == b"time" and more:
+            j += 1
+            delivery = _int(argv[j], "ERR Invalid TIME option argument for XCLAIM")
+        elif opt == b"retrycount" and more:
+            j += 1
+            retry = _int(argv[j], "ERR Invalid RETRYCOUNT option argument for XCLAIM")
+        elif opt == b"lastid" and more:
+            j += 1
+            last_id = _strict(ctx, argv[j])
+        else:
+            raise ReplyError(f"ERR Unrecognized XCLAIM option '{_shown(argv[j])}'")
+        j += 1
+    if last_id > group.last_id:  # XCLAIM-6
+        group.last_id = last_id
+    if delivery is None or delivery < 0 or delivery > now:  # XCLAIM-7
+        delivery = now
+    consumer: Consumer | None = None
+    claimed: list[Reply] = []
+    pel = group.pel
+    for k in ids:  # XCLAIM-8
+        nack = pel.get(k)
+        found = stream.locate(k)
+        if found is None:
+            if not _live_after(stream, k):
+                ctx.errno = 0  # the lookup ran off the tree
+            if nack is not None:  # XCLAIM-9
+                group.drop(k)
+            continue
+        if nack is None:
+            if not force:  # XCLAIM-11
+                continue
+            nack = Nack(ctx.now_ms(), 1, None)  # XCLAIM-10
+        elif min_idle and now - nack.time < min_idle:  # XCLAIM-12
+            continue
+        if consumer is None:  # XCLAIM-13
+            consumer = _claimant(ctx, group, argv[3])
+        nack.time = delivery  # XCLAIM-14
+        if retry >= 0:
+            nack.count = retry
+        elif not justid:
+            nack.count = (nack.count + 1) & U64
+        group.give(k, nack, consumer)
+        if justid:  # XCLAIM-15
+            claimed.append(_id_reply(k))
+        else:
+            claimed.append(_entry(k, stream.nodes[found[0]], found[1]))
+    return Array(tuple(claimed))
+
+
+@_handler("xautoclaim")
+def xautoclaim(ctx: Context) -> Reply:
+    argv = ctx.argv
+    argc = len(argv)
+    min_idle = max(_int(argv[4], "ERR Invalid min-idle-time argument for XAUTOCLAIM"), 0)  # XAUTOCLAIM-1
+    position: int | None = _range_start(ctx, argv[5])  # XAUTOCLAIM-2
+    count = AUTOCLAIM_DEFAULT_COUNT
+    justid = False
+    j = 6
+    while j < argc:  # XAUTOCLAIM-3
+        opt = _word(argv[j])
+        if opt == b"count" and j + 1 < argc:
+            j += 1
+            v = parse_ll(argv[j])
+            if v is None or not 1 <= v <= AUTOCLAIM_MAX_COUNT:
+                raise ReplyError("ERR COUNT must be > 0")
+            count = v
+        elif opt == b"justid":
+            justid = True
+        else:
+            raise ReplyError(table.SYNTAX)
+        j += 1
+    stream, group = _stream_and_group(ctx)  # XAUTOCLAIM-4
+    attempts = count * AUTOCLAIM_ATTEMPTS_FACTOR  # XAUTOCLAIM-6
+    now = ctx.now_ms()
+    pel = group.pel
+    consumer: Consumer | None = None
+    claimed: list[Reply] = []
+    deleted: list[Reply] = []
+    while attempts and count and position is not None:
+        k = pel.first_from(position)
+        if k is None:
+            position = None
+            break
+        nack = pel[k]
+        attempts -= 1
+        position = k + 1 if k < MAX_KEY else None
+        found = stream.locate(k)
+        if found is None:  # XAUTOCLAIM-7
+            if not _live_after(stream, k):
+                ctx.errno = 0
+            group.drop(k)
+            deleted.append(_id_reply(k))
+            count -= 1
+            continue
+        if min_idle and now - nack.time < min_idle:  # XAUTOCLAIM-8
+            continue
+        if consumer is None:  # XAUTOCLAIM-9
+            consumer = _claimant(ctx, group, argv[3])
+        nack.time = now
+        if not justid:
+            nack.count = (nack.count + 1) & U64
+        group.give(k, nack, consumer)
+        claimed.append(_id_reply(k) if justid else _entry(k, stream.nodes[found[0]], found[1]))
+        count -= 1
+    cursor = None if position is None else pel.first_from(position)  # XAUTOCLAIM-10
+    if cursor is None:
+        cursor = 0
+        ctx.errno = 0  # the step to the next cursor ran off the tree
+    return Array((_id_reply(cursor), Array(tuple(claimed)), Array(tuple(deleted))))  # XAUTOCLAIM-11
+
+
+# -- XREAD, XREADGROUP and blocked readers -----------------------------------------------------
+
+
+def _streams_reply(ctx: Context, served: list[tuple[bytes, Reply]]) -> Reply:
+    """RESP2 ``[[key, entries], ...]``, RESP3 ``{key: entries}`` (XREAD-11)."""
+    if ctx.client.proto == 2:
+        return Array(tuple(Array((Bulk(k), entries)) for k, entries in served))
+    return Map(tuple((Bulk(k), entries) for k, entries in served))
+
+
+def _read_after(ctx: Context, stream: Stream, after: int, count: int) -> Array:
+    """Live entries above ``after``, at most ``count`` (0: all) (XREAD-10, BLOCK-4)."""
+    out: list[Reply] = []
+    for node, i in stream.forward(after + 1):
+        out.append(_entry(node.ms[i] << 64 | node.seq[i], node, i))
+        if len(out) == count:
+            break
+    else:
+        ctx.errno = 0  # the iterator ran off the tree
+    return Array(tuple(out))
+
+
+def _reader(ctx: Context, group: Group, name: bytes) -> Consumer:
+    """XREADGROUP-9: the reading consumer, seen-time refreshed or created."""
+    consumer = group.consumers.get(name)
+    if consumer is not None:
+        consumer.seen = ctx.now_ms()
+        return consumer
+    return group.add_consumer(name, ctx.now_ms())
+
+
+def _history(ctx: Context, stream: Stream, consumer: Consumer, after: int, count: int) -> Array:
+    """XREADGROUP-6: the consumer's pending entries above ``after``, re-delivered."""
+    out: list[Reply] = []
+    pel = consumer.pel
+    for k in pel.keys_from(after + 1):
+        if count and len(out) >= count:
+            return Array(tuple(out))
+        found = stream.locate(k)
+        if found is None:
+            if not _live_after(stream, k):
+                ctx.errno = 0
+            out.append(Array((_id_reply(k), NULL_ARRAY)))
+            continue
+        out.append(_entry(k, stream.nodes[found[0]], found[1]))
+        nack: Nack = pel[k]
+        nack.time = ctx.now_ms()
+        nack.count = (nack.count + 1) & U64
+    ctx.errno = 0  # the PEL walk looks for a next entry before COUNT: it ends off the tree
+    return Array(tuple(out))
+
+
+def _deliver(ctx: Context, stream: Stream, group: Group, consumer: Consumer, count: int, noack: bool) -> Array:
+    """XREADGROUP-7, -10, -11: entries above the group's last-delivered-id, moving the group."""
+    out: list[Reply] = []
+    pel = group.pel
+    own = consumer.pel
+    for node, i in stream.forward(group.last_id + 1):
+        k = node.ms[i] << 64 | node.seq[i]
+        stream.advance(group, k)  # LAG-4
+        out.append(_entry(k, node, i))
+        if not noack:
+            fresh_time = ctx.now_ms()  # streamCreateNACK reads the clock
+            nack = pel.get(k)
+            if nack is None:
+                nack = Nack(fresh_time, 1, consumer)
+                pel[k] = nack
+                own[k] = nack
+            else:  # XREADGROUP-10: taken over, with a second reading
+                nack.time = ctx.now_ms()
+                nack.count = 1
+                group.give(k, nack, consumer)
+        if len(out) == count:
+            break
+    else:
+        ctx.errno = 0
+    return Array(tuple(out))
+
+
+class _Read:
+    """One key/ID pair after the checks of XREAD-8, XREAD-9, XREADGROUP-2 .. XREADGROUP-4."""
+
+    __slots__ = ("key", "stream", "group", "after")
+
+    def __init__(self, key: bytes, stream: Stream | None, group: Group | None, after: int) -> None:
+        self.key = key
+        self.stream = stream
+        self.group = group
+        self.after = after  # MAX_KEY stands for ">"
+
+
+def _read_command(ctx: Context, grouped: bool) -> Reply | Blocked:
+    argv = ctx.argv
+    argc = len(argv)
+    count = 0
+    timeout: int | None = None
+    group_name: bytes | None = None
+    consumer_name = b""
+    noack = False
+    streams_at = 0
+    i = 1
+    while i < argc:  # XREAD-1
+        more = argc - i - 1
+        opt = _word(argv[i])
+        if opt == b"block" and more:
+            i += 1
+            t = _int(argv[i], TIMEOUT_NOT_INTEGER)  # XREAD-2
+            if t < 0:
+                raise ReplyError(TIMEOUT_NEGATIVE)
+            timeout = t
+        elif opt == b"count" and more:
+            i += 1
+            count = max(_int(argv[i]), 0)  # XREAD-3
+        elif opt == b"streams" and more:
+            streams_at = i + 1
+            if (argc - streams_at) & 1:  # XREAD-4
+                raise ReplyError(UNBALANCED)
+            break
+        elif opt == b"group" and more >= 2:
+            if not grouped:  # XREAD-5
+                raise ReplyError(GROUP_IN_XREAD)
+            group_name, consumer_name = argv[i + 1], argv[i + 2]
+            i += 2
+        elif opt == b"noack":
+            if not grouped:  # XREAD-5
+                raise ReplyError(NOACK_IN_XREAD)
+            noack = True
+        else:  # XREAD-6
+            raise ReplyError(table.SYNTAX)
+        i += 1
+    if not streams_at:  # XREAD-6
+        raise ReplyError(table.SYNTAX)
+    if grouped and group_name is None:  # XREADGROUP-1
+        raise ReplyError(MISSING_GROUP)
+    half = (argc - streams_at) >> 1
+    keys = argv[streams_at:streams_at + half]
+    reads: list[_Read] = []
+    for key, id_arg in zip(keys, argv[streams_at + half:], strict=True):  # XREAD-8
+        stream = _stream(ctx, key)
+        group = None
+        if group_name is not None:
+            group = None if stream is None else stream.groups.get(group_name)
+            if group is None:  # XREADGROUP-2
+                raise ReplyError(f"NOGROUP No such key '{_shown(key)}' or consumer group "
+                                 f"'{_shown(group_name)}' in XREADGROUP with GROUP option")
+        token = c_string(id_arg)
+        if token == b"$":
+            if group_name is not None:  # XREADGROUP-3
+                raise ReplyError(DOLLAR_IN_XREADGROUP)
+            after = 0 if stream is None else stream.last_id  # XREAD-9
+        elif token == b">":
+            if group_name is None:  # XREAD-9
+                raise ReplyError(GT_IN_XREAD)
+            after = MAX_KEY  # XREADGROUP-4
+        else:
+            after = _strict(ctx, id_arg)
+        reads.append(_Read(key, stream, group, after))
+    served: list[tuple[bytes, Reply]] = []
+    for r in reads:
+        s = r.stream
+        if s is None:  # XREAD-10
+            continue
+        g = r.group
+        if g is None:
+            if s.length and s.last_live() > r.after:  # type: ignore[operator]
+                served.append((r.key, _read_after(ctx, s, r.after, count)))
+        elif r.after != MAX_KEY:  # XREADGROUP-5
+            consumer = _reader(ctx, g, consumer_name)
+            served.append((r.key, _history(ctx, s, consumer, r.after, count)))
+        elif s.length and s.last_live() > g.last_id:  # type: ignore[operator]  # XREADGROUP-7
+            consumer = _reader(ctx, g, consumer_name)
+            served.append((r.key, _deliver(ctx, s, g, consumer, count, noack)))
+    if served:  # XREAD-11
+        return _streams_reply(ctx, served)
+    if timeout is None or not ctx.can_block:  # XREAD-11, XREAD-12
+        return NULL_ARRAY
+    after_by_key: dict[bytes, int] = {}
+    for r in reads:
+        after_by_key.setdefault(r.key, r.after)  # BLOCK-1: a key's first pair decides
+    retry = _blocked_retry(count or BLOCKED_DEFAULT_COUNT, group_name, consumer_name, noack, after_by_key)
+    ctx.block(list(after_by_key), timeout, retry, NULL_ARRAY)  # BLOCK-1: each key once
+    return BLOCKED
+
+
+def _blocked_retry(count: int, group_name: bytes | None, consumer_name: bytes, noack: bool,
+                   after_by_key: dict[bytes, int]) -> Callable[[Context, bytes], Reply | None]:
+    """What a blocked reader does when one of its keys is signalled (BLOCK-2 .. BLOCK-7)."""
+
+    def retry(ctx: Context, key: bytes) -> Reply | None:
+        value = ctx.db.get(key)
+        if type(value) is not Stream:
+            if group_name is None:  # BLOCK-5: XREAD keeps waiting
+                return None
+            raise ReplyError(UNBLOCKED_KEY_GONE)
+        if group_name is None:
+            after = after_by_key[key]
+            if not value.last_id > after:  # BLOCK-2: last-generated-id, not the last live entry
+                return None
+            entries = _read_after(ctx, value, after, count)  # BLOCK-4
+        else:
+            group = value.groups.get(group_name)
+            if group is None:  # BLOCK-6
+                raise ReplyError(UNBLOCKED_GROUP_GONE)
+            if not value.last_id > group.last_id:  # BLOCK-3
+                return None
+            consumer = _reader(ctx, group, consumer_name)  # BLOCK-7
+            entries = _deliver(ctx, value, group, consumer, count, noack)
+        return _streams_reply(ctx, [(key, entries)])
+
+    return retry
+
+
+@_handler("xread")
+def xread(ctx: Context) -> Reply | Blocked:
+    return _read_command(ctx, grouped=False)
+
+
+@_handler("xreadgroup")
+def xreadgroup(ctx: Context) -> Reply | Blocked:
+    return _read_command(ctx, grouped=True)
+
+
+# -- XINFO ---------------------------------------------------------------------------------
+
+
+def _info_stream(ctx: Context) -> Stream:
+    """XINFO-2: ``no such key``, then WRONGTYPE."""
+    value = ctx.db.get(ctx.argv[2])
+    if value is None:
+        raise ReplyError(table.NO_SUCH_KEY)
+    if type(value) is not Stream:
+        raise ReplyError(table.WRONGTYPE)
+    return value
+
+
+def _f(name: bytes, value: Reply) -> tuple[Reply, Reply]:
+    return Bulk(name), value
+
+
+def _nil_or_int(v: int | None) -> Reply:
+    return NULL_BULK if v is None else Int(v)
+
+
+def _stream_head(stream: Stream) -> list[tuple[Reply, Reply]]:
+    """The first seven fields of both forms of XINFO STREAM (XINFO-3)."""
+    return [
+        _f(b"length", Int(stream.length)),
+        _f(b"radix-tree-keys", Int(len(stream.nodes))),
+        _f(b"radix-tree-nodes", Int(stream.rax.nodes)),
+        _f(b"last-generated-id", _id_reply(stream.last_id)),
+        _f(b"max-deleted-entry-id", _id_reply(stream.max_deleted)),
+        _f(b"entries-added", Int(as_i64(stream.entries_added))),  # LAG-6
+        _f(b"recorded-first-entry-id", _id_reply(stream.first_id)),
+    ]
+
+
+def _entry_at(stream: Stream, key: int) -> Reply:
+    ni, i = stream.locate(key)  # type: ignore[misc]
+    return _entry(key, stream.nodes[ni], i)
+
+
+def _entries_read(group: Group) -> Reply:
+    return NULL_BULK if group.entries_read == INVALID_ENTRIES_READ else Int(group.entries_read)
+
+
+@_handler("xinfo|stream")
+def xinfo_stream(ctx: Context) -> Reply:
+    stream = _info_stream(ctx)
+    options = ctx.argv[3:]
+    if not options:  # XINFO-3
+        if not stream.nodes:
+            ctx.errno = 0  # the first/last-entry seeks find an empty tree
+        first = stream.first_live()
+        last = stream.last_live()
+        return Map((*_stream_head(stream),
+                    _f(b"groups", Int(len(stream.groups))),
+                    _f(b"first-entry", NULL_BULK if first is None else _entry_at(stream, first)),
+                    _f(b"last-entry", NULL_BULK if last is None else _entry_at(stream, last))))
+    if len(options) not in (1, 3) or _word(options[0]) != b"full":  # XINFO-4
+        raise _subcommand_syntax(ctx)
+    count = FULL_DEFAULT_COUNT
+    if len(options) == 3:
+        if _word(options[1]) != b"count":
+            raise _subcommand_syntax(ctx)
+        n = _int(options[2])
+        count = FULL_DEFAULT_COUNT if n < 0 else n
+    if not count or stream.length < count or stream.groups_allocated:
+        ctx.errno = 0  # the entry walk, then the groups' walk, ran off their trees
+    entries: list[Reply] = []
+    for node, i in stream.forward(0):  # XINFO-5
+        if count and len(entries) == count:
+            break
+        entries.append(_entry(node.ms[i] << 64 | node.seq[i], node, i))
+    groups: list[Reply] = []
+    for name in sorted(stream.groups):
+        group = stream.groups[name]
+        pending = [Array((_id_reply(k), Bulk(n.owner.name), Int(n.time),  # type: ignore[union-attr]
+                          Int(n.shown_count())))
+                   for k, n in group.pel.items_head(count)]
+        consumers = [Map((
+            _f(b"name", Bulk(c.name)),
+            _f(b"seen-time", Int(c.seen)),
+            _f(b"pel-count", Int(len(c.pel))),
+            _f(b"pending", Array(tuple(Array((_id_reply(k), Int(n.time), Int(n.shown_count())))
+                                       for k, n in c.pel.items_head(count)))),
+        )) for c in group.consumers_in_order()]
+        groups.append(Map((
+            _f(b"name", Bulk(group.name)),
+            _f(b"last-delivered-id", _id_reply(group.last_id)),
+            _f(b"entries-read", _entries_read(group)),
+            _f(b"lag", _nil_or_int(stream.lag(group))),
+            _f(b"pel-count", Int(len(group.pel))),
+            _f(b"pending", Array(tuple(pending))),
+            _f(b"consumers", Array(tuple(consumers))),
+        )))
+    return Map((*_stream_head(stream), _f(b"entries", Array(tuple(entries))),
+                _f(b"groups", Array(tuple(groups)))))
+
+
+@_handler("xinfo|groups")
+def xinfo_groups(ctx: Context) -> Reply:
+    stream = _info_stream(ctx)
+    if stream.groups_allocated:
+        ctx.errno = 0  # XINFO-6: the walk over the groups' tree ends off it
+    return Array(tuple(Map((
+        _f(b"name", Bulk(g.name)),
+        _f(b"consumers", Int(len(g.consumers))),
+        _f(b"pending", Int(len(g.pel))),
+        _f(b"last-delivered-id", _id_reply(g.last_id)),
+        _f(b"entries-read", _entries_read(g)),
+        _f(b"lag", _nil_or_int(stream.lag(g))),
+    )) for g in (stream.groups[n] for n in sorted(stream.groups))))
+
+
+@_handler("xinfo|consumers")
+def xinfo_consumers(ctx: Context) -> Reply:
+    stream = _info_stream(ctx)
+    group = stream.groups.get(ctx.argv[3])
+    if group is None:  # XINFO-7
+        raise ReplyError(f"NOGROUP No such consumer group '{_shown(ctx.argv[3])}' for key name "
+                         f"'{_shown(ctx.argv[2])}'")
+    now = ctx.now_ms()
+    ctx.errno = 0  # the walk over the consumers ends off the tree
+    return Array(tuple(Map((
+        _f(b"name", Bulk(c.name)),
+        _f(b"pending", Int(len(c.pel))),
+        _f(b"idle", Int(max(now - c.seen, 0))),
+    )) for c in group.consumers_in_order()))
+
+
+@_handler("xinfo|help")
+def xinfo_help(ctx: Context) -> Reply:
+    return _help(ctx, XINFO_HELP)  # XINFO-1
+
+
+__all__ = ["HANDLERS", "Node", "Stream"]
