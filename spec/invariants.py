@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from xspec.spec.ids import MIN_ID
+from xspec.spec.ids import I64_MAX, I64_MIN, MIN_ID, U64_MAX
 
 if TYPE_CHECKING:
     from xspec.models.server import Server
@@ -41,7 +41,9 @@ def _stream(s: Stream) -> Iterator[str]:
     live = sum(n[1] for n in nodes)
     if live != len(ids):
         yield f"INV-2: layout holds {live} live entries, stream has {len(ids)}"
-    if s.entries_added < len(ids):
+    if not 0 <= s.entries_added <= U64_MAX:
+        yield f"INV-3: entries-added {s.entries_added} is not an unsigned 64-bit value"
+    elif s.entries_added < len(ids):  # Redis gets here only by wrapping the counter: 2^63 XADDs at least
         yield f"INV-3: entries-added {s.entries_added} < length {len(ids)}"
     expected_first = ids[0] if ids else MIN_ID
     if s.first_id != expected_first:
@@ -58,14 +60,15 @@ def _stream(s: Stream) -> Iterator[str]:
                 yield f"INV-6: group {name!r} PEL entry {entry_id} has no owner in the group"
             elif owner.pel.get(entry_id) is not nack:
                 yield f"INV-6: group {name!r} PEL entry {entry_id} missing from owner {owner.name!r}'s PEL"
-            if nack.delivery_count < 0:
-                yield f"INV-8: group {name!r} entry {entry_id} has delivery count {nack.delivery_count}"
+            if not 0 <= nack.delivery_count <= U64_MAX:
+                yield f"INV-8: group {name!r} entry {entry_id} has delivery count {nack.delivery_count}, " \
+                      "not an unsigned 64-bit value"
         for c in g.consumers.values():
             for entry_id, nack in c.pel.items():
                 if g.pel.get(entry_id) is not nack or nack.consumer is not c:
                     yield f"INV-7: consumer {c.name!r} of group {name!r} holds {entry_id}, not its own in the group PEL"
-        if g.entries_read < -1:
-            yield f"INV-8: group {name!r} entries-read {g.entries_read}"
+        if not I64_MIN <= g.entries_read <= I64_MAX:  # any negative value once a counter wrapped (LAG-6)
+            yield f"INV-8: group {name!r} entries-read {g.entries_read} is not a signed 64-bit value"
 
 
 def _clients(server: Server) -> Iterator[str]:

@@ -20,7 +20,10 @@ NOT_RULES = re.compile(r"^(UTF|SHA|CVE|RFC|ISO|PR|RESP|LP|INT|UINT)-")
 
 def defined() -> Counter[str]:
     c: Counter[str] = Counter()
-    for md in [*sorted((ROOT / "spec" / "rules").glob("*.md")), ROOT / "spec" / "invariants.md"]:
+    # The normative files: command rules, invariants, and the rules of the
+    # explorer and of the proof catalogue.
+    normative = [ROOT / "spec" / name for name in ("invariants.md", "exploration.md", "proofs.md")]
+    for md in [*sorted((ROOT / "spec" / "rules").glob("*.md")), *normative]:
         c.update(DEFINITION.findall(md.read_text()))
     return c
 

@@ -70,11 +70,15 @@ def record_corpus(out: Path, only: str | None, redis_server: str | None, list_on
 
 def _register() -> None:
     """Commands that live in their own modules."""
+    from xspec.models.explore.cli import explore_command
+    from xspec.spec.proofs.cli import prove_command
     from xspec.traces.checkjob import check_command
     from xspec.traces.explain import explain_command
     from xspec.traces.proxy import record_command
     main.add_command(check_command)
     main.add_command(explain_command)
+    main.add_command(explore_command)
+    main.add_command(prove_command)
     main.add_command(record_command)
 
 

@@ -1,0 +1,558 @@
+"""Abstract states of the model: compact keys, their materialisation, and symmetry.
+
+The explorer never keeps :class:`~xspec.models.server.Server` objects. A state
+is a *key*, a nested tuple that holds everything ``Server.freeze()`` holds
+(spec/exploration.md, "The key") with these abstractions applied:
+
+* times are ages relative to the clock, capped at the horizon: two states whose
+  pending entries and consumers differ only in ages at or past the horizon are
+  one state (EXPLORE-ABS-1);
+* delivery counts are capped (EXPLORE-ABS-2);
+* unless ``consumer_times`` is set, consumers' seen-time and active-time are
+  left out: in the model only XINFO reads them (EXPLORE-ABS-3);
+* consumers and clients are named by *process labels* instead of names and
+  connection ids, so relabelling processes of one symmetry class is a
+  permutation of labels (EXPLORE-SYM-1).
+
+:meth:`Abstraction.thaw` rebuilds a real ``Server`` from a key, with the clock
+at :data:`BASE_MS` and every time at ``BASE_MS - age``; :meth:`Abstraction.key`
+reads one back. Commands always run on the real model; only the bookkeeping of
+which states were seen is abstract.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
+
+from sortedcontainers import SortedDict, SortedList
+
+from xspec.models.clock import ManualClock
+from xspec.models.dialect import REDIS_70, Dialect
+from xspec.models.layout import NodeLayout
+from xspec.models.server import NUM_DATABASES, Server
+from xspec.models.state import Client, Consumer, Group, Nack, Stream
+
+BASE_MS = 1_700_000_000_000
+"""The clock of every materialised state; times are ``BASE_MS - age``."""
+
+Key = tuple[Any, ...]
+"""A labelled server key: (databases, clients, errno, configuration)."""
+
+
+class Unsupported(Exception):
+    """A state the abstraction cannot represent faithfully (a blocked client, a stranger consumer...)."""
+
+
+# The state fields the key covers, per class. A test compares them with the
+# model's classes so that a field added to the model cannot be silently dropped.
+COVERED_SLOTS = {
+    Stream: ("entries", "last_id", "first_id", "max_deleted_id", "entries_added",
+             "groups", "groups_allocated", "layout"),
+    Group: ("name", "last_id", "entries_read", "pel", "consumers"),
+    Consumer: ("name", "seen_time", "active_time", "pel"),
+    Nack: ("delivery_time", "delivery_count", "consumer"),
+}
+CLIENT_KEY_FIELDS = ("proto", "db", "name", "in_multi", "multi_queue", "multi_error", "watched", "dirty_cas",
+                     "multi_used")
+"""The client fields in a key. Not in it, like in ``Server.freeze()``: the id (the process label
+stands for it), ``blocked`` (blocked clients are out of scope), ``closed`` (a closed client is
+gone) and ``last_cmd`` (only CLIENT LIST shows it)."""
+COVERED_CLIENT_FIELDS = ("id", "blocked", "closed", "last_cmd") + CLIENT_KEY_FIELDS
+_client_fields = attrgetter(*CLIENT_KEY_FIELDS)
+_THAW_REPLACES = frozenset({"clock", "config", "dbs", "clients", "next_client_id", "blocking", "ready_keys",
+                            "errno"})
+_SHAREABLE = (int, str, bytes, bool, type(None), tuple, frozenset, Dialect)
+
+
+
+class TimeReads:
+    """Which thawed pending entries' delivery times the model read before writing them (EXPLORE-MEMO-2)."""
+
+    origins: list[int] = []
+
+
+class TracedNack(Nack):
+    """A thawed pending entry that notices when the model reads its delivery time.
+
+    ``origin`` is the entry's position among the pending entries of the key it
+    was thawed from. Once the model writes the time (a new delivery), reading
+    it back reveals nothing about the state it started from.
+    """
+
+    __slots__ = ("_time", "_fresh", "origin")
+    _time: int
+    _fresh: bool
+    origin: int
+
+    @property  # type: ignore[override]
+    def delivery_time(self) -> int:
+        if not self._fresh:
+            TimeReads.origins.append(self.origin)
+        return self._time
+
+    @delivery_time.setter
+    def delivery_time(self, value: int) -> None:
+        self._time = value
+        self._fresh = True
+
+
+
+class _BindOnUse:
+    """A SortedDict attribute that is a bound method of its SortedList, bound the first time it is used."""
+
+    __slots__ = ("attr", "method")
+
+    def __init__(self, attr: str, method: str) -> None:
+        self.attr = attr
+        self.method = method
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        bound = getattr(obj._list, self.method)
+        obj.__dict__[self.attr] = bound
+        return bound
+
+
+def _list_bindings() -> dict[str, _BindOnUse]:
+    """The attributes ``SortedDict.__init__`` binds to its list's methods, found on a sample."""
+    sample = SortedDict()
+    return {name: _BindOnUse(name, value.__func__.__name__) for name, value in vars(sample).items()
+            if getattr(value, "__self__", None) is sample._list}
+
+
+class ThawedSortedDict(SortedDict):
+    """A SortedDict that binds its list's methods lazily: thawing builds many that see few operations.
+
+    Behaves as a SortedDict in every respect (it is one); only construction is cheaper.
+    """
+
+
+for _name, _binding in _list_bindings().items():
+    setattr(ThawedSortedDict, _name, _binding)
+
+
+def sorted_dict(items: tuple[tuple[Any, Any], ...]) -> SortedDict:
+    """A SortedDict of ``items``, which must already be in key order."""
+    d = SortedDict.__new__(ThawedSortedDict)
+    d._key = None
+    keys = [k for k, _ in items]
+    lst = SortedList()
+    if 0 < len(keys) <= lst._load:
+        # One sublist, as SortedList.update would leave it (its ``_index`` is rebuilt lazily).
+        lst._lists.append(keys)
+        lst._maxes.append(keys[-1])
+        lst._len = len(keys)
+    elif keys:
+        lst.update(keys)
+    d._list = lst
+    dict.update(d, items)
+    return d
+
+
+@dataclass
+class Abstraction:
+    """How concrete model states map to keys, for one exploration.
+
+    ``names[i]`` is the consumer name process ``i`` uses (None for a process
+    that is no consumer, such as a producer); process ``i`` talks over client
+    id ``i + 1``. ``classes[i]`` is its symmetry class: processes of one class
+    are interchangeable, and must be listed contiguously.
+    """
+
+    names: tuple[bytes | None, ...]
+    classes: tuple[int, ...]
+    horizon_ms: int
+    count_cap: int
+    symmetry: bool = True
+    consumer_times: bool = False
+    dialect: Dialect = REDIS_70
+    config: dict[str, str] = field(default_factory=dict)
+    _labels: dict[bytes, int] = field(init=False, repr=False)
+    # Parts of keys that are big and shared by many states (entries, layouts, clients, the
+    # configuration) are numbered: a key holds the number, hashed and compared in no time.
+    _ids: dict[Any, int] = field(init=False, repr=False, default_factory=dict)
+    _values: list[Any] = field(init=False, repr=False, default_factory=lambda: [None])
+    _layout_ids: dict[int, tuple[int, Any]] = field(init=False, repr=False, default_factory=dict)
+    _layouts: dict[int, tuple[Any, NodeLayout]] = field(init=False, repr=False, default_factory=dict)
+    _template: Server = field(init=False, repr=False)
+    _client_template: dict[str, Any] = field(init=False, repr=False)
+    _class_ranges: list[tuple[int, int]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if len(self.names) != len(self.classes):
+            raise ValueError("one symmetry class per process")
+        self._labels = {n: i for i, n in enumerate(self.names) if n is not None}
+        self._template = Server(self.dialect, ManualClock(BASE_MS), self.config)
+        self._client_template = dict(vars(Client(id=0)))  # every field at its default
+        self._client_dicts: dict[int, dict[str, Any]] = {}  # client number -> its fields, for thawing
+        self._default_client_fields = _client_fields(Client(id=0))
+        d = self._default_client_fields
+        self._default_client = self.number(d[:4] + ((), d[5], ()) + d[7:])
+        self._config_values = dict(self._template.config)
+        self._config_number = self.number(tuple(sorted(self._config_values.items())))
+        shared = [name for name, value in vars(self._template).items()
+                  if name not in _THAW_REPLACES and not isinstance(value, _SHAREABLE)]
+        if shared:  # thaw copies the server's other attributes by reference: they must not change
+            raise Unsupported(f"Server attributes the explorer does not know how to copy: {shared}")
+        ranges: list[tuple[int, int]] = []
+        for _, members in itertools.groupby(range(len(self.classes)), key=self.classes.__getitem__):
+            span = list(members)
+            ranges.append((span[0], span[-1] + 1))
+        if len({self.classes[lo] for lo, _ in ranges}) != len(ranges):
+            raise ValueError("processes of one symmetry class must be listed contiguously")
+        self._class_ranges = [r for r in ranges if r[1] - r[0] > 1]
+
+    # -- reading a key off a server -------------------------------------------------------
+    def key(self, server: Server, sources: list[int] | None = None) -> Key:
+        """The labelled key of ``server`` (EXPLORE-KEY-1).
+
+        With ``sources``, also appends for every pending entry, in key order,
+        the ``origin`` of the thawed entry whose delivery time it still holds,
+        or -1 when the time was written since the thaw (or the entry is new).
+        """
+        if server.blocking or server.ready_keys:
+            raise Unsupported("a client is blocked: blocking commands are outside the explorer's scope")
+        now = server.clock.now_ms()
+        dbs = tuple((i, tuple(sorted((k, self._value_key(v, now, sources)) for k, v in db.items())))
+                    for i, db in enumerate(server.dbs) if db)
+        clients = [0] * len(self.names)  # 0: not connected
+        for cid, c in server.clients.items():
+            label = cid - 1
+            if not 0 <= label < len(self.names):
+                raise Unsupported(f"client {cid} belongs to no process")
+            v = _client_fields(c)
+            if v == self._default_client_fields:  # the usual case: nothing set since the connection opened
+                clients[label] = self._default_client
+            else:
+                clients[label] = self.number(v[:4] + (tuple(map(tuple, v[4])), v[5], tuple(v[6])) + v[7:])
+        if server.config == self._config_values:
+            config = self._config_number
+        else:
+            config = self.number(tuple(sorted(server.config.items())))
+        return (dbs, tuple(clients), server.errno, config)
+
+    def _value_key(self, v: Stream | bytes, now: int, sources: list[int] | None) -> Any:
+        if not isinstance(v, Stream):
+            return v
+        cap = self.horizon_ms
+        count_cap = self.count_cap
+        labels = self._labels
+        groups = []
+        for g in v.groups.values():
+            pel = []
+            for entry_id, n in g.pel.items():
+                owner = labels.get(n.consumer.name) if n.consumer is not None else None
+                if owner is None:
+                    raise Unsupported(f"consumer {n.consumer.name if n.consumer else None!r} belongs to no process")
+                pel.append((entry_id, min(now - n.delivery_time, cap), min(n.delivery_count, count_cap), owner))
+                if sources is not None:
+                    sources.append(n.origin if type(n) is TracedNack and not n._fresh else -1)
+            consumers = []
+            for name, c in g.consumers.items():
+                label = labels.get(name)
+                if label is None:
+                    raise Unsupported(f"consumer {name!r} belongs to no process")
+                if self.consumer_times:
+                    active = None if c.active_time == -1 else min(now - c.active_time, cap)
+                    consumers.append((label, min(now - c.seen_time, cap), active))
+                else:
+                    consumers.append((label, 0, None))
+            consumers.sort()
+            groups.append((g.name, g.last_id, g.entries_read, tuple(pel), tuple(consumers)))
+        frozen = v.layout.freeze()  # cached by the layout until it changes, and shared by its copies
+        known = self._layout_ids.get(id(frozen))
+        if known is not None and known[1] is frozen:
+            layout = known[0]
+        else:
+            layout = self.number(frozen)
+            self._layouts.setdefault(layout, (frozen, v.layout.copy()))
+            self._layout_ids[id(frozen)] = (layout, frozen)  # holding ``frozen`` keeps its id from reuse
+        return (self.number(tuple(v.entries.items())), v.last_id, v.first_id, v.max_deleted_id,
+                v.entries_added, v.groups_allocated, layout, tuple(groups))
+
+    def number(self, value: Any) -> int:
+        """The number standing for ``value`` in keys (EXPLORE-KEY-1); equal values, equal numbers."""
+        n = self._ids.get(value)
+        if n is None:
+            n = self._ids[value] = len(self._values)
+            self._values.append(value)
+        return n
+
+    def value(self, number: int) -> Any:
+        """The value a key's number stands for."""
+        return self._values[number]
+
+    # -- materialising a key ------------------------------------------------------------
+    def thaw(self, key: Key) -> Server:
+        """A real server in the state ``key`` names, its clock at :data:`BASE_MS` (EXPLORE-KEY-2)."""
+        dbs_key, clients_key, errno, config = key
+        server = Server.__new__(Server)
+        server.__dict__.update(self._template.__dict__)
+        server.clock = ManualClock(BASE_MS)
+        server.config = dict(self._values[config])
+        server.dbs = [{} for _ in range(NUM_DATABASES)]
+        origin = 0  # pending entries are numbered in key order across streams and groups
+        for dbi, items in dbs_key:
+            db = server.dbs[dbi]
+            for k, v in items:
+                if isinstance(v, tuple):
+                    db[k] = self._thaw_value(v, origin)
+                    origin += sum(len(group[3]) for group in v[7])
+                else:
+                    db[k] = v
+        server.clients = {}
+        for label, ck in enumerate(clients_key):
+            if ck:
+                cid = label + 1
+                fields = self._client_dicts.get(ck)
+                if fields is None:
+                    fields = self._client_dicts[ck] = self._client_template | dict(
+                        zip(CLIENT_KEY_FIELDS, self._values[ck], strict=True))
+                client = Client.__new__(Client)
+                client.__dict__.update(fields)
+                client.id = cid
+                client.multi_queue = [list(q) for q in client.multi_queue]
+                client.watched = dict.fromkeys(client.watched)
+                server.clients[cid] = client
+        server.next_client_id = len(clients_key) + 1
+        server.blocking = {}
+        server.ready_keys = {}
+        server.errno = errno
+        return server
+
+    def _thaw_value(self, v: tuple[Any, ...], origin: int) -> Stream:
+        entries, last_id, first_id, max_deleted, added, allocated, layout, groups = v
+        s = Stream.__new__(Stream)
+        s.entries = sorted_dict(self._values[entries])
+        s.last_id = last_id
+        s.first_id = first_id
+        s.max_deleted_id = max_deleted
+        s.entries_added = added
+        s.groups_allocated = allocated
+        s.layout = self._layouts[layout][1].copy()
+        names = self.names
+        thawed_groups = []
+        for gname, glast, entries_read, pel, consumers_key in groups:
+            g = Group.__new__(Group)
+            g.name = gname
+            g.last_id = glast
+            g.entries_read = entries_read
+            consumers: dict[int, Consumer] = {}
+            owned: dict[int, list[tuple[Any, Nack]]] = {}
+            for label, seen_age, active_age in consumers_key:
+                c = Consumer.__new__(Consumer)
+                c.name = names[label]
+                c.seen_time = BASE_MS - seen_age
+                c.active_time = -1 if active_age is None else BASE_MS - active_age
+                consumers[label] = c
+                owned[label] = []
+            group_pel = []
+            for entry_id, age, count, owner in pel:
+                n = TracedNack.__new__(TracedNack)
+                n._time = BASE_MS - age
+                n._fresh = False
+                n.origin = origin
+                origin += 1
+                n.delivery_count = count
+                n.consumer = consumers[owner]
+                group_pel.append((entry_id, n))
+                owned[owner].append((entry_id, n))
+            for label, c in consumers.items():
+                c.pel = sorted_dict(tuple(owned[label]))
+            g.pel = sorted_dict(tuple(group_pel))
+            g.consumers = sorted_dict(tuple(sorted((c.name, c) for c in consumers.values())))
+            thawed_groups.append((gname, g))
+        s.groups = sorted_dict(tuple(thawed_groups))
+        return s
+
+    # -- time ------------------------------------------------------------------------------
+    def advance(self, key: Key, ms: int) -> Key:
+        """The key of the same state ``ms`` milliseconds later: every age grows, capped (EXPLORE-ABS-1)."""
+        cap = self.horizon_ms
+
+        def older(age: int | None) -> int | None:
+            return None if age is None else min(age + ms, cap)
+
+        def group(g: tuple[Any, ...]) -> tuple[Any, ...]:
+            gname, glast, er, pel, cons = g
+            if self.consumer_times:
+                cons = tuple((label, min(seen + ms, cap), older(active)) for label, seen, active in cons)
+            return (gname, glast, er, tuple((i, min(age + ms, cap), n, o) for i, age, n, o in pel), cons)
+
+        return map_groups(key, group)
+
+    # -- delivery times apart ---------------------------------------------------------------
+    def split_ages(self, key: Key) -> tuple[Key, tuple[int, ...]]:
+        """``key`` with every pending entry's age set to 0, and the ages in key order (EXPLORE-MEMO-2)."""
+        ages: list[int] = []
+
+        def group(g: tuple[Any, ...]) -> tuple[Any, ...]:
+            gname, glast, er, pel, cons = g
+            ages.extend(p[1] for p in pel)
+            return (gname, glast, er, tuple((i, 0, n, o) for i, _, n, o in pel), cons)
+
+        return map_groups(key, group), tuple(ages)
+
+    def with_ages(self, key: Key, ages: list[int]) -> Key:
+        """The inverse of :meth:`split_ages`: put ``ages`` (key order) back into ``key``."""
+        it = iter(ages)
+
+        def group(g: tuple[Any, ...]) -> tuple[Any, ...]:
+            gname, glast, er, pel, cons = g
+            return (gname, glast, er, tuple((i, next(it), n, o) for i, _, n, o in pel), cons)
+
+        return map_groups(key, group)
+
+    # -- symmetry ----------------------------------------------------------------------------
+    def canonical(self, key: Key, local: Sequence[Any]) -> tuple[Key, tuple[Any, ...], tuple[int, ...] | None]:
+        """The representative of the orbit of (``key``, ``local``) under relabelling (EXPLORE-SYM-2).
+
+        ``local`` holds one value per process (its program state). Within each
+        symmetry class, processes are ordered by a signature that does not
+        mention labels; processes whose signatures tie are indistinguishable,
+        so any order among them gives the same key. Returns the relabelled key
+        and locals and the permutation applied (``perm[old] = new``), None when
+        it is the identity.
+        """
+        if not self.symmetry or not self._class_ranges:
+            return key, tuple(local), None
+        signatures = self._signatures(key, local)
+        perm = list(range(len(self.names)))
+        identity = True
+        for lo, hi in self._class_ranges:
+            order = sorted(range(lo, hi), key=signatures.__getitem__)
+            for new, old in enumerate(order, lo):
+                perm[old] = new
+                if new != old:
+                    identity = False
+        if identity:
+            return key, tuple(local), None
+        p = tuple(perm)
+        return self.relabel(key, p), permute(local, p), p
+
+    def ties(self, key: Key, local: Sequence[Any]) -> tuple[bool, ...]:
+        """For a canonical state: ``True`` for each process indistinguishable from the one before it.
+
+        Such a process's steps lead to relabellings of its twin's successors,
+        so an explorer with symmetry on may skip them (EXPLORE-SYM-3).
+        """
+        skip = [False] * len(self.names)
+        if not self.symmetry or not self._class_ranges:
+            return tuple(skip)
+        signatures = self._signatures(key, local)
+        for lo, hi in self._class_ranges:
+            for i in range(lo + 1, hi):
+                skip[i] = signatures[i] == signatures[i - 1]
+        return tuple(skip)
+
+    def _signatures(self, key: Key, local: Sequence[Any]) -> list[tuple[Any, ...]]:
+        owned: list[list[Any]] = [[] for _ in self.names]
+        member: list[list[Any]] = [[] for _ in self.names]
+        dbs_key, clients, _, _ = key
+        for _, items in dbs_key:
+            for k, v in items:
+                if not isinstance(v, tuple):
+                    continue
+                for gname, _, _, pel, consumers in v[7]:
+                    for entry_id, age, count, owner in pel:
+                        owned[owner].append((k, gname, entry_id, age, count))
+                    for label, seen, active in consumers:
+                        member[label].append((k, gname, seen, -1 if active is None else active))
+        return [(local[i], clients[i], tuple(member[i]), tuple(owned[i])) for i in range(len(self.names))]
+
+    def relabel(self, key: Key, perm: tuple[int, ...]) -> Key:
+        """``key`` with process ``i`` renamed ``perm[i]``: consumers, PEL owners and clients follow."""
+        def group(g: tuple[Any, ...]) -> tuple[Any, ...]:
+            gname, glast, er, pel, cons = g
+            return (gname, glast, er, tuple((i, age, n, perm[o]) for i, age, n, o in pel),
+                    tuple(sorted((perm[label], seen, active) for label, seen, active in cons)))
+
+        dbs, clients, errno, config = map_groups(key, group)
+        return (dbs, permute(clients, perm), errno, config)
+
+    # -- reading keys --------------------------------------------------------------------------
+    def stream_ids(self, key: Key, stream: bytes) -> tuple[Any, ...]:
+        """The live entry IDs of ``stream`` in database 0 (empty when missing)."""
+        value = _stream_value(key, stream)
+        return () if value is None else tuple(e for e, _ in self._values[value[0]])
+
+    def group_view(self, key: Key, stream: bytes, group: bytes) -> GroupView:
+        """The :class:`GroupView` of ``stream`` and ``group`` in database 0."""
+        value = _stream_value(key, stream)
+        if value is None:
+            return GroupView((), 0, None, {})
+        live = tuple(e for e, _ in self._values[value[0]])
+        for gname, last, _, pel, _ in value[7]:
+            if gname == group:
+                return GroupView(live, value[4], last, {entry: (owner, count) for entry, _, count, owner in pel})
+        return GroupView(live, value[4], None, {})
+
+    def orbit(self, key: Key, local: Sequence[Any]) -> set[tuple[Key, tuple[Any, ...]]]:
+        """Every relabelling of (``key``, ``local``) within symmetry classes: its orbit, by brute force."""
+        out = set()
+        for perm in self._permutations():
+            out.add((self.relabel(key, perm), permute(local, perm)))
+        return out
+
+    def _permutations(self) -> Iterator[tuple[int, ...]]:
+        n = len(self.names)
+        per_class = [list(itertools.permutations(range(lo, hi))) for lo, hi in self._class_ranges]
+        for choice in itertools.product(*per_class):
+            perm = list(range(n))
+            for (lo, hi), images in zip(self._class_ranges, choice, strict=True):
+                for old, new in zip(range(lo, hi), images, strict=True):
+                    perm[old] = new
+            yield tuple(perm)
+
+
+def map_groups(key: Key, group: Callable[[tuple[Any, ...]], tuple[Any, ...]]) -> Key:
+    """``key`` with every consumer group's part replaced by ``group(part)``, in key order."""
+    dbs_key, clients, errno, config = key
+    dbs = []
+    for dbi, items in dbs_key:
+        new_items = []
+        for k, v in items:
+            if isinstance(v, tuple):
+                v = v[:7] + (tuple(group(g) for g in v[7]),)
+            new_items.append((k, v))
+        dbs.append((dbi, tuple(new_items)))
+    return (tuple(dbs), clients, errno, config)
+
+
+def permute(values: Sequence[Any], perm: tuple[int, ...]) -> tuple[Any, ...]:
+    """``values`` reordered so that the value of ``i`` lands at ``perm[i]``."""
+    out: list[Any] = [None] * len(values)
+    for old, new in enumerate(perm):
+        out[new] = values[old]
+    return tuple(out)
+
+
+def invert(perm: tuple[int, ...]) -> tuple[int, ...]:
+    out = [0] * len(perm)
+    for old, new in enumerate(perm):
+        out[new] = old
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """What a key says about one stream and one of its groups (for properties and argument choices)."""
+
+    live: tuple[Any, ...]  # live entry IDs
+    entries_added: int
+    last_delivered: Any  # the group's last-delivered-id, None without the group
+    pending: dict[Any, tuple[int, int]]  # entry ID -> (owner process, capped delivery count)
+
+
+def _stream_value(key: Key, stream: bytes) -> tuple[Any, ...] | None:
+    for dbi, items in key[0]:
+        if dbi == 0:
+            for k, v in items:
+                if k == stream and isinstance(v, tuple):
+                    return v
+    return None
