@@ -58,7 +58,7 @@ def steps_of(*commands: tuple[int, str]) -> list[Step]:
     ("rediss://h:1?colour=red", "unknown options"),
     ("model:redis-0.1", "unknown dialect"),
     ("model:redis-7.0+bug:x", "mutant:<name>"),
-    ("embedded:", "not available yet"),
+    ("embedded:x", "takes nothing after the colon"),
 ])
 def test_bad_urls_are_refused_with_a_reason(url: str, message: str) -> None:
     with pytest.raises(TargetError, match=message):
@@ -174,6 +174,23 @@ def test_live_sequences_conform(live: LiveTarget) -> None:
         assert len(run.step_of_event) == len(run.trace.events)
         verdict = check_trace(run.trace)
         assert verdict.status == "conform", f"seed {seed}: {verdict.describe()}"
+
+
+def test_embedded_target_is_the_reference_server_started_and_stopped_for_the_run() -> None:
+    target = parse_target("embedded:")
+    try:
+        assert target.dialect == "redis-7.0"
+        pid = target.process.proc.pid  # type: ignore[attr-defined]
+        for seed in range(4):
+            rng = random.Random(500 + seed)
+            steps = Generator(rng, PROFILES[list(PROFILES)[seed % len(PROFILES)]]).sequence(60)
+            run = target.run_steps(steps, config=random_config(rng))
+            verdict = check_trace(run.trace)
+            assert verdict.status == "conform", f"seed {seed}: {verdict.describe()}"
+    finally:
+        target.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # stopped and reaped
 
 
 @pytest.mark.redis

@@ -258,15 +258,18 @@ def run_campaign_hook(url: str, dialect: str | None, allow_flush: bool, budget: 
 @contextlib.contextmanager
 def default_target(progress: Progress) -> Iterator[tuple[str, str]]:
     """(URL, description) of the target to use when none is given; see the module docstring."""
+    from xspec.traces.servers import ReferenceProcess
     try:
-        target = parse_target("embedded:")
-    except TargetError:
+        reference = ReferenceProcess().start()
+    except (RuntimeError, OSError):
         pass
     else:
+        pid = reference.proc.pid if reference.proc else "?"
+        progress(f"started the reference server (xspec serve) on 127.0.0.1:{reference.port} (pid {pid})")
         try:
-            yield target.url, "the reference server (embedded)"
+            yield f"redis://127.0.0.1:{reference.port}", "the reference server (xspec serve, embedded)"
         finally:
-            target.close()
+            reference.stop()
         return
     from xspec.traces.scenarios.runner import RedisProcess
     try:

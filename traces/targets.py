@@ -4,7 +4,7 @@
 ``redis://[user:password@]host:port[/db]``  a live server (``rediss://``: over TLS)
 ``model:<dialect>``                         the model, on a virtual clock
 ``model:<dialect>+mutant:<name>``           the model with a seeded bug (``xspec.models.mutants``)
-``embedded:``                               the reference server, started in-process
+``embedded:``                               the reference server (``xspec serve``), started for the run
 ==========================================  =============================================
 
 :func:`parse_target` turns a URL into a :class:`Target`; ``run(steps)``
@@ -29,8 +29,9 @@ SWAPDB, KEYS, SCAN, DBSIZE, SELECT, ...) are left out and listed in
 not applied, the trace assumes the dialect's defaults, CONFIG steps are left
 out, and that is listed in ``skipped`` too.
 
-``embedded:`` raises :class:`TargetError` until the reference server can be
-started in-process; ``xspec check`` then falls back to a redis-server on PATH.
+``embedded:`` starts the reference server (``xspec serve``, wall clock) in a
+child process on a free loopback port, tests it as a live target, and stops it
+by pid on :meth:`Target.close`.
 
 Model targets run on :class:`xspec.models.server.Server` with a
 :class:`~xspec.models.ManualClock` that moves only with the sequence's pauses
@@ -121,8 +122,9 @@ def parse_target(url: str, *, dialect: str | None = None, allow_flush: bool = Fa
         model_dialect = _dialect(name or dialect or REDIS_70.name)
         return ModelTarget(url, model_dialect, mutant.removeprefix("mutant:") or None)
     if scheme == "embedded":
-        raise TargetError("embedded: the reference server is not available yet; "
-                          "use redis://host:port or model:<dialect>")
+        if rest:
+            raise TargetError(f"{url!r}: embedded: takes nothing after the colon")
+        return EmbeddedTarget(url, dialect=dialect)
     if scheme in ("redis", "rediss"):
         return LiveTarget(url, parse_endpoint(url), dialect=dialect, allow_flush=allow_flush)
     raise TargetError(f"{url!r}: unknown scheme {scheme!r}; use redis, rediss, model or embedded")
@@ -680,6 +682,31 @@ def _mutant(name: str | None) -> contextlib.AbstractContextManager[object]:
     if name not in known:
         raise TargetError(f"unknown mutant {name!r}; known: {', '.join(sorted(known)) or 'none'}")
     return mutants.apply(name)  # type: ignore[no-any-return]
+
+
+
+class EmbeddedTarget(LiveTarget):
+    """``embedded:``: the reference server in a child process, tested as a live server."""
+
+    def __init__(self, url: str, *, dialect: str | None = None) -> None:
+        from xspec.traces.servers import ReferenceProcess
+        try:
+            self.process = ReferenceProcess(dialect=dialect or REDIS_70.name).start()
+        except (RuntimeError, OSError) as e:
+            raise TargetError(f"embedded: {e}") from None
+        try:
+            # The server was started empty for this run: flushing it is always allowed.
+            super().__init__(url, parse_endpoint(f"redis://127.0.0.1:{self.process.port}"),
+                             dialect=dialect, allow_flush=True)
+        except BaseException:
+            self.process.stop()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.process.stop()
 
 
 class ModelTarget:

@@ -71,6 +71,7 @@ def record_corpus(out: Path, only: str | None, redis_server: str | None, list_on
 def _register() -> None:
     """Commands that live in their own modules."""
     from xspec.models.explore.cli import explore_command
+    from xspec.reference.cli import serve_command
     from xspec.spec.proofs.cli import prove_command
     from xspec.traces.checkjob import check_command
     from xspec.traces.explain import explain_command
@@ -79,6 +80,7 @@ def _register() -> None:
     main.add_command(explain_command)
     main.add_command(explore_command)
     main.add_command(prove_command)
+    main.add_command(serve_command)
     main.add_command(record_command)
 
 

@@ -1,0 +1,724 @@
+"""The reference server's core: databases, clients, dispatch, transactions, blocking, time.
+
+:class:`Core` runs commands the way Redis 7.0.15's ``processCommand`` and
+``call`` do, with no networking of its own: the server (``reference.server``)
+feeds it parsed commands per connection and writes out what it returns.
+
+Dispatch, in Redis's order: look the command up in the shared command table
+(``xspec.spec.commands``, plus the few server-only commands of
+:data:`EXTRA_COMMANDS`), check its arity, refuse DEBUG unless enabled, refuse
+unauthenticated clients (``NOAUTH``), apply injected faults (XSPEC.FAULT),
+queue inside MULTI, else run the handler. A rejected command inside MULTI
+dooms the transaction; a rejected EXEC discards it (``EXECABORT``).
+
+After each command (after a whole EXEC), clients blocked on keys the command
+made ready are retried in FIFO order per key, keys in the order they were
+signalled (7.0's ``handleClientsBlockedOnKeys``); a served client's pipelined
+commands run after that. Timeouts fire once the clock has passed the deadline
+(``deadline < now``), from a timer with the wall clock or when XSPEC.CLOCK
+moves the virtual clock.
+
+Handlers (``reference.generic`` and the stream module's
+``reference.xcommands.HANDLERS``) see the server through :class:`Context`,
+which implements ``reference.api.Context`` and adds what the generic commands
+need (the core, the command's table entry).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import os
+import time
+from collections.abc import Callable, MutableMapping
+from errno import EAGAIN
+from typing import Any, Protocol
+
+from xspec.models.dialect import Dialect, get_dialect
+from xspec.reference.api import BLOCKED, Blocked, ReplyError
+from xspec.reference.clock import VirtualClock, WallClock
+from xspec.spec import commands as table
+from xspec.spec.commands import CommandSpec
+from xspec.spec.ids import c_string
+from xspec.spec.resp import QUEUED, Error, Reply
+
+log = logging.getLogger("xspec.serve")
+
+# A handler as the core calls it: the stream module's take ``api.Context``, the
+# generic ones this module's richer :class:`Context` (which provides it).
+Handler = Callable[[Any], Any]
+
+NUM_DATABASES = 16
+# The dialects this server reproduces (the model knows more; they are not served yet).
+SERVED_DIALECTS = ("redis-7.0",)
+NOAUTH = "NOAUTH Authentication required."
+DEBUG_NOT_ALLOWED = (
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it "
+    "from a local connection, otherwise you need to set this option in the configuration file, and then "
+    "restart the server.")
+
+# Commands that run at once inside MULTI instead of being queued.
+_RUN_INSIDE_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+
+
+def _spec(name: str, arity: int, flags: str = "", subs: tuple[tuple[str, int, str], ...] = ()) -> CommandSpec:
+    children = {s: CommandSpec(s, a, frozenset(f.split()), container=name) for s, a, f in subs}
+    return CommandSpec(name, arity, frozenset(flags.split()), subcommands=children)
+
+
+# Server commands outside the shared table (which holds what the model runs):
+# COMMAND, DEBUG and WAIT as Redis 7.0.15 declares them, and the admin commands
+# of the reference server itself.
+EXTRA_COMMANDS: dict[str, CommandSpec] = {s.name: s for s in (
+    _spec("command", -1, "loading stale", (
+        ("count", 2, "loading stale"), ("info", -2, "loading stale"), ("docs", -2, "loading stale"),
+        ("list", -2, "loading stale"), ("getkeys", -4, "loading stale"), ("help", 2, "loading stale"))),
+    _spec("debug", -2, "admin noscript loading stale protected"),
+    _spec("wait", 3, "noscript"),
+    _spec("xspec.clock", -2, "admin noscript loading stale fast allow_busy"),
+    _spec("xspec.fault", -2, "admin noscript loading stale fast no_auth allow_busy"),
+)}
+
+
+def lookup(argv: list[bytes]) -> CommandSpec | None:
+    """The command (or subcommand) ``argv`` names, from the shared table or :data:`EXTRA_COMMANDS`."""
+    spec = table.lookup(argv)
+    if spec is not None:
+        return spec
+    extra = EXTRA_COMMANDS.get(c_string(argv[0]).decode("latin-1").lower())
+    if extra is None or not extra.subcommands or len(argv) == 1:
+        return extra
+    return extra.subcommands.get(c_string(argv[1]).decode("latin-1").lower())
+
+
+def unknown_command_error(argv: list[bytes]) -> str:
+    """Redis's words for an unknown command or an unknown subcommand of a container."""
+    extra = EXTRA_COMMANDS.get(c_string(argv[0]).decode("latin-1").lower())
+    if extra is not None and extra.subcommands:
+        sub = c_string(argv[1])[:128].decode("utf-8", "surrogateescape")
+        return f"ERR unknown subcommand '{sub}'. Try {extra.name.upper()} HELP.".replace(
+            "\r", " ").replace("\n", " ")
+    # The shared table words it with arguments decoded as latin-1; this server
+    # writes error texts as UTF-8 with surrogate escapes, so map the bytes back.
+    return table.unknown_command_error(argv).encode("latin-1").decode("utf-8", "surrogateescape")
+
+
+class Connection(Protocol):
+    """What the core needs from a client's connection (the server's transport, or a test double)."""
+
+    def deliver(self, reply: Reply) -> None:
+        """Send a reply that was not the answer to the command being run (a served or timed-out block)."""
+        ...
+
+    def close_after_reply(self) -> None: ...
+
+    def close_now(self) -> None: ...
+
+    def resume(self) -> None:
+        """Run the commands held back (CLIENT PAUSE ended)."""
+        ...
+
+
+class BlockState:
+    """Why and how a client waits: its keys (in one database), deadline and retry."""
+
+    __slots__ = ("keys", "db", "deadline", "retry", "timeout_reply", "argv", "timer")
+
+    def __init__(self, keys: list[bytes], db: int, deadline: int | None,
+                 retry: Callable[[Any, bytes], Reply | None], timeout_reply: Reply, argv: list[bytes]) -> None:
+        self.keys = keys
+        self.db = db
+        self.deadline = deadline
+        self.retry = retry
+        self.timeout_reply = timeout_reply
+        self.argv = argv
+        self.timer: Any = None
+
+
+class Client:
+    """One connection's server-side state."""
+
+    __slots__ = ("id", "name", "proto", "db", "authenticated", "conn", "in_multi", "multi_queue",
+                 "multi_error", "dirty_cas", "watched", "blocked", "last_cmd", "ctx", "addr", "laddr",
+                 "fd", "created", "last_interaction", "no_evict", "tracking", "reply_mode", "kind")
+
+    def __init__(self, client_id: int, conn: Connection | None, authenticated: bool,
+                 addr: str = "127.0.0.1:0", laddr: str = "127.0.0.1:0", fd: int = -1) -> None:
+        self.id = client_id
+        self.name = b""
+        self.proto = 2
+        self.db = 0
+        self.authenticated = authenticated
+        self.conn = conn
+        self.in_multi = False
+        self.multi_queue: list[list[bytes]] = []
+        self.multi_error = False
+        self.dirty_cas = False
+        self.watched: dict[tuple[int, bytes], None] = {}
+        self.blocked: BlockState | None = None
+        self.last_cmd = "NULL"
+        self.ctx = Context(None, self)
+        self.addr = addr
+        self.laddr = laddr
+        self.fd = fd
+        self.created = self.last_interaction = time.monotonic()
+        self.no_evict = False
+        self.tracking = False
+        self.reply_mode = "on"
+        self.kind = "normal"
+
+
+class Context:
+    """One command execution as a handler sees it (``reference.api.Context`` and more).
+
+    Each client keeps one context and the core refills it for every command,
+    so running a command allocates nothing here.
+    """
+
+    __slots__ = ("core", "client", "argv", "db", "can_block", "spec")
+
+    def __init__(self, core: Core | None, client: Client) -> None:
+        self.core: Core = core  # type: ignore[assignment]  # set by Core.connect
+        self.client = client
+        self.argv: list[bytes] = []
+        self.db: MutableMapping[bytes, Any] = {}
+        self.can_block = True
+        self.spec: CommandSpec | None = None
+
+    def now_ms(self) -> int:
+        return self.core.now_ms()
+
+    @property
+    def errno(self) -> int:
+        """The server-wide C errno of 7.0's main thread (XADD-14)."""
+        return self.core.errno
+
+    @errno.setter
+    def errno(self, value: int) -> None:
+        self.core.errno = value
+
+    def config_int(self, name: str) -> int:
+        return self.core.int_setting(name)
+
+    def modified(self, key: bytes) -> None:
+        if self.core.watchers:
+            self.core.touch(self.client.db, key)
+
+    def ready(self, key: bytes) -> None:
+        if self.core.blocking:
+            self.core.signal_ready(self.client.db, key)
+
+    def deleted(self, key: bytes) -> None:
+        core = self.core
+        if core.watchers:
+            core.touch(self.client.db, key)
+        if core.blocking:
+            core.signal_ready(self.client.db, key)
+
+    def block(self, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | None],
+              timeout_reply: Reply, read_at: int | None = None) -> Blocked:
+        self.core.block(self.client, keys, timeout_ms, retry, timeout_reply, self.argv, read_at)
+        return BLOCKED
+
+
+class Postponed:
+    """Returned for a command held back by CLIENT PAUSE: it runs from the start once the pause ends."""
+
+    __slots__ = ()
+
+
+POSTPONED = Postponed()
+
+
+class PreRendered:
+    """A reply already rendered for the wire (EXEC's array mixes protocols after a queued HELLO)."""
+
+    __slots__ = ("reply",)
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+
+
+RunResult = Reply | PreRendered | None  # None: the client blocked
+Result = RunResult | Postponed
+
+
+class Observer(Protocol):
+    """Watches the core for ``--trace`` and ``--checked`` (``reference.trace``)."""
+
+    def connected(self, c: Client) -> None: ...
+
+    def closed(self, c: Client, by: str) -> None: ...
+
+    def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None: ...
+
+    def served(self, c: Client, reply: Reply, timed_out: bool) -> None: ...
+
+    def protocol_error(self, c: Client, raw: bytes, error: str) -> None: ...
+
+    def clock_moved(self) -> None: ...
+
+
+# The error replies XSPEC.FAULT can inject, in Redis 7.0.15's words.
+FAULT_ERRORS = {
+    "READONLY": "READONLY You can't write against a read only replica.",
+    "LOADING": "LOADING Redis is loading the dataset in memory",
+    "OOM": "OOM command not allowed when used memory > 'maxmemory'.",
+    "BUSY": "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+    "MASTERDOWN": "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+    "TRYAGAIN": "TRYAGAIN Multiple keys request during rehashing of slot",
+}
+
+
+class ErrorFault:
+    """Fail commands with ``text``: the next ``count`` ones (-1: all), or only those named ``command``."""
+
+    __slots__ = ("text", "count", "command")
+
+    def __init__(self, text: str, count: int, command: str | None) -> None:
+        self.text = text
+        self.count = count
+        self.command = command
+
+
+class Core:
+    """The whole server state and the dispatcher."""
+
+    def __init__(self, *, dialect: str = "redis-7.0", clock: WallClock | VirtualClock | None = None,
+                 requirepass: str | None = None, config: dict[str, str] | None = None,
+                 enable_debug: str = "no", port: int = 0) -> None:
+        from xspec.reference.generic import CONFIG_DEFAULTS
+
+        if dialect not in SERVED_DIALECTS:
+            raise ValueError(f"xspec serve runs {', '.join(SERVED_DIALECTS)}; not {dialect!r} yet")
+        self.dialect: Dialect = get_dialect(dialect)
+        self.clock = clock if clock is not None else WallClock()
+        self.config: dict[str, str] = dict(CONFIG_DEFAULTS)
+        self.config.update(self.dialect.config_defaults)
+        self.config.update({"maxclients": "10000", "appendonly": "no", "daemonize": "no", "dir": os.getcwd(),
+                            "port": str(port), "appenddirname": "appendonlydir",
+                            "appendfilename": "appendonly.aof", "dbfilename": "dump.rdb", "supervised": "no",
+                            "unixsocketperm": "0", "save": "", "pidfile": "", "logfile": ""})
+        self.config["enable-debug-command"] = enable_debug
+        if config:
+            self.config.update(config)
+        self.requirepass = requirepass
+        if requirepass is not None:
+            self.config["requirepass"] = requirepass
+        self.dbs: list[dict[bytes, Any]] = [{} for _ in range(NUM_DATABASES)]
+        self.clients: dict[int, Client] = {}
+        self.next_client_id = 1
+        self.blocking: dict[tuple[int, bytes], list[Client]] = {}
+        self.ready_keys: dict[tuple[int, bytes], None] = {}
+        self.watchers: dict[tuple[int, bytes], dict[Client, None]] = {}
+        self.handlers: dict[str, Handler] = load_handlers()
+        # argv[0] as sent -> (table entry, handler), for plain commands already seen.
+        self.fast_commands: dict[bytes, tuple[CommandSpec, Handler]] = {}
+        self.config_ints: dict[str, int] = {}  # parsed integer settings; cleared by CONFIG SET
+        self.now_ms = self.clock.now_ms  # type: ignore[method-assign]  # one call less per reading
+        self.observer: Observer | None = None
+        self.executing = False  # inside execute(), for observers: replies served now follow the command
+        # Called with (seconds, callback) to arm a timeout timer; returns a
+        # handle with cancel(). None: timeouts are only checked when asked.
+        self.timer_factory: Callable[[float, Callable[[], None]], Any] | None = None
+        self.error_faults: list[ErrorFault] = []
+        # CLIENT PAUSE: until when (ms on the server clock, 0: not paused), whether every command
+        # waits or only writes, and the clients with commands held back.
+        self.pause_until = 0
+        self.pause_all = False
+        self.postponed: dict[Client, None] = {}
+        self.started = time.time()
+        self.run_id = os.urandom(20).hex()
+        self.errno = 0  # the C errno of 7.0's main thread, which one XADD error shows (XADD-14)
+        self.reset_stats()
+
+    def reset_stats(self) -> None:
+        self.stat_commands = 0
+        self.stat_connections = 0
+        self.stat_rejected_connections = 0
+        self.stat_errors = 0
+
+    # -- time -----------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    # -- clients -------------------------------------------------------------------------
+    def connect(self, conn: Connection | None, addr: str = "127.0.0.1:0", laddr: str = "127.0.0.1:0",
+                fd: int = -1) -> Client:
+        """A new connection: RESP2, database 0, the next client ID."""
+        c = Client(self.next_client_id, conn, self.requirepass is None, addr, laddr, fd)
+        c.ctx.core = self
+        self.next_client_id += 1
+        self.clients[c.id] = c
+        self.stat_connections += 1
+        self.errno = EAGAIN  # the accept loop ends at the accept4() that fails with EAGAIN (XADD-14)
+        if self.observer is not None:
+            self.observer.connected(c)
+        return c
+
+    def disconnect(self, c: Client, by: str = "client") -> None:
+        """The connection is gone: forget its block, watches and transaction."""
+        if self.clients.pop(c.id, None) is None:
+            return
+        self.postponed.pop(c, None)
+        if c.blocked is not None:
+            self.unblock(c)
+        self.unwatch_all(c)
+        c.in_multi = False
+        c.multi_queue = []
+        if self.observer is not None:
+            self.observer.closed(c, by)
+
+    def max_bulk(self) -> int:
+        return self.int_setting("proto-max-bulk-len")
+
+    def int_setting(self, name: str) -> int:
+        """An integer setting, parsed once per CONFIG SET."""
+        try:
+            return self.config_ints[name]
+        except KeyError:
+            value = self.config_ints[name] = int(self.config[name])
+            return value
+
+    # -- dispatch ------------------------------------------------------------------------
+    def execute(self, c: Client, argv: list[bytes]) -> Result:
+        """Run one command of client ``c``; returns its reply (None when it blocked)."""
+        self.stat_commands += 1
+        if self.observer is not None:
+            return self._execute_observed(c, argv)
+        fast = self.fast_commands.get(argv[0])
+        arity = fast[0].arity if fast is not None else 0
+        if (fast is not None and c.authenticated and not c.in_multi and not self.error_faults
+                and not self.pause_until and ((arity == len(argv)) if arity > 0 else (len(argv) >= -arity))):
+            # The common case, checked as _dispatch does: a known plain command, well formed,
+            # from an authenticated client outside MULTI, with no injected fault or pause.
+            c.last_cmd = fast[0].name
+            result: Result = self.run(c, argv, fast[0], True, fast[1])
+        else:
+            result = self._dispatch(c, argv)
+        if self.ready_keys:
+            self.handle_ready()
+        if type(result) is Error:
+            self.stat_errors += 1
+        return result
+
+    def _execute_observed(self, c: Client, argv: list[bytes]) -> Result:
+        assert self.observer is not None
+        t0 = time.time_ns() // 1000
+        self.executing = True
+        try:
+            result = self._dispatch(c, argv)
+            if self.ready_keys:
+                self.handle_ready()
+        finally:
+            self.executing = False
+        if isinstance(result, Postponed):
+            return result
+        if type(result) is Error:
+            self.stat_errors += 1
+        self.observer.executed(c, argv, result, t0)
+        return result
+
+    def _dispatch(self, c: Client, argv: list[bytes]) -> Result:
+        spec = lookup(argv)
+        if spec is None:
+            c.last_cmd = "NULL"
+            return self.reject(c, unknown_command_error(argv), None)
+        name = c.last_cmd = spec.fullname
+        arity = spec.arity
+        if (arity != len(argv)) if arity > 0 else (len(argv) < -arity):
+            return self.reject(c, table.arity_error(spec), spec)
+        if name == "debug" and self.config["enable-debug-command"] != "yes" and not (
+                self.config["enable-debug-command"] == "local" and c.addr.startswith(("127.", "[::1]"))):
+            return self.reject(c, DEBUG_NOT_ALLOWED, spec)
+        if not c.authenticated and self.requirepass is not None and "no_auth" not in spec.flags:
+            return self.reject(c, NOAUTH, spec)
+        if self.error_faults and not name.startswith("xspec."):
+            text = self.injected_error(name)
+            if text is not None:
+                return self.reject(c, text, spec)
+        if self.pause_until and not name.startswith("xspec.") and self.paused_for(c, spec):
+            self.postponed[c] = None
+            return POSTPONED
+        if c.in_multi and name not in _RUN_INSIDE_MULTI:
+            if "no_multi" in spec.flags:
+                return self.reject(c, "ERR Command not allowed inside a transaction", spec)
+            if not (c.multi_error or c.dirty_cas):
+                c.multi_queue.append(argv)
+            return QUEUED
+        if (not spec.subcommands and spec.container is None and name != "debug"
+                and len(self.fast_commands) < 1024 and len(argv[0]) <= 32):
+            handler = self.handlers.get(name)
+            if handler is not None:
+                self.fast_commands[argv[0]] = (spec, handler)
+        return self.run(c, argv, spec, True)
+
+    # -- CLIENT PAUSE ----------------------------------------------------------------------
+    def paused_for(self, c: Client, spec: CommandSpec) -> bool:
+        """Whether a pause holds this command back (``blockPostponeClient``): every command
+        under ALL; under WRITE the writes, and an EXEC whose queue holds one."""
+        if self.now_ms() >= self.pause_until:
+            self.unpause()
+            return False
+        if self.pause_all:
+            return True
+        if spec.fullname == "exec":
+            return any("write" in (lookup(argv) or spec).flags for argv in c.multi_queue)
+        return "write" in spec.flags
+
+    def pause(self, until_ms: int, everything: bool) -> None:
+        if until_ms > self.pause_until:
+            self.pause_until = until_ms
+        self.pause_all = self.pause_all or everything
+        if not self.clock.virtual and self.timer_factory is not None:
+            self.timer_factory(max(until_ms - self.now_ms(), 0) / 1000, self.check_pause)
+
+    def check_pause(self) -> None:
+        """End the pause if the clock has reached its end (timers, XSPEC.CLOCK)."""
+        if self.pause_until and self.now_ms() >= self.pause_until:
+            self.unpause()
+
+    def unpause(self) -> None:
+        self.pause_until = 0
+        self.pause_all = False
+        waiting, self.postponed = self.postponed, {}
+        for c in waiting:
+            if c.conn is not None and c.id in self.clients:
+                c.conn.resume()
+
+    def run(self, c: Client, argv: list[bytes], spec: CommandSpec, can_block: bool,
+            handler: Handler | None = None) -> RunResult:
+        """Run a looked-up command's handler (alone, or queued inside EXEC with ``can_block`` False)."""
+        if handler is None:
+            handler = self.handlers.get(spec.fullname)
+        if handler is None:
+            return Error(f"ERR xspec serve: '{spec.fullname}' is not available on this server")
+        ctx = c.ctx
+        ctx.argv = argv
+        ctx.db = self.dbs[c.db]
+        ctx.can_block = can_block
+        ctx.spec = spec
+        try:
+            r = handler(ctx)
+        except ReplyError as e:
+            return Error(e.text)
+        except Exception as e:
+            return internal_error(spec, argv, e)
+        if r is BLOCKED:
+            return None
+        return r  # type: ignore[return-value]
+
+    def reject(self, c: Client, text: str, spec: CommandSpec | None) -> Reply:
+        """``rejectCommand``: the error; inside MULTI it dooms the transaction, for EXEC it discards it."""
+        if spec is not None and spec.fullname == "exec":
+            self.discard_transaction(c)
+            return Error(f"EXECABORT Transaction discarded because of: {text.removeprefix('ERR ')}")
+        if c.in_multi:
+            c.multi_error = True
+        return Error(text)
+
+    def injected_error(self, name: str) -> str | None:
+        """The error an active XSPEC.FAULT ERROR gives this command, if any (and count it)."""
+        for fault in self.error_faults:
+            if fault.command is not None and fault.command != name and not name.startswith(fault.command + "|"):
+                continue
+            if fault.count > 0:
+                fault.count -= 1
+                if fault.count == 0:
+                    self.error_faults.remove(fault)
+            return fault.text
+        return None
+
+    # -- transactions ---------------------------------------------------------------------
+    def discard_transaction(self, c: Client) -> None:
+        c.in_multi = False
+        c.multi_queue = []
+        c.multi_error = False
+        self.unwatch_all(c)
+
+    def watch(self, c: Client, key: bytes) -> None:
+        k = (c.db, key)
+        if k not in c.watched:
+            c.watched[k] = None
+            self.watchers.setdefault(k, {})[c] = None
+
+    def unwatch_all(self, c: Client) -> None:
+        for k in c.watched:
+            w = self.watchers.get(k)
+            if w is not None:
+                w.pop(c, None)
+                if not w:
+                    del self.watchers[k]
+        c.watched.clear()
+        c.dirty_cas = False
+
+    def touch(self, db: int, key: bytes) -> None:
+        """``signalModifiedKey``: every client watching the key will fail its EXEC."""
+        w = self.watchers.get((db, key))
+        if w:
+            for c in w:
+                c.dirty_cas = True
+
+    def touch_db(self, emptied: int, replaced_with: int | None) -> None:
+        """``touchAllWatchedKeysInDb``: watched keys of ``emptied`` that exist there or in its replacement."""
+        old = self.dbs[emptied]
+        new = self.dbs[replaced_with] if replaced_with is not None else {}
+        for (db, key), clients in self.watchers.items():
+            if db == emptied and (key in old or key in new):
+                for c in clients:
+                    c.dirty_cas = True
+
+    # -- blocking --------------------------------------------------------------------------
+    def block(self, c: Client, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | None],
+              timeout_reply: Reply, argv: list[bytes], read_at: int | None = None) -> None:
+        keys = list(dict.fromkeys(keys))
+        if timeout_ms == 0:
+            deadline = None
+        else:
+            deadline = (self.now_ms() if read_at is None else read_at) + timeout_ms
+        b = BlockState(keys, c.db, deadline, retry, timeout_reply, argv)
+        c.blocked = b
+        for k in keys:
+            self.blocking.setdefault((c.db, k), []).append(c)
+        if deadline is not None and not self.clock.virtual and self.timer_factory is not None:
+            self._arm_timer(c, b)
+
+    def _arm_timer(self, c: Client, b: BlockState) -> None:
+        assert b.deadline is not None
+        delay = (b.deadline + 1 - self.now_ms()) / 1000
+
+        def fire() -> None:
+            if c.blocked is not b:
+                return
+            if self.now_ms() > b.deadline:  # type: ignore[operator]
+                self.time_out(c)
+            else:
+                self._arm_timer(c, b)
+
+        assert self.timer_factory is not None
+        b.timer = self.timer_factory(max(delay, 0.0), fire)
+
+    def unblock(self, c: Client) -> None:
+        b = c.blocked
+        assert b is not None
+        for k in b.keys:
+            q = self.blocking.get((b.db, k))
+            if q is not None:
+                q.remove(c)
+                if not q:
+                    del self.blocking[(b.db, k)]
+        if b.timer is not None:
+            b.timer.cancel()
+        c.blocked = None
+
+    def signal_ready(self, db: int, key: bytes) -> None:
+        """``signalKeyAsReady``: queue the key once, if a client is blocked on it."""
+        if (db, key) in self.blocking:
+            self.ready_keys[(db, key)] = None
+
+    def handle_ready(self) -> None:
+        """``handleClientsBlockedOnKeys``: retry blocked clients, FIFO per key, keys in signal order."""
+        while self.ready_keys:
+            for k in list(self.ready_keys):
+                del self.ready_keys[k]
+                waiting = self.blocking.get(k)
+                if not waiting:
+                    continue
+                for c in list(waiting):
+                    b = c.blocked
+                    if b is None or c not in self.blocking.get(k, ()):
+                        continue
+                    ctx = c.ctx
+                    ctx.argv = b.argv
+                    ctx.db = self.dbs[b.db]
+                    ctx.can_block = True
+                    try:
+                        r = b.retry(ctx, k[1])
+                    except ReplyError as e:
+                        r = Error(e.text)
+                    if r is None:
+                        continue
+                    self.unblock(c)
+                    self._deliver(c, r, timed_out=False)
+
+    def _deliver(self, c: Client, r: Reply, timed_out: bool) -> None:
+        if type(r) is Error:
+            self.stat_errors += 1
+        if self.observer is not None:
+            self.observer.served(c, r, timed_out)
+        if c.conn is not None:
+            c.conn.deliver(r)
+
+    def time_out(self, c: Client, by_clock: bool = True) -> None:
+        """The blocked client's deadline passed (or CLIENT UNBLOCK): it gets its timeout reply."""
+        b = c.blocked
+        assert b is not None
+        self.unblock(c)
+        if by_clock and not any(o.blocked is not None and o.blocked.deadline is not None
+                                for o in self.clients.values()):
+            # XADD-14: the walk over the timeout table found no later deadline and ran off it.
+            self.errno = 0
+        self._deliver(c, b.timeout_reply, timed_out=True)
+
+    def expire_timeouts(self) -> None:
+        """Time out every blocked client whose deadline the clock has passed, earliest first."""
+        now = self.now_ms()
+        due = sorted((c.blocked.deadline, c.id) for c in self.clients.values()
+                     if c.blocked is not None and c.blocked.deadline is not None and c.blocked.deadline < now)
+        for _, cid in due:
+            c = self.clients.get(cid)
+            if c is not None and c.blocked is not None:
+                self.time_out(c)
+
+    # -- keyspace-wide changes (FLUSH*, SWAPDB, restarts) -----------------------------------------
+    def signal_streams_lost(self, emptied: int, replaced_with: int | None) -> None:
+        """``scanDatabaseForDeletedKeys``: blocked-on stream keys that stop being streams are signalled."""
+        old = self.dbs[emptied]
+        new = self.dbs[replaced_with] if replaced_with is not None else {}
+        for db, key in list(self.blocking):
+            if db != emptied or not is_stream(old.get(key)):
+                continue
+            if not is_stream(new.get(key)):
+                self.signal_ready(db, key)
+
+    def signal_streams_present(self, dbid: int) -> None:
+        """``scanDatabaseForReadyKeys``: every blocked-on key that holds a stream is ready."""
+        for db, key in list(self.blocking):
+            if db == dbid and is_stream(self.dbs[db].get(key)):
+                self.signal_ready(db, key)
+
+    def flush_db(self, dbid: int) -> None:
+        self.signal_streams_lost(dbid, None)
+        self.touch_db(dbid, None)
+        self.dbs[dbid].clear()
+
+    def swap_dbs(self, first: int, second: int) -> None:
+        self.touch_db(first, second)
+        self.touch_db(second, first)
+        self.signal_streams_lost(first, second)
+        self.signal_streams_lost(second, first)
+        self.dbs[first], self.dbs[second] = self.dbs[second], self.dbs[first]
+        self.signal_streams_present(first)
+        self.signal_streams_present(second)
+
+
+def internal_error(spec: CommandSpec, argv: list[bytes], e: Exception) -> Reply:
+    """A handler raised: log it and answer an error, so a bug takes down neither connection nor server."""
+    log.error("internal error running %r", argv[:8], exc_info=e)
+    return Error(f"ERR xspec serve internal error in '{spec.fullname}': {type(e).__name__}")
+
+
+def is_stream(value: Any) -> bool:
+    """Keys hold ``bytes`` (strings) or the stream module's stream objects."""
+    return value is not None and type(value) is not bytes
+
+
+def load_handlers() -> dict[str, Handler]:
+    """The generic handlers merged with the stream module's (when it is there)."""
+    from xspec.reference.generic import HANDLERS as GENERIC
+
+    handlers: dict[str, Handler] = dict(GENERIC)
+    if importlib.util.find_spec("xspec.reference.xcommands") is not None:  # absent: the generic commands only
+        handlers.update(importlib.import_module("xspec.reference.xcommands").HANDLERS)
+    return handlers

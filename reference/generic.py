@@ -1,0 +1,1216 @@
+"""The reference server's generic commands: connection, keyspace, transactions, server administration.
+
+PING ECHO HELLO AUTH RESET QUIT SELECT SWAPDB DEL UNLINK EXISTS TYPE RENAME
+KEYS SCAN DBSIZE FLUSHDB FLUSHALL SET GET, CLIENT (ID SETNAME GETNAME INFO
+LIST KILL NO-EVICT TRACKING REPLY UNBLOCK ...), INFO, COMMAND, CONFIG
+GET/SET/RESETSTAT, DEBUG SLEEP/SET-ACTIVE-EXPIRE/OBJECT, WAIT, MULTI EXEC
+DISCARD WATCH UNWATCH, and the server's own XSPEC.CLOCK and XSPEC.FAULT (see
+``reference/README.md``), with Redis 7.0.15's replies and errors
+(spec/rules/generic.md, transactions.md, server.md).
+
+Written apart from the model's handlers; what is shared is data about Redis
+(the command table, CONFIG's parameter list, INFO's field names, help texts)
+and Redis's glob matcher.
+
+Keys hold ``bytes`` (strings, SET/GET) or stream objects; string keys never
+expire (expiry is outside the model's scope, SET-7), so EX/PX/... are checked
+and forgotten.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Callable
+from errno import EINVAL, ENOENT
+from typing import TYPE_CHECKING, TypeVar
+
+from xspec.models.admin import _CLIENT_HELP, _CONFIG_HELP, CONFIG_DEFAULTS, INFO_FIELDS
+from xspec.models.generic import pattern_matches
+from xspec.reference.api import Blocked, ReplyError
+from xspec.spec import commands as table
+from xspec.spec.commands import COMMANDS, CommandSpec
+from xspec.spec.ids import I64_MAX, c_string, string2ll, strtoull
+from xspec.spec.resp import (
+    NULL_ARRAY,
+    NULL_BULK,
+    OK,
+    Array,
+    Bulk,
+    Error,
+    Int,
+    Map,
+    Reply,
+    Set,
+    Simple,
+    Verbatim,
+    for_protocol,
+)
+
+if TYPE_CHECKING:
+    from xspec.reference.core import Client, Context, Core, PreRendered
+
+__all__ = ["CONFIG_DEFAULTS", "HANDLERS"]
+
+GenericHandler = Callable[["Context"], "Reply | Blocked | PreRendered"]
+HANDLERS: dict[str, GenericHandler] = {}
+H = TypeVar("H", bound=GenericHandler)
+
+
+def command(name: str) -> Callable[[H], H]:
+    def register(fn: H) -> H:
+        HANDLERS[name] = fn
+        return fn
+    return register
+
+
+def _err(text: str) -> ReplyError:
+    return ReplyError(text)
+
+
+def text_of(arg: bytes) -> str:
+    """An argument as ``%s`` shows it in a reply: up to its first NUL."""
+    return c_string(arg).decode("utf-8", "surrogateescape")
+
+
+def lower(arg: bytes) -> bytes:
+    """An option word as ``strcasecmp`` compares it."""
+    return c_string(arg).lower()
+
+
+def getint(arg: bytes) -> int | None:
+    """``getIntFromObject``: a strict integer that fits a C int."""
+    v = string2ll(arg)
+    return v if v is not None and -(1 << 31) <= v < (1 << 31) else None
+
+
+DB_OUT_OF_RANGE = "ERR DB index is out of range"
+WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+BAD_CLIENT_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
+
+
+# -- connection ---------------------------------------------------------------------------
+@command("ping")
+def ping(ctx: Context) -> Reply:
+    argv = ctx.argv
+    if len(argv) > 2:
+        raise _err(table.arity_error(ctx.spec))  # type: ignore[arg-type]
+    return Bulk(argv[1]) if len(argv) == 2 else Simple("PONG")
+
+
+@command("echo")
+def echo(ctx: Context) -> Reply:
+    return Bulk(ctx.argv[1])
+
+
+def password_ok(core: Core, user: bytes, password: bytes) -> bool:
+    """The only user is ``default``: any password without requirepass, else exactly it.
+
+    A failure sets errno as ``ACLCheckUserCredentials`` does (XADD-14).
+    """
+    if user != b"default":
+        core.errno = ENOENT
+        return False
+    if core.requirepass is None or password == core.requirepass.encode():
+        return True
+    core.errno = EINVAL
+    return False
+
+
+def set_name(c: Client, name: bytes) -> None:
+    if not all(0x21 <= b <= 0x7E for b in name):
+        raise _err(BAD_CLIENT_NAME)
+    c.name = name
+
+
+@command("hello")
+def hello(ctx: Context) -> Reply:
+    argv = ctx.argv
+    c = ctx.client
+    core = ctx.core
+    version = 0
+    i = 1
+    if len(argv) >= 2:
+        v = string2ll(argv[1])
+        if v is None:
+            raise _err("ERR Protocol version is not an integer or out of range")
+        if v < 2 or v > 3:
+            raise _err("NOPROTO unsupported protocol version")
+        version = v
+        i = 2
+    while i < len(argv):
+        opt = lower(argv[i])
+        more = len(argv) - 1 - i
+        if opt == b"auth" and more >= 2:
+            if not password_ok(core, argv[i + 1], argv[i + 2]):
+                raise _err(WRONGPASS)
+            c.authenticated = True
+            i += 3
+        elif opt == b"setname" and more >= 1:
+            set_name(c, argv[i + 1])
+            i += 2
+        else:
+            raise _err(f"ERR Syntax error in HELLO option '{text_of(argv[i])}'")
+    if not c.authenticated and core.requirepass is not None:
+        raise _err("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+                   "HELLO AUTH <user> <pass> option can be used to authenticate the client and select the "
+                   "RESP protocol version at the same time")
+    if version:
+        c.proto = version
+    return Map((
+        (Bulk(b"server"), Bulk(b"redis")),
+        (Bulk(b"version"), Bulk(core.dialect.version.encode())),
+        (Bulk(b"proto"), Int(c.proto)),
+        (Bulk(b"id"), Int(c.id)),
+        (Bulk(b"mode"), Bulk(b"standalone")),
+        (Bulk(b"role"), Bulk(b"master")),
+        (Bulk(b"modules"), Array(())),
+    ))
+
+
+@command("auth")
+def auth(ctx: Context) -> Reply:
+    argv = ctx.argv
+    core = ctx.core
+    if len(argv) > 3:
+        raise _err(table.SYNTAX)
+    if len(argv) == 2:
+        if core.requirepass is None:
+            raise _err("ERR AUTH <password> called without any password configured for the default user. "
+                       "Are you sure your configuration is correct?")
+        user, password = b"default", argv[1]
+    else:
+        user, password = argv[1], argv[2]
+    if not password_ok(core, user, password):
+        raise _err(WRONGPASS)
+    ctx.client.authenticated = True
+    return OK
+
+
+@command("reset")
+def reset(ctx: Context) -> Reply:
+    c = ctx.client
+    core = ctx.core
+    core.discard_transaction(c)
+    c.db = 0
+    c.proto = 2
+    c.name = b""
+    c.no_evict = False
+    c.tracking = False
+    c.reply_mode = "on"
+    c.authenticated = core.requirepass is None
+    return Simple("RESET")
+
+
+@command("quit")
+def quit_(ctx: Context) -> Reply:
+    if ctx.client.conn is not None:
+        ctx.client.conn.close_after_reply()
+    return OK
+
+
+# -- databases --------------------------------------------------------------------------------
+@command("select")
+def select(ctx: Context) -> Reply:
+    db = string2ll(ctx.argv[1])
+    if db is None:
+        raise _err(table.NOT_INTEGER)
+    if not -(1 << 31) <= db < (1 << 31):
+        raise _err("ERR value is out of range, value must between -2147483648 and 2147483647")
+    if not 0 <= db < len(ctx.core.dbs):
+        raise _err(DB_OUT_OF_RANGE)
+    ctx.client.db = db
+    ctx.db = ctx.core.dbs[db]
+    return OK
+
+
+@command("swapdb")
+def swapdb(ctx: Context) -> Reply:
+    first = getint(ctx.argv[1])
+    if first is None:
+        raise _err("ERR invalid first DB index")
+    second = getint(ctx.argv[2])
+    if second is None:
+        raise _err("ERR invalid second DB index")
+    n = len(ctx.core.dbs)
+    if not (0 <= first < n and 0 <= second < n):
+        raise _err(DB_OUT_OF_RANGE)
+    if first != second:
+        ctx.core.swap_dbs(first, second)
+    return OK
+
+
+def _flush_mode(argv: list[bytes]) -> None:
+    if len(argv) > 2 or (len(argv) == 2 and lower(argv[1]) not in (b"sync", b"async")):
+        raise _err(table.SYNTAX)
+
+
+@command("flushdb")
+def flushdb(ctx: Context) -> Reply:
+    _flush_mode(ctx.argv)
+    ctx.core.flush_db(ctx.client.db)
+    return OK
+
+
+@command("flushall")
+def flushall(ctx: Context) -> Reply:
+    _flush_mode(ctx.argv)
+    for dbid in range(len(ctx.core.dbs)):
+        ctx.core.flush_db(dbid)
+    return OK
+
+
+# -- keys ---------------------------------------------------------------------------------------
+def _remove(ctx: Context, key: bytes) -> bool:
+    """Delete ``key``; watchers and blocked readers learn. False if it was missing."""
+    old = ctx.db.pop(key, None)
+    if old is None:
+        return False
+    if type(old) is bytes:
+        ctx.modified(key)
+    else:
+        ctx.deleted(key)
+    return True
+
+
+@command("del")
+def del_(ctx: Context) -> Reply:
+    return Int(sum(_remove(ctx, key) for key in ctx.argv[1:]))
+
+
+HANDLERS["unlink"] = del_
+
+
+@command("exists")
+def exists(ctx: Context) -> Reply:
+    db = ctx.db
+    return Int(sum(1 for key in ctx.argv[1:] if key in db))
+
+
+def type_name(value: object) -> str:
+    return "string" if type(value) is bytes else "stream"
+
+
+@command("type")
+def type_(ctx: Context) -> Reply:
+    v = ctx.db.get(ctx.argv[1])
+    return Simple("none" if v is None else type_name(v))
+
+
+@command("dbsize")
+def dbsize(ctx: Context) -> Reply:
+    return Int(len(ctx.db))
+
+
+@command("rename")
+def rename(ctx: Context) -> Reply:
+    src, dst = ctx.argv[1], ctx.argv[2]
+    db = ctx.db
+    value = db.get(src)
+    if value is None:
+        raise _err(table.NO_SUCH_KEY)
+    if src == dst:
+        return OK
+    old = db.pop(dst, None)
+    if old is not None and type(old) is not bytes:
+        ctx.deleted(dst)
+    db[dst] = value
+    if type(value) is not bytes:
+        ctx.ready(dst)
+    del db[src]
+    if type(value) is not bytes:
+        ctx.deleted(src)
+    ctx.modified(src)
+    ctx.modified(dst)
+    return OK
+
+
+def _matching(db: dict[bytes, object], pattern: bytes | None, kind: bytes | None) -> list[Reply]:
+    out: list[Reply] = []
+    for key, value in db.items():
+        if pattern is not None and not pattern_matches(pattern, key):
+            continue
+        if kind is not None and c_string(kind).lower() != type_name(value).encode():
+            continue
+        out.append(Bulk(key))
+    return out
+
+
+@command("keys")
+def keys(ctx: Context) -> Reply:
+    pattern = ctx.argv[1]
+    return Array(tuple(_matching(ctx.db, None if pattern == b"*" else pattern, None)))  # type: ignore[arg-type]
+
+
+@command("scan")
+def scan(ctx: Context) -> Reply:
+    """One call returns every matching key and cursor 0: a complete iteration (SCAN-3)."""
+    argv = ctx.argv
+    ctx.errno = 0  # XADD-14: the cursor goes through strtoul after errno = 0, valid or not
+    text = c_string(argv[1])
+    parsed = None if text[:1] in (b" ", b"\t", b"\n", b"\v", b"\f", b"\r") else strtoull(text)
+    if parsed is None or parsed[1] != len(text):
+        raise _err("ERR invalid cursor")
+    pattern: bytes | None = None
+    kind: bytes | None = None
+    i = 2
+    while i < len(argv):
+        opt = lower(argv[i])
+        if i + 1 >= len(argv):
+            raise _err(table.SYNTAX)
+        if opt == b"count":
+            count = string2ll(argv[i + 1])
+            if count is None:
+                raise _err(table.NOT_INTEGER)
+            if count < 1:
+                raise _err(table.SYNTAX)
+        elif opt == b"match":
+            pattern = None if argv[i + 1] == b"*" else argv[i + 1]
+        elif opt == b"type":
+            kind = argv[i + 1]
+        else:
+            raise _err(table.SYNTAX)
+        i += 2
+    return Array((Bulk(b"0"), Array(tuple(_matching(ctx.db, pattern, kind)))))  # type: ignore[arg-type]
+
+
+# -- strings --------------------------------------------------------------------------------------
+_EXPIRY = (b"ex", b"px", b"exat", b"pxat")
+
+
+@command("set")
+def set_(ctx: Context) -> Reply:
+    argv = ctx.argv
+    key, value = argv[1], argv[2]
+    nx = xx = get = keepttl = False
+    unit: bytes | None = None
+    amount = b""
+    i = 3
+    while i < len(argv):
+        opt = lower(argv[i])
+        if opt == b"nx" and not xx:
+            nx = True
+        elif opt == b"xx" and not nx:
+            xx = True
+        elif opt == b"get":
+            get = True
+        elif opt == b"keepttl" and unit is None:
+            keepttl = True
+        elif opt in _EXPIRY and not keepttl and unit in (None, opt) and i + 1 < len(argv):
+            unit = opt
+            amount = argv[i + 1]
+            i += 1
+        else:
+            raise _err(table.SYNTAX)
+        i += 1
+    if unit is not None:
+        _check_expiry(ctx, unit, amount)
+    db = ctx.db
+    old = db.get(key)
+    reply: Reply = OK
+    if get:
+        if old is not None and type(old) is not bytes:
+            raise _err(table.WRONGTYPE)
+        reply = NULL_BULK if old is None else Bulk(old)
+    if (nx and old is not None) or (xx and old is None):
+        return reply if get else NULL_BULK
+    db[key] = value
+    if old is not None and type(old) is not bytes:
+        ctx.deleted(key)
+    else:
+        ctx.modified(key)
+    return reply
+
+
+def _check_expiry(ctx: Context, unit: bytes, amount: bytes) -> None:
+    ms = string2ll(amount)
+    if ms is None:
+        raise _err(table.NOT_INTEGER)
+    invalid = "ERR invalid expire time in 'set' command"
+    seconds = unit in (b"ex", b"exat")
+    if ms <= 0 or (seconds and ms > I64_MAX // 1000):
+        raise _err(invalid)
+    if seconds:
+        ms *= 1000
+    if unit in (b"ex", b"px") and ms + ctx.now_ms() > I64_MAX:
+        raise _err(invalid)
+
+
+@command("get")
+def get(ctx: Context) -> Reply:
+    v = ctx.db.get(ctx.argv[1])
+    if v is None:
+        return NULL_BULK
+    if type(v) is not bytes:
+        raise _err(table.WRONGTYPE)
+    return Bulk(v)
+
+
+# -- transactions -------------------------------------------------------------------------------
+@command("multi")
+def multi(ctx: Context) -> Reply:
+    c = ctx.client
+    if c.in_multi:
+        raise _err("ERR MULTI calls can not be nested")
+    c.in_multi = True
+    return OK
+
+
+@command("discard")
+def discard(ctx: Context) -> Reply:
+    if not ctx.client.in_multi:
+        raise _err("ERR DISCARD without MULTI")
+    ctx.core.discard_transaction(ctx.client)
+    return OK
+
+
+@command("exec")
+def exec_(ctx: Context) -> Reply | PreRendered:
+    from xspec.reference.core import PreRendered, lookup
+
+    c = ctx.client
+    core = ctx.core
+    if not c.in_multi:
+        raise _err("ERR EXEC without MULTI")
+    if c.multi_error:
+        core.discard_transaction(c)
+        return Error(table.EXECABORT)
+    if c.dirty_cas:
+        core.discard_transaction(c)
+        return NULL_ARRAY
+    core.unwatch_all(c)
+    replies: list[Reply] = []
+    for argv in c.multi_queue:
+        spec = lookup(argv)
+        assert spec is not None
+        r = core.run(c, argv, spec, False)
+        assert r is not None, "a command blocked inside EXEC"
+        replies.append(r.reply if isinstance(r, PreRendered) else for_protocol(r, c.proto))
+    c.multi_queue = []
+    c.in_multi = False
+    c.multi_error = False
+    return PreRendered(Array(tuple(replies)))
+
+
+@command("watch")
+def watch(ctx: Context) -> Reply:
+    c = ctx.client
+    if c.in_multi:
+        raise _err("ERR WATCH inside MULTI is not allowed")
+    for key in ctx.argv[1:]:
+        ctx.core.watch(c, key)
+    return OK
+
+
+@command("unwatch")
+def unwatch(ctx: Context) -> Reply:
+    ctx.core.unwatch_all(ctx.client)
+    return OK
+
+
+# -- CLIENT -------------------------------------------------------------------------------------
+@command("client|id")
+def client_id(ctx: Context) -> Reply:
+    return Int(ctx.client.id)
+
+
+@command("client|getname")
+def client_getname(ctx: Context) -> Reply:
+    return Bulk(ctx.client.name) if ctx.client.name else NULL_BULK
+
+
+@command("client|setname")
+def client_setname(ctx: Context) -> Reply:
+    set_name(ctx.client, ctx.argv[2])
+    return OK
+
+
+def client_flags(c: Client) -> str:
+    letters = ""
+    if c.in_multi:
+        letters += "x"
+    if c.blocked is not None:
+        letters += "b"
+    if c.tracking:
+        letters += "t"
+    if c.dirty_cas:
+        letters += "d"
+    if c.no_evict:
+        letters += "e"
+    return letters or "N"
+
+
+def client_line(c: Client) -> str:
+    now = time.monotonic()
+    multi = len(c.multi_queue) if c.in_multi else -1
+    return (f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={text_of(c.name)} "
+            f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={client_flags(c)} "
+            f"db={c.db} sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
+            f"rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={c.last_cmd} user=default "
+            f"redir=-1 resp={c.proto}")
+
+
+def _verbatim(text: str) -> Reply:
+    return Verbatim("txt", text.encode("utf-8", "surrogateescape"))
+
+
+@command("client|info")
+def client_info(ctx: Context) -> Reply:
+    return _verbatim(client_line(ctx.client) + "\n")
+
+
+_CLIENT_TYPES = (b"normal", b"slave", b"replica", b"pubsub", b"master")
+
+
+@command("client|list")
+def client_list(ctx: Context) -> Reply:
+    argv = ctx.argv
+    clients = list(ctx.core.clients.values())
+    if len(argv) == 4 and lower(argv[2]) == b"type":
+        kind = lower(argv[3])
+        if kind not in _CLIENT_TYPES:
+            raise _err(f"ERR Unknown client type '{text_of(argv[3])}'")
+        chosen = clients if kind == b"normal" else []
+    elif len(argv) > 3 and lower(argv[2]) == b"id":
+        chosen = []
+        for arg in argv[3:]:
+            cid = string2ll(arg)
+            if cid is None or cid < 1:
+                raise _err("ERR Invalid client ID")
+            found = ctx.core.clients.get(cid)
+            if found is not None:
+                chosen.append(found)
+    elif len(argv) != 2:
+        raise _err(table.SYNTAX)
+    else:
+        chosen = clients
+    return _verbatim("".join(client_line(c) + "\n" for c in chosen))
+
+
+@command("client|kill")
+def client_kill(ctx: Context) -> Reply:
+    argv = ctx.argv
+    core = ctx.core
+    me = ctx.client
+    if len(argv) == 3:  # the old form: CLIENT KILL addr:port
+        victims = [c for c in core.clients.values() if c.addr.encode() == argv[2]]
+        if not victims:
+            raise _err("ERR No such client")
+        _kill(me, victims)
+        return OK
+    if len(argv) % 2:
+        raise _err(table.SYNTAX)
+    wanted: dict[str, object] = {}  # field -> value every victim must have
+    skipme = True
+    for i in range(2, len(argv), 2):
+        opt, val = lower(argv[i]), argv[i + 1]
+        if opt == b"id":
+            cid = string2ll(val)
+            if cid is None or cid <= 0:
+                raise _err("ERR client-id should be greater than 0")
+            wanted["id"] = cid
+        elif opt == b"type":
+            kind = lower(val)
+            if kind not in _CLIENT_TYPES:
+                raise _err(f"ERR Unknown client type '{text_of(val)}'")
+            wanted["kind"] = kind.decode()
+        elif opt == b"user":
+            if val != b"default":
+                raise _err(f"ERR No such user '{text_of(val)}'")
+        elif opt in (b"addr", b"laddr"):
+            wanted[opt.decode()] = val.decode("utf-8", "surrogateescape")
+        elif opt == b"skipme":
+            if lower(val) not in (b"yes", b"no"):
+                raise _err(table.SYNTAX)
+            skipme = lower(val) == b"yes"
+        else:
+            raise _err(table.SYNTAX)
+    victims = [c for c in core.clients.values()
+               if all(getattr(c, f) == v for f, v in wanted.items()) and not (skipme and c is me)]
+    _kill(me, victims)
+    return Int(len(victims))
+
+
+def _kill(me: Client, victims: list[Client]) -> None:
+    for c in victims:
+        if c.conn is None:
+            continue
+        if c is me:
+            c.conn.close_after_reply()
+        else:
+            c.conn.close_now()
+
+
+def _on_off(arg: bytes) -> bool:
+    v = lower(arg)
+    if v not in (b"on", b"off"):
+        raise _err(table.SYNTAX)
+    return v == b"on"
+
+
+@command("client|no-evict")
+def client_no_evict(ctx: Context) -> Reply:
+    ctx.client.no_evict = _on_off(ctx.argv[2])
+    return OK
+
+
+@command("client|tracking")
+def client_tracking(ctx: Context) -> Reply:
+    """Options checked as 7.0 does, then recorded; no key is ever invalidated (nothing is tracked)."""
+    argv = ctx.argv
+    on = _on_off(argv[2])
+    i = 3
+    while i < len(argv):
+        opt = lower(argv[i])
+        if opt == b"redirect" and i + 1 < len(argv):
+            target = string2ll(argv[i + 1])
+            if target is None:
+                raise _err(table.NOT_INTEGER)
+            if target not in ctx.core.clients:
+                raise _err("ERR The client ID you want redirect to does not exist")
+            i += 2
+        elif opt == b"prefix" and i + 1 < len(argv):
+            i += 2
+        elif opt in (b"bcast", b"optin", b"optout", b"noloop"):
+            i += 1
+        else:
+            raise _err(table.SYNTAX)
+    ctx.client.tracking = on
+    return OK
+
+
+@command("client|trackinginfo")
+def client_trackinginfo(ctx: Context) -> Reply:
+    flags = Set((Bulk(b"on" if ctx.client.tracking else b"off"),))
+    return Map(((Bulk(b"flags"), flags), (Bulk(b"redirect"), Int(-1)), (Bulk(b"prefixes"), Array(()))))
+
+
+@command("client|getredir")
+def client_getredir(ctx: Context) -> Reply:
+    return Int(-1)
+
+
+@command("client|caching")
+def client_caching(ctx: Context) -> Reply:
+    raise _err("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or "
+               "OPTOUT mode enabled")
+
+
+@command("client|reply")
+def client_reply(ctx: Context) -> Reply | Blocked:
+    mode = lower(ctx.argv[2])
+    if mode not in (b"on", b"off", b"skip"):
+        raise _err(table.SYNTAX)
+    ctx.client.reply_mode = mode.decode()
+    return OK
+
+
+@command("client|unblock")
+def client_unblock(ctx: Context) -> Reply:
+    argv = ctx.argv
+    cid = string2ll(argv[2])
+    if cid is None:
+        raise _err(table.NOT_INTEGER)
+    error = False
+    if len(argv) == 4:
+        reason = lower(argv[3])
+        if reason not in (b"timeout", b"error"):
+            raise _err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+        error = reason == b"error"
+    elif len(argv) > 4:
+        raise subcommand_syntax_error(argv)
+    target = ctx.core.clients.get(cid)
+    if target is None or target.blocked is None:
+        return Int(0)
+    if error:
+        target.blocked.timeout_reply = Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+    ctx.core.time_out(target, by_clock=False)
+    return Int(1)
+
+
+@command("client|pause")
+def client_pause(ctx: Context) -> Reply:
+    argv = ctx.argv
+    timeout = string2ll(argv[2])
+    if timeout is None:
+        raise _err("ERR timeout is not an integer or out of range")
+    if timeout < 0:
+        raise _err("ERR timeout is negative")
+    everything = True
+    if len(argv) == 4:
+        mode = lower(argv[3])
+        if mode not in (b"write", b"all"):
+            raise _err("ERR CLIENT PAUSE mode must be WRITE or ALL")
+        everything = mode == b"all"
+    elif len(argv) > 4:
+        raise subcommand_syntax_error(argv)
+    ctx.core.pause(ctx.now_ms() + timeout, everything)
+    return OK
+
+
+@command("client|unpause")
+def client_unpause(ctx: Context) -> Reply:
+    ctx.core.unpause()
+    return OK
+
+
+@command("client|no-touch")
+def client_no_touch(ctx: Context) -> Reply:
+    raise _err(f"ERR unknown subcommand '{text_of(ctx.argv[1])}'. Try CLIENT HELP.")  # added in 7.2
+
+
+def subcommand_syntax_error(argv: list[bytes]) -> ReplyError:
+    """``addReplySubcommandSyntaxError``: the subcommand as typed, the container in capitals."""
+    return _err(f"ERR unknown subcommand or wrong number of arguments for '{text_of(argv[1])[:128]}'. "
+                f"Try {text_of(argv[0]).upper()} HELP.")
+
+
+def _help(ctx: Context, lines: str | list[str]) -> Reply:
+    name = text_of(ctx.argv[0]).upper()
+    body = lines.strip("\n").split("\n") if isinstance(lines, str) else lines
+    header = f"{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    return Array(tuple(Simple(line) for line in [header, *body]))
+
+
+@command("client|help")
+def client_help(ctx: Context) -> Reply:
+    return _help(ctx, _CLIENT_HELP)
+
+
+# -- INFO ---------------------------------------------------------------------------------------------
+_DEFAULT_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
+                     "modules", "errorstats", "cluster", "keyspace")
+_ALL_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
+                 "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace")
+
+
+def _info_values(core: Core) -> dict[str, str]:
+    rss = _rss_bytes()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    uptime = int(time.time() - core.started)
+    blocked = sum(1 for c in core.clients.values() if c.blocked is not None)
+    timed = sum(1 for c in core.clients.values() if c.blocked is not None and c.blocked.deadline is not None)
+    return {
+        "redis_version": core.dialect.version, "redis_git_sha1": "00000000", "redis_build_id": "xspec",
+        "redis_mode": "standalone", "os": os.uname().sysname, "arch_bits": "64",
+        "multiplexing_api": "asyncio", "process_id": str(os.getpid()), "process_supervised": "no",
+        "run_id": core.run_id, "tcp_port": core.config["port"],
+        "server_time_usec": str(time.time_ns() // 1000), "uptime_in_seconds": str(uptime),
+        "uptime_in_days": str(uptime // 86400), "hz": "10", "configured_hz": "10",
+        "executable": "xspec", "config_file": "",
+        "connected_clients": str(len(core.clients)), "maxclients": core.config["maxclients"],
+        "blocked_clients": str(blocked), "clients_in_timeout_table": str(timed),
+        "used_memory": str(rss), "used_memory_human": _human(rss), "used_memory_rss": str(rss),
+        "used_memory_rss_human": _human(rss), "used_memory_peak": str(usage.ru_maxrss * 1024),
+        "used_memory_peak_human": _human(usage.ru_maxrss * 1024), "maxmemory_human": "0B",
+        "maxmemory_policy": "noeviction", "mem_allocator": "pymalloc",
+        "mem_fragmentation_ratio": "1.00", "loading": "0", "rdb_last_bgsave_status": "ok",
+        "aof_last_bgrewrite_status": "ok", "aof_last_write_status": "ok",
+        "total_connections_received": str(core.stat_connections),
+        "total_commands_processed": str(core.stat_commands),
+        "rejected_connections": str(core.stat_rejected_connections),
+        "total_error_replies": str(core.stat_errors),
+        "role": "master", "connected_slaves": "0", "master_failover_state": "no-failover",
+        "master_replid": core.run_id, "master_replid2": "0" * 40, "second_repl_offset": "-1",
+        "repl_backlog_size": "1048576",
+        "used_cpu_sys": f"{usage.ru_stime:.6f}", "used_cpu_user": f"{usage.ru_utime:.6f}",
+        "used_cpu_sys_main_thread": f"{usage.ru_stime:.6f}", "used_cpu_user_main_thread": f"{usage.ru_utime:.6f}",
+        "cluster_enabled": "0",
+    }
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "K", "M", "G"):
+        if n < 1024 or unit == "G":
+            return f"{n}{unit}" if unit == "B" else f"{n:.2f}{unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def info_text(core: Core, argv: list[bytes]) -> str:
+    wanted: set[str] = set()
+    if len(argv) == 1:
+        wanted.update(_DEFAULT_SECTIONS)
+    for arg in argv[1:]:
+        name = text_of(arg).lower()
+        if name == "default":
+            wanted.update(_DEFAULT_SECTIONS)
+        elif name in ("all", "everything"):
+            wanted.update(_ALL_SECTIONS)
+        else:
+            wanted.add(name)
+    values = _info_values(core)
+    if "errorstats" in wanted:
+        core.errno = 0  # XADD-14: the walk over the error-count tree runs off it
+    parts = []
+    for section in _ALL_SECTIONS:
+        if section not in wanted:
+            continue
+        title = "CPU" if section == "cpu" else section.capitalize()
+        lines = [f"# {title}"]
+        if section == "keyspace":
+            lines += [f"db{i}:keys={len(db)},expires=0,avg_ttl=0" for i, db in enumerate(core.dbs) if db]
+        else:
+            lines += [f"{f}:{values.get(f, '0')}" for f in INFO_FIELDS.get(title, [])]
+        parts.append("".join(line + "\r\n" for line in lines))
+    return "\r\n".join(parts)
+
+
+@command("info")
+def info(ctx: Context) -> Reply:
+    return _verbatim(info_text(ctx.core, ctx.argv))
+
+
+# -- CONFIG -------------------------------------------------------------------------------------------
+_RANGE = "argument must be between {} and {} inclusive"
+
+
+def _parse_number(value: bytes, low: int, high: int) -> str:
+    v = string2ll(value)
+    if v is None:
+        raise ValueError("argument couldn't be parsed into an integer")
+    if not low <= v <= high:
+        raise ValueError(_RANGE.format(low, high))
+    return str(v)
+
+
+_MEMORY_UNITS = {b"": 1, b"b": 1, b"k": 1000, b"kb": 1024, b"m": 1000 ** 2, b"mb": 1024 ** 2,
+                 b"g": 1000 ** 3, b"gb": 1024 ** 3}
+
+
+def _parse_memory(value: bytes, low: int) -> str:
+    """``memtoull`` (unsigned wrap-around included), then the bounds ``low``..LONG_MAX."""
+    text = c_string(value)
+    digits = len(text) - len(text.lstrip(b"0123456789"))
+    unit = text[digits:].lower()
+    if text[:1] == b"-" or unit not in _MEMORY_UNITS:
+        raise ValueError("argument must be a memory value")
+    parsed = strtoull(text[:digits])
+    number = (1 << 64) - 1 if parsed is None else parsed[0]
+    result = (number * _MEMORY_UNITS[unit]) & ((1 << 64) - 1)
+    if not low <= result <= I64_MAX:
+        raise ValueError(_RANGE.format(low, I64_MAX))
+    return str(result)
+
+
+def _parse_yes_no(value: bytes) -> str:
+    v = lower(value)
+    if v not in (b"yes", b"no"):
+        raise ValueError("argument must be 'yes' or 'no'")
+    return v.decode()
+
+
+# The parameters whose value the server checks (and, for the limits, uses).
+def _decoded(value: bytes) -> str:
+    return value.decode("utf-8", "surrogateescape")
+
+
+_CONFIG_PARSERS: dict[str, Callable[[bytes], str]] = {
+    "stream-node-max-entries": lambda v: _parse_number(v, 0, I64_MAX),
+    "stream-node-max-bytes": lambda v: _parse_memory(v, 0),
+    "proto-max-bulk-len": lambda v: _parse_memory(v, 1024 * 1024),
+    "client-query-buffer-limit": lambda v: _parse_memory(v, 1024 * 1024),
+    "maxclients": lambda v: _parse_number(v, 1, (1 << 32) - 1),
+    "protected-mode": _parse_yes_no,
+    "requirepass": _decoded,
+    "hz": lambda v: _parse_number(v, 0, (1 << 31) - 1),
+    "timeout": lambda v: _parse_number(v, 0, (1 << 31) - 1),
+}
+_IMMUTABLE = frozenset("""daemonize databases enable-debug-command enable-module-command enable-protected-configs
+    io-threads io-threads-do-reads logfile pidfile supervised syslog-enabled syslog-facility syslog-ident
+    unixsocket unixsocketperm cluster-enabled cluster-config-file cluster-port aclfile always-show-logo
+    appenddirname disable-thp set-proc-title tcp-backlog""".split())
+
+
+@command("config|get")
+def config_get(ctx: Context) -> Reply:
+    config = ctx.core.config
+    found: dict[str, tuple[str, str]] = {}
+    for arg in ctx.argv[2:]:
+        text = text_of(arg)
+        if not any(ch in text for ch in "[*?"):
+            if text.lower() in config and text.lower() not in found:
+                found[text.lower()] = (text, config[text.lower()])
+            continue
+        for name in CONFIG_DEFAULTS:
+            if name not in found and pattern_matches(c_string(arg), name.encode(), nocase=True):
+                found[name] = (name, config[name])
+    return Map(tuple((Bulk(n.encode()), Bulk(v.encode("utf-8", "surrogateescape"))) for n, v in found.values()))
+
+
+@command("config|set")
+def config_set(ctx: Context) -> Reply:
+    argv = ctx.argv
+    core = ctx.core
+    if len(argv) % 2:
+        raise _err(table.SYNTAX)
+    names = [text_of(a) for a in argv[2::2]]
+    seen: set[str] = set()
+    for n in names:
+        if n.lower() not in CONFIG_DEFAULTS:
+            raise _err(f"ERR Unknown option or number of arguments for CONFIG SET - '{n}'")
+        if n.lower() in seen:
+            raise _err(f"ERR CONFIG SET failed (possibly related to argument '{n}') - duplicate parameter")
+        seen.add(n.lower())
+    new: dict[str, str] = {}
+    for n, v in zip(names, argv[3::2], strict=True):
+        name = n.lower()
+        if _CONFIG_PARSERS.get(name) is _CONFIG_PARSERS["stream-node-max-bytes"]:
+            core.errno = 0  # XADD-14: memtoull sets errno before its strtoull
+        try:
+            if name in _IMMUTABLE:
+                raise ValueError("can't set immutable config")
+            parser = _CONFIG_PARSERS.get(name)
+            new[name] = (parser or _decoded)(v)
+        except ValueError as e:
+            raise _err(f"ERR CONFIG SET failed (possibly related to argument '{n}') - {e}") from None
+    core.config.update(new)
+    core.config_ints.clear()
+    if "requirepass" in new:
+        core.requirepass = new["requirepass"] or None
+    return OK
+
+
+@command("config|resetstat")
+def config_resetstat(ctx: Context) -> Reply:
+    ctx.core.reset_stats()
+    return OK
+
+
+@command("config|help")
+def config_help(ctx: Context) -> Reply:
+    return _help(ctx, _CONFIG_HELP)
+
+
+# -- COMMAND ----------------------------------------------------------------------------------------
+def _all_commands() -> list[CommandSpec]:
+    from xspec.reference.core import EXTRA_COMMANDS
+    return [*COMMANDS.values(), *EXTRA_COMMANDS.values()]
+
+
+def _find_command(argv: list[bytes]) -> CommandSpec | None:
+    from xspec.reference.core import lookup
+    return lookup(argv)
+
+
+def _acl_categories(spec: CommandSpec) -> list[str]:
+    cats = []
+    if "write" in spec.flags:
+        cats.append("@write")
+    if "readonly" in spec.flags:
+        cats.append("@read")
+    base = spec.container or spec.name
+    if base.startswith("x") and not base.startswith("xspec"):
+        cats.append("@stream")
+    if "admin" in spec.flags:
+        cats += ["@admin", "@dangerous"]
+    cats.append("@fast" if "fast" in spec.flags else "@slow")
+    if "blocking" in spec.flags:
+        cats.append("@blocking")
+    return cats
+
+
+def command_info(spec: CommandSpec) -> Reply:
+    """A COMMAND INFO record: name, arity, flags, key positions, ACL categories, tips, key specs, subcommands."""
+    flags = sorted(f for f in spec.flags if f not in ("no_multi", "protected"))
+    subs = tuple(command_info(s) for s in spec.subcommands.values())
+    return Array((
+        Bulk(spec.fullname.encode()), Int(spec.arity),
+        Set(tuple(Simple(f) for f in flags)),
+        Int(spec.first_key), Int(spec.last_key), Int(spec.key_step),
+        Set(tuple(Simple(c) for c in _acl_categories(spec))),
+        Set(()), Array(()), Array(subs),
+    ))
+
+
+def _command_docs(spec: CommandSpec) -> Reply:
+    group = "stream" if "@stream" in _acl_categories(spec) else "server"
+    pairs: list[tuple[Reply, Reply]] = [
+        (Bulk(b"summary"), Bulk(b"")), (Bulk(b"since"), Bulk(b"1.0.0")), (Bulk(b"group"), Bulk(group.encode()))]
+    if spec.subcommands:
+        pairs.append((Bulk(b"subcommands"), Map(tuple(
+            (Bulk(s.fullname.encode()), _command_docs(s)) for s in spec.subcommands.values()))))
+    return Map(tuple(pairs))
+
+
+@command("command")
+def command_all(ctx: Context) -> Reply:
+    return Array(tuple(command_info(s) for s in _all_commands()))
+
+
+@command("command|count")
+def command_count(ctx: Context) -> Reply:
+    return Int(len(_all_commands()))
+
+
+@command("command|info")
+def command_info_cmd(ctx: Context) -> Reply:
+    if len(ctx.argv) == 2:
+        return command_all(ctx)
+    out: list[Reply] = []
+    for name in ctx.argv[2:]:
+        spec = _named_command(name)
+        out.append(NULL_BULK if spec is None else command_info(spec))
+    return Array(tuple(out))
+
+
+def _named_command(name: bytes) -> CommandSpec | None:
+    """A command named as COMMAND INFO/DOCS take it: ``xadd``, or ``xgroup|create`` for a subcommand."""
+    parts = name.split(b"|")
+    spec = _find_command(parts[:1])
+    if spec is None or len(parts) == 1:
+        return spec
+    if len(parts) > 2 or not spec.subcommands:
+        return None
+    return _find_command(parts)
+
+
+@command("command|docs")
+def command_docs(ctx: Context) -> Reply:
+    names = ctx.argv[2:]
+    specs = _all_commands() if not names else [s for s in map(_named_command, names) if s is not None]
+    return Map(tuple((Bulk(s.fullname.encode()), _command_docs(s)) for s in specs))
+
+
+@command("command|list")
+def command_list(ctx: Context) -> Reply:
+    argv = ctx.argv
+    names = [s.fullname for s in _all_commands()]
+    if len(argv) == 5 and lower(argv[2]) == b"filterby":
+        kind, value = lower(argv[3]), argv[4]
+        if kind == b"pattern":
+            names = [n for n in names if pattern_matches(value, n.encode(), nocase=True)]
+        elif kind == b"aclcat":
+            cat = "@" + text_of(value).lower()
+            names = [s.fullname for s in _all_commands() if cat in _acl_categories(s)]
+        elif kind == b"module":
+            names = []
+        else:
+            raise _err(table.SYNTAX)
+    elif len(argv) != 2:
+        raise _err(table.SYNTAX)
+    return Array(tuple(Bulk(n.encode()) for n in names))
+
+
+@command("command|getkeys")
+def command_getkeys(ctx: Context) -> Reply:
+    argv = ctx.argv[2:]
+    spec = _find_command(argv)
+    if spec is None:
+        raise _err("ERR Invalid command specified")
+    if not spec.arity_ok(len(argv)):
+        raise _err("ERR Invalid number of arguments specified for command")
+    keys: list[bytes] = []
+    if spec.name in ("xread", "xreadgroup"):
+        words = [lower(a) for a in argv]
+        if b"streams" in words:
+            start = words.index(b"streams") + 1
+            rest = argv[start:]
+            keys = rest[:len(rest) // 2]
+    elif spec.first_key:
+        last = spec.last_key if spec.last_key >= 0 else len(argv) + spec.last_key
+        keys = argv[spec.first_key:last + 1:spec.key_step]
+    if not keys:
+        raise _err("ERR The command has no key arguments")
+    return Array(tuple(Bulk(k) for k in keys))
+
+
+@command("command|help")
+def command_help(ctx: Context) -> Reply:
+    return _help(ctx, ["(no subcommand)", "    Return details about all Redis commands.",
+                       "COUNT", "    Return the total number of commands in this Redis server.",
+                       "LIST", "    Return a list of all commands in this Redis server.",
+                       "INFO [<command-name> ...]", "    Return details about multiple Redis commands.",
+                       "DOCS [<command-name> ...]", "    Return documentation details about multiple Redis commands.",
+                       "GETKEYS <full-command>", "    Return the keys from a full Redis command.",
+                       "HELP", "    Print this help."])
+
+
+# -- DEBUG and WAIT -----------------------------------------------------------------------------------
+@command("debug")
+def debug(ctx: Context) -> Reply:
+    argv = ctx.argv
+    sub = lower(argv[1])
+    if sub == b"sleep" and len(argv) == 3:
+        try:
+            seconds = float(c_string(argv[2]) or b"0")
+        except ValueError:
+            seconds = 0.0
+        if seconds > 0:
+            time.sleep(seconds)  # the whole server sleeps, as Redis's does
+        return OK
+    if sub == b"set-active-expire" and len(argv) == 3:
+        return OK  # keys never expire here
+    if sub == b"object" and len(argv) == 3:
+        v = ctx.db.get(argv[2])
+        if v is None:
+            raise _err(table.NO_SUCH_KEY)
+        encoding = "embstr" if type(v) is bytes else "stream"
+        return Simple(f"Value at:0x{id(v):x} refcount:1 encoding:{encoding} serializedlength:0 lru:0 "
+                      f"lru_seconds_idle:0")
+    if sub == b"help" and len(argv) == 2:
+        return _help(ctx, ["OBJECT <key>", "    Show low level info about `key` and associated value.",
+                           "SET-ACTIVE-EXPIRE <0|1>", "    Setting it to 0 disables expiring keys in background.",
+                           "SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed.",
+                           "HELP", "    Prints this help."])
+    raise subcommand_syntax_error(argv)
+
+
+@command("wait")
+def wait(ctx: Context) -> Reply | Blocked:
+    replicas = string2ll(ctx.argv[1])
+    if replicas is None:
+        raise _err(table.NOT_INTEGER)
+    timeout = string2ll(ctx.argv[2])
+    if timeout is None:
+        raise _err("ERR timeout is not an integer or out of range")
+    if timeout < 0:
+        raise _err("ERR timeout is negative")
+    if replicas <= 0 or not ctx.can_block:
+        return Int(0)
+    # No replica will ever acknowledge: wait out the timeout (forever for 0).
+    return ctx.block([], timeout, lambda _ctx, _key: None, Int(0))
+
+
+# -- XSPEC.CLOCK ------------------------------------------------------------------------------------
+@command("xspec.clock")
+def xspec_clock(ctx: Context) -> Reply:
+    argv = ctx.argv
+    core = ctx.core
+    sub = lower(argv[1])
+    if sub == b"get" and len(argv) == 2:
+        return Int(core.now_ms())
+    if sub in (b"set", b"advance") and len(argv) == 3:
+        if not core.clock.virtual:
+            raise _err("ERR XSPEC.CLOCK SET and ADVANCE need a server started with --clock virtual")
+        ms = string2ll(argv[2])
+        if ms is None:
+            raise _err(table.NOT_INTEGER)
+        target = ms if sub == b"set" else core.now_ms() + ms
+        if not 0 <= target <= I64_MAX:
+            raise _err("ERR the clock must stay between 0 and 9223372036854775807 ms")
+        core.clock.set(target)  # type: ignore[union-attr]
+        if core.observer is not None:
+            core.observer.clock_moved()
+        core.expire_timeouts()
+        core.check_pause()
+        return Int(target)
+    raise _err(f"ERR unknown subcommand or wrong number of arguments for '{text_of(argv[1])}'. "
+               "Try XSPEC.CLOCK GET | SET <ms> | ADVANCE <ms>.")
+
+
+# -- XSPEC.FAULT ------------------------------------------------------------------------------------
+@command("xspec.fault")
+def xspec_fault(ctx: Context) -> Reply:
+    from xspec.reference.faults import fault_command
+    return fault_command(ctx)
+

@@ -1,0 +1,438 @@
+"""The reference server's network side: an asyncio server speaking RESP2/RESP3 over TCP.
+
+One :class:`ClientConnection` (an ``asyncio.Protocol``; uvloop's loop when
+uvloop is importable) per connection. Each chunk read is parsed into as many
+commands as it holds (``reference.protocol``), they run one after the other on
+the :class:`~xspec.reference.core.Core`, and their replies leave in one write.
+A blocked client stops there: the commands it pipelined after the blocking one
+wait, parsed, until it is served or times out, and then run.
+
+Limits, with Redis's defaults and CONFIG control: ``proto-max-bulk-len`` and
+the multibulk length (protocol errors), ``client-query-buffer-limit`` (a client
+whose unprocessed input grows past it is closed, as Redis does, without a
+reply), ``maxclients`` (``-ERR max number of clients reached``; the open-files
+limit is raised at start for it, as Redis does). Protected mode: with
+``protected-mode yes`` and no password, connections from outside the loopback
+interface get Redis's ``-DENIED`` text and are closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import resource
+import signal
+import sys
+import threading
+from typing import Any
+
+from xspec.reference.clock import make_clock
+from xspec.reference.core import POSTPONED, Client, Core, PreRendered
+from xspec.reference.protocol import RequestError, encode_into, parse_requests
+from xspec.spec.resp import Reply, encode
+
+MAX_CLIENTS_REACHED = b"-ERR max number of clients reached\r\n"
+DENIED = (
+    b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for "
+    b"the default user. In this mode connections are only accepted from the loopback interface. If you want to "
+    b"connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable "
+    b"protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by "
+    b"connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly "
+    b"accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) "
+    b"Alternatively you can just disable the protected mode by editing the Redis configuration file, and "
+    b"setting the protected mode option to 'no', and then restarting the server. 3) If you started the server "
+    b"manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an "
+    b"authentication password for the default user. NOTE: You only need to do one of the above things in "
+    b"order for the server to start accepting connections from the outside.\r\n")
+RESERVED_FDS = 32  # CONFIG_MIN_RESERVED_FDS
+
+
+def _addr(sockaddr: Any) -> str:
+    if isinstance(sockaddr, tuple) and len(sockaddr) >= 2:
+        host = sockaddr[0]
+        return f"[{host}]:{sockaddr[1]}" if ":" in host else f"{host}:{sockaddr[1]}"
+    return f"{sockaddr}:0"
+
+
+def _is_loopback(sockaddr: Any) -> bool:
+    if not isinstance(sockaddr, tuple):
+        return True  # a unix socket
+    try:
+        ip = ipaddress.ip_address(sockaddr[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+class ClientConnection(asyncio.Protocol):
+    """One client connection: input buffering and parsing, running, writing replies."""
+
+    def __init__(self, server: ReferenceServer) -> None:
+        self.server = server
+        self.core = server.core
+        self.transport: asyncio.Transport | None = None
+        self.client: Client | None = None
+        self.buf = b""
+        self.need = 0  # the buffer length worth parsing again at
+        self.parts: list[bytes] | None = None  # chunks of a long command, joined once it is complete
+        self.parts_len = 0
+        self.pending: list[list[bytes]] = []  # parsed commands waiting for a blocked client
+        self.pending_error: RequestError | None = None
+        self.closing = False  # close once the replies so far are written
+        self.closed_by_server = False
+        self.delayed_until = 0.0
+
+    # -- asyncio callbacks ------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        core = self.core
+        peer = transport.get_extra_info("peername")
+        sock = transport.get_extra_info("socket")
+        if len(core.clients) >= core.int_setting("maxclients"):
+            core.stat_rejected_connections += 1
+            self._refuse(MAX_CLIENTS_REACHED)
+            return
+        if core.config["protected-mode"] == "yes" and core.requirepass is None and not _is_loopback(peer):
+            core.stat_rejected_connections += 1
+            self._refuse(DENIED)
+            return
+        self.client = core.connect(self, _addr(peer), _addr(transport.get_extra_info("sockname")),
+                                   sock.fileno() if sock is not None else -1)
+        self.server.connections.add(self)
+
+    def _refuse(self, text: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(text)
+        self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.connections.discard(self)
+        if self.client is not None:
+            self.core.disconnect(self.client, "server" if self.closed_by_server else "client")
+            self.client = None
+
+    def data_received(self, data: bytes) -> None:
+        if self.client is None or self.closing:
+            return
+        if self.parts is not None:
+            self.parts.append(data)
+            self.parts_len += len(data)
+            if self.parts_len < self.need:
+                self._check_query_buffer(self.parts_len)
+                return
+            data = b"".join(self.parts)
+            self.parts = None
+        elif self.buf:
+            data = self.buf + data
+        self.buf = data
+        if len(data) < self.need:
+            self._check_query_buffer(len(data))
+            if self.need - len(data) > 65536:
+                self.parts, self.parts_len = [data], len(data)
+                self.buf = b""
+            return
+        if self.client.blocked is not None or self.pending or self.client in self.core.postponed:
+            self._check_query_buffer(len(data))
+            return
+        self.process()
+
+    # -- running commands ----------------------------------------------------------------------
+    def process(self) -> None:
+        """Run what the buffer holds, until it is used up, the client blocks or the connection closes."""
+        c = self.client
+        assert c is not None
+        core = self.core
+        out: list[bytes] = []
+        while c.blocked is None and not self.closing:
+            if self.pending or self.pending_error:
+                cmds, error = self.pending, self.pending_error
+                self.pending, self.pending_error = [], None
+            else:
+                buf = self.buf
+                if not buf or len(buf) < self.need:
+                    break
+                cmds = []
+                error = None
+                try:
+                    consumed, self.need = parse_requests(buf, core.max_bulk(), not c.authenticated and core.requirepass is not None,
+                                                     cmds)
+                except RequestError as e:
+                    error = e
+                    consumed = len(buf)
+                    self.need = 0
+                self.buf = buf[consumed:] if consumed < len(buf) else b""
+                if not cmds and error is None and not consumed:
+                    break
+            done = self.run(cmds, out)
+            if done < len(cmds) or c.blocked is not None or c in core.postponed:
+                self.pending, self.pending_error = cmds[done:], error
+                break
+            if error is not None:
+                out.append(b"-%s\r\n" % error.text.encode("utf-8", "surrogateescape"))
+                if core.observer is not None:
+                    core.observer.protocol_error(c, error.raw, error.text)
+                self.closing = True
+        self.write(out)
+        if self.closing:
+            self.close_after_writes()
+        elif self.buf:
+            self._check_query_buffer(len(self.buf))
+
+    def run(self, cmds: list[list[bytes]], out: list[bytes]) -> int:
+        """Run parsed commands in order; stop after one that blocks or closes. Returns how many ran."""
+        c = self.client
+        assert c is not None
+        execute = self.core.execute
+        n = 0
+        for argv in cmds:
+            n += 1
+            r = execute(c, argv)
+            if r is POSTPONED:  # CLIENT PAUSE: this command and the rest wait for resume()
+                return n - 1
+            if r is not None:
+                if c.reply_mode != "on":
+                    self._skip_reply(c)
+                elif type(r) is PreRendered:
+                    out.append(encode(r.reply))  # type: ignore[union-attr]
+                else:
+                    encode_into(r, c.proto, out)  # type: ignore[arg-type]
+            if c.blocked is not None or self.closing:
+                break
+        return n
+
+    @staticmethod
+    def _skip_reply(c: Client) -> None:
+        # CLIENT REPLY OFF drops every reply; SKIP drops its own and the next one.
+        if c.reply_mode == "skip":
+            c.reply_mode = "skip-next"
+        elif c.reply_mode == "skip-next":
+            c.reply_mode = "on"
+
+    def _check_query_buffer(self, size: int) -> None:
+        if size > self.core.int_setting("client-query-buffer-limit"):
+            self.close_now()  # Redis logs it and closes the client without a reply
+
+    # -- core's Connection interface ----------------------------------------------------------------
+    def deliver(self, reply: Reply) -> None:
+        """A reply for a client that was blocked; its pipelined commands run next."""
+        c = self.client
+        if c is None or self.transport is None:
+            return
+        out: list[bytes] = []
+        if c.reply_mode != "on":
+            self._skip_reply(c)
+        else:
+            encode_into(reply, c.proto, out)
+        self.write(out)
+        if self.pending or self.pending_error or self.buf:
+            self.resume()
+
+    def resume(self) -> None:
+        """Carry on with the input held back (after a block or a pause), on the next loop turn."""
+        asyncio.get_running_loop().call_soon(self._resume)
+
+    def _resume(self) -> None:
+        if self.client is not None and self.client.blocked is None and not self.closing:
+            self.process()
+
+    def close_after_reply(self) -> None:
+        self.closing = True
+
+    def close_now(self) -> None:
+        self.closed_by_server = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def close_after_writes(self) -> None:
+        self.closed_by_server = True
+        assert self.transport is not None
+        delay = self.delayed_until - asyncio.get_running_loop().time()
+        if delay > 0:
+            asyncio.get_running_loop().call_later(delay, self.transport.close)
+        else:
+            self.transport.close()
+
+    # -- output -------------------------------------------------------------------------------------
+    def write(self, out: list[bytes]) -> None:
+        if not out or self.transport is None:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        if not self.server.delays and self.delayed_until == 0.0:
+            self.transport.write(data)
+            return
+        delay = self.server.reply_delay(self.client)
+        loop = asyncio.get_running_loop()
+        due = max(loop.time() + delay, self.delayed_until)  # delayed replies keep their order
+        self.delayed_until = due
+        loop.call_at(due, self._write_later, data, due)
+
+    def _write_later(self, data: bytes, due: float) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+        if self.delayed_until == due:
+            self.delayed_until = 0.0
+
+
+class ReferenceServer:
+    """The listening socket, its connections and the core behind them."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 6379, *, dialect: str = "redis-7.0",
+                 clock: str = "wall", requirepass: str | None = None, trace: str | None = None,
+                 checked: bool = False, enable_debug: str = "no", protected_mode: str = "yes") -> None:
+        self.host = host
+        self.port = port
+        self.core = Core(dialect=dialect, clock=make_clock(clock), requirepass=requirepass,
+                         enable_debug=enable_debug, port=port,
+                         config={"protected-mode": protected_mode, "bind": host})
+        self.core.server = self  # type: ignore[attr-defined]
+        self.connections: set[ClientConnection] = set()
+        self.delays: dict[int, float] = {}  # client id (0: everyone) -> seconds, XSPEC.FAULT DELAY
+        self.trace_path = trace
+        self.checked = checked
+        self._server: asyncio.AbstractServer | None = None
+        self._stopped: asyncio.Event | None = None
+
+    def reply_delay(self, c: Client | None) -> float:
+        if not self.delays:
+            return 0.0
+        return self.delays.get(c.id if c is not None else 0, self.delays.get(0, 0.0))
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.core.timer_factory = loop.call_later
+        if self.trace_path is not None or self.checked:
+            from xspec.reference.trace import attach_observers
+            attach_observers(self.core, self.trace_path, self.checked)
+        raise_open_files_limit(int(self.core.config["maxclients"]))
+        self._stopped = asyncio.Event()
+        self._server = await loop.create_server(lambda: ClientConnection(self), self.host, self.port,
+                                                reuse_address=True, backlog=511)
+        sock = self._server.sockets[0]
+        self.port = sock.getsockname()[1]
+        self.core.config["port"] = str(self.port)
+
+    async def serve_until_stopped(self) -> None:
+        assert self._stopped is not None
+        await self._stopped.wait()
+        await self.shutdown()
+
+    def stop(self) -> None:
+        """Ask the server to shut down (SIGTERM)."""
+        if self._stopped is not None:
+            self._stopped.set()
+
+    async def shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            if conn.transport is not None:
+                conn.closed_by_server = True
+                conn.transport.close()
+        await asyncio.sleep(0.01)  # let the closed connections' callbacks run
+        observer = self.core.observer
+        if observer is not None and hasattr(observer, "finish"):
+            observer.finish()
+
+
+def raise_open_files_limit(maxclients: int) -> int:
+    """``adjustOpenFilesLimit``: make room for ``maxclients`` connections plus reserved descriptors."""
+    wanted = maxclients + RESERVED_FDS
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            return target
+        except (ValueError, OSError):
+            return soft
+    return soft
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def run_server(server: ReferenceServer, ready: Any = None) -> None:
+    """Run until SIGTERM/SIGINT; ``ready`` (if given) is called with the bound port."""
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+
+    async def serve() -> None:
+        await server.start()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, server.stop)
+            except (NotImplementedError, RuntimeError):
+                pass
+        if ready is not None:
+            ready(server.port)  # from inside the running loop: a signal sent right after is not lost
+        await server.serve_until_stopped()
+
+    try:
+        loop.run_until_complete(serve())
+    finally:
+        loop.close()
+
+
+class ServerThread:
+    """A server running in a background thread of this process (tests, benchmarks).
+
+    ``with ServerThread(clock="virtual") as st: ...`` binds a free loopback port
+    (``st.port``); :meth:`call` runs a function on the server's loop.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        options.setdefault("port", 0)
+        self.server = ReferenceServer(**options)
+        self.loop = new_event_loop()
+        self._started = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="xspec-serve", daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self.server.start())
+        finally:
+            self._started.set()
+        self.loop.run_until_complete(self.server.serve_until_stopped())
+        self.loop.close()
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def core(self) -> Core:
+        return self.server.core
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` on the server's thread; its result."""
+        async def run() -> Any:
+            return fn(*args)
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(10)
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        if not self._started.wait(10) or self.server._server is None:
+            raise RuntimeError("the reference server did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.server.stop)
+        self.thread.join(10)
+
+
+def main() -> None:
+    """``python -m xspec.reference.server [port]``: a quick way to run it by hand."""
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 6379
+    run_server(ReferenceServer(port=port), lambda p: print(f"xspec serve listening on 127.0.0.1:{p}", flush=True))
+
+
+if __name__ == "__main__":
+    main()

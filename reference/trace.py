@@ -1,0 +1,299 @@
+"""``--trace FILE`` and ``--checked``: recording the server's traffic and judging it with the model.
+
+:class:`TraceWriter` writes every connection's traffic as a trace
+(TRACE-FORMAT.md) while the server runs: ``connect``, a ``call`` for each
+command answered at once (``t0`` when the server took it up, ``t1`` after it
+ran, on the host's clock in microseconds), ``send``/``recv`` for a command
+that blocked and its later answer, ``send`` with ``raw`` bytes and the error
+for a protocol error, ``close`` (by the client, or by the server: QUIT,
+CLIENT KILL, XSPEC.FAULT, protocol errors). With ``--clock virtual`` each
+``call``/``send``/``recv`` carries the server's ``now`` and the header says
+``"clock": "virtual"``. The header names the server ``redis`` at the
+dialect's version (tagged ``xspec-serve``) so that ``xspec check`` judges it
+against that dialect without options.
+
+:class:`ModelChecker` runs every command on the model too
+(``xspec.models.server.Server``), feeding the model's clock the readings the
+server's own handlers made for that command, and compares replies, blocking,
+the clients each command served and timeouts. Replies that describe the host
+(HELLO's id, CLIENT LIST, INFO, ...) are compared by shape
+(``xspec.spec.environment``); commands the model does not run (COMMAND,
+DEBUG, WAIT, XSPEC.*, some CLIENT and CONFIG forms) are skipped. A divergence
+is logged (logger ``xspec.serve``) together with the path of a trace of the
+whole run so far, which shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from xspec.models.dialect import get_dialect
+from xspec.reference.core import Client, Core, PreRendered, RunResult, lookup
+from xspec.spec.environment import environment_matches
+from xspec.spec.resp import Error, Reply, for_protocol, show
+from xspec.traces.format import Call, Close, Connect, Event, Header, Note, Recv, Send, event_to_json
+
+log = logging.getLogger("xspec.serve")
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def wire(result: Reply | PreRendered, proto: int) -> Reply:
+    """A result as the client received it."""
+    return result.reply if isinstance(result, PreRendered) else for_protocol(result, proto)
+
+
+def json_line(obj: object, separators: tuple[str, str] = (",", ":")) -> str:
+    """One trace line. Text that is not UTF-8 (an error echoing binary bytes holds surrogate
+    escapes) is written with JSON escapes, which read back to the same string."""
+    line = json.dumps(obj, ensure_ascii=False, separators=separators)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(obj, separators=separators)
+    return line + "\n"
+
+
+class TraceWriter:
+    """Turns the core's events into trace events; writes them to ``path`` as they happen (or keeps them)."""
+
+    def __init__(self, core: Core, path: str | None) -> None:
+        self.core = core
+        self.virtual = core.clock.virtual
+        self.header = Header(server_name="redis", server_version=core.dialect.version,
+                             clock="virtual" if self.virtual else "wall",
+                             config={k: core.config[k] for k in ("stream-node-max-entries", "stream-node-max-bytes")},
+                             title="xspec serve", source="recorded", tags=["xspec-serve"])
+        self.events: list[Event] = []
+        self.served_now: list[Event] = []  # answers to blocked clients, written after the command that served them
+        self.file: IO[str] | None = None
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self.file = open(path, "w", encoding="utf-8")  # noqa: SIM115 - open for the server's lifetime
+            self.file.write(json_line(self.header.to_json(), (", ", ": ")))
+        self.keep = path is None
+
+    def _now(self) -> int | None:
+        return self.core.now_ms() if self.virtual else None
+
+    def add(self, e: Event) -> None:
+        if self.keep:
+            self.events.append(e)
+        if self.file is not None:
+            self.file.write(json_line(event_to_json(e)))
+
+    def dump(self, path: Path) -> None:
+        """Write the events kept so far as a trace file."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json_line(self.header.to_json(), (", ", ": ")))
+            for e in self.events:
+                f.write(json_line(event_to_json(e)))
+
+    # -- Observer -----------------------------------------------------------------------------
+    def connected(self, c: Client) -> None:
+        self.add(Connect(c=c.id, t=now_us()))
+
+    def closed(self, c: Client, by: str) -> None:
+        self.add(Close(c=c.id, by=by, t=now_us()))
+
+    def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None:
+        if argv[0][:6].lower() == b"xspec.":
+            # The server's own admin commands are not Redis traffic: a note says what they did
+            # (virtual time shows in ``now``; faults show as the errors and closes they cause).
+            shown = b" ".join(argv).decode("utf-8", "backslashreplace")
+            reply = show(wire(result, c.proto)) if result is not None else "(blocked)"
+            self.add(Note(text=f"client {c.id}: {shown} -> {reply}"))
+        elif result is None:
+            self.add(Send(c=c.id, cmd=list(argv), t=t0, now=self._now()))
+        else:
+            self.add(Call(c=c.id, cmd=list(argv), reply=wire(result, c.proto), t0=t0, t1=now_us(), now=self._now()))
+        served, self.served_now = self.served_now, []
+        for e in served:
+            self.add(e)
+
+    def served(self, c: Client, reply: Reply, timed_out: bool) -> None:
+        e = Recv(c=c.id, reply=for_protocol(reply, c.proto), t=now_us(), now=self._now())
+        if self.core.executing:
+            self.served_now.append(e)
+        else:
+            self.add(e)
+
+    def protocol_error(self, c: Client, raw: bytes, error: str) -> None:
+        t = now_us()
+        self.add(Send(c=c.id, cmd=None, raw=raw, t=t, now=self._now()))
+        self.add(Recv(c=c.id, reply=Error(error), t=t, now=self._now()))
+
+    def clock_moved(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
+class FedClock:
+    """The model's clock in checked mode: the readings the server made for the command, in order."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.readings: list[int] = []
+        self.taken = 0  # readings the model took for the current command
+        self.last = core.clock.now_ms()
+
+    def now_ms(self) -> int:
+        self.taken += 1
+        if self.readings:
+            self.last = self.readings.pop(0)
+        return self.last
+
+    def concrete(self, t: int) -> int:
+        return t
+
+
+# Commands whose replies the model does not produce.
+_UNCHECKED = ("command", "debug", "wait", "xspec.", "client|kill", "client|no-evict", "client|tracking",
+              "client|trackinginfo", "client|getredir", "client|caching", "client|reply", "client|unblock",
+              "client|pause", "client|unpause", "client|no-touch")
+
+
+class ModelChecker:
+    """Runs the model beside the server and reports where they disagree."""
+
+    def __init__(self, core: Core, recorder: TraceWriter, report_dir: Path) -> None:
+        from xspec.models.server import Server
+
+        self.core = core
+        self.recorder = recorder
+        self.report_dir = report_dir
+        self.clock = FedClock(core)
+        config = {k: core.config[k] for k in core.dialect.config_defaults}
+        self.model = Server(get_dialect(core.dialect.name), clock=self.clock, config=config)
+        self.just_served: list[tuple[int, Reply]] = []
+        self.divergences = 0
+        self.enabled = True
+        # Record the server's clock readings for the model.
+        core_now = core.now_ms
+
+        def reading() -> int:
+            t = core_now()
+            if core.executing:  # not the timers' own readings: the model reads only in commands
+                self.clock.readings.append(t)
+            return t
+
+        core.now_ms = reading  # type: ignore[method-assign]
+
+    def _diverge(self, what: str) -> None:
+        self.divergences += 1
+        path = self.report_dir / f"xspec-divergence-{self.divergences}.jsonl"
+        self.recorder.dump(path)
+        if len(what) > 600:
+            what = what[:600] + " ..."
+        log.error("divergence from the model: %s (trace: %s)", what, path)
+
+    # -- Observer -------------------------------------------------------------------------
+    def connected(self, c: Client) -> None:
+        self.model.connect(client_id=c.id)
+        self.clock.readings.clear()
+
+    def closed(self, c: Client, by: str) -> None:
+        self.model.close(c.id)
+
+    def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None:
+        served, self.just_served = self.just_served, []
+        spec = lookup(argv)
+        name = spec.fullname if spec is not None else ""
+        if spec is not None and name.startswith(_UNCHECKED):
+            self.clock.readings.clear()
+            return
+        offered = len(self.clock.readings)
+        self.clock.taken = 0
+        try:
+            out = self.model.execute(c.id, argv)
+        except Exception as e:  # the model refusing a state is a divergence too
+            self._diverge(f"client {c.id} {argv!r}: the model raised {e!r}")
+            return
+        finally:
+            self.clock.readings.clear()
+        if self.clock.taken != offered and not self.core.clock.virtual:
+            # Times the model stores or replies can then differ by the readings' spread.
+            log.warning("clock readings differ for %r: the server took %d, the model %d",
+                        argv[:3], offered, self.clock.taken)
+        if result is None:
+            if not out.blocked:
+                self._diverge(f"client {c.id} {argv!r}: the server blocked, the model replied {out.reply}")
+        elif out.blocked:
+            self._diverge(f"client {c.id} {argv!r}: the model blocked, the server replied {wire(result, c.proto)}")
+        elif out.reply is not None:
+            mine = wire(result, c.proto)
+            if mine != out.reply and not _not_modelled(out.reply) and not environment_matches(argv, mine, out.reply):
+                self._diverge(f"client {c.id} {argv!r}: server {show(mine)}, model {show(out.reply)}")
+        model_served = [(cid, r) for cid, r in out.served]
+        if served != model_served:
+            self._diverge(f"after client {c.id} {argv!r}: server served {_show_served(served)}, "
+                          f"model served {_show_served(model_served)}")
+
+    def served(self, c: Client, reply: Reply, timed_out: bool) -> None:
+        mine = for_protocol(reply, c.proto)
+        if not timed_out:
+            self.just_served.append((c.id, mine))
+            return
+        try:
+            theirs = self.model.timeout(c.id)
+        except RuntimeError as e:
+            self._diverge(f"client {c.id} timed out on the server; the model: {e}")
+            return
+        if theirs != mine:
+            self._diverge(f"client {c.id} timed out with {show(mine)}, the model says {show(theirs)}")
+
+    def protocol_error(self, c: Client, raw: bytes, error: str) -> None:
+        pass
+
+    def clock_moved(self) -> None:
+        self.clock.readings.clear()
+
+    def finish(self) -> None:
+        pass
+
+
+def _not_modelled(r: Reply) -> bool:
+    return isinstance(r, Error) and r.text.startswith("ERR xspec model:")
+
+
+def _show_served(served: list[tuple[int, Reply]]) -> str:
+    return "[" + ", ".join(f"{cid}: {show(r)}" for cid, r in served) + "]" if served else "nobody"
+
+
+class Observers:
+    """Several observers, called in order."""
+
+    def __init__(self, *observers: Any) -> None:
+        self.observers = observers
+
+    def __getattr__(self, name: str) -> Any:
+        methods = [getattr(o, name) for o in self.observers]
+
+        def call(*args: Any) -> None:
+            for m in methods:
+                try:
+                    m(*args)
+                except Exception:  # watching must never break serving
+                    log.exception("observer %s failed", name)
+        return call
+
+
+def attach_observers(core: Core, trace_path: str | None, checked: bool) -> None:
+    """Set up ``--trace`` and/or ``--checked`` on ``core``."""
+    writer = TraceWriter(core, trace_path)
+    if not checked:
+        core.observer = Observers(writer)  # type: ignore[assignment]
+        return
+    writer.keep = True  # the checker writes the trace so far next to each divergence
+    report_dir = Path(trace_path).parent if trace_path else Path.cwd()
+    core.observer = Observers(writer, ModelChecker(core, writer, report_dir))  # type: ignore[assignment]
