@@ -254,6 +254,8 @@ def consumer_group_workload(port: int, processes: int, per_process: int, seconds
         p.start()
     for p in procs:
         p.join()
+    if any(p.exitcode != 0 for p in procs):
+        raise RuntimeError("a load-generator process failed (see its traceback above)")
     return float(counter.value) / (ended.value - start)
 
 
@@ -316,6 +318,10 @@ def main() -> int:
         print(f"== {peer.name}", flush=True)
         with running(peer):
             # fakeredis is ~100x slower: give it fewer requests so the run ends.
+            # Memory first, on the fresh process: a Python server keeps freed
+            # memory in its arenas, so RSS would not grow after earlier loads.
+            if peer.name != "fakeredis":
+                peer.results["bytes/entry"] = memory_per_entry(peer, args.entries)
             n = args.requests if peer.name != "fakeredis" else max(args.requests // 50, 2000)
             peer.results["xadd -P 16"] = redis_benchmark(peer.port, n, "-P", "16", "XADD", "p", "*", "f", "v")
             peer.results["xadd -c 50"] = redis_benchmark(peer.port, n, "-c", "50", "XADD", "q", "*", "f", "v")
@@ -325,7 +331,6 @@ def main() -> int:
             fill = 1_000_000 if peer.name != "fakeredis" else 20_000
             peer.results["xreadgroup+xack"] = consumer_group_workload(peer.port, 2, 16, args.seconds, fill)
             if peer.name != "fakeredis":
-                peer.results["bytes/entry"] = memory_per_entry(peer, args.entries)
                 p50, p99 = wakeup_latency_ms(peer.port, args.rounds)
                 peer.results["wake p50 ms"] = p50
                 peer.results["wake p99 ms"] = p99
