@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from xspec.models import pel
-from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_iterator_end
+from xspec.models.cerrno import note_id_parse, note_iterator_end
 from xspec.models.intervals import interval_bounds, interval_start
 from xspec.models.ordered import first_key, first_key_from, keys_from, last_key
+from xspec.models.reads import lookup_entry
 from xspec.models.server import Call, CommandError, command
 from xspec.models.state import Consumer, Group, Nack, Stream
 from xspec.spec import commands as table
@@ -505,8 +506,8 @@ def xclaim(call: Call) -> Reply:
     drop_deleted = call.server.dialect.claims_drop_deleted
     for entry_id, id_arg in ids:  # XCLAIM-8
         nack = group.pel.get(entry_id)
-        note_entry_lookup(call, stream, entry_id)  # XADD-14
-        gone = entry_id not in stream.entries
+        fields = lookup_entry(call, stream, entry_id)  # XADD-14
+        gone = fields is None
         if gone and drop_deleted:  # XCLAIM-9
             if nack is not None:
                 pel.propagate_claim(call, key, group, _pending_owner(nack).name, id_arg, nack)
@@ -534,7 +535,7 @@ def xclaim(call: Call) -> Reply:
         elif gone:  # XCLAIM-DIALECT-1: 6.2 claims a deleted entry and replies nil for it
             claimed.append(NullBulk())
         else:
-            claimed.append(_entry_reply(entry_id, stream.entries[entry_id]))
+            claimed.append(_entry_reply(entry_id, fields))  # type: ignore[arg-type]
         pel.propagate_claim(call, key, group, consumer.name, id_arg, nack)  # XCLAIM-16
         propagate_last_id = False
     if propagate_last_id:  # XCLAIM-16
@@ -593,8 +594,8 @@ def xautoclaim(call: Call) -> Reply:
         nack = group.pel[entry_id]
         attempts -= 1
         position = successor(entry_id)
-        note_entry_lookup(call, stream, entry_id)  # XADD-14
-        gone = entry_id not in stream.entries
+        fields = lookup_entry(call, stream, entry_id)  # XADD-14
+        gone = fields is None
         if gone and drop_deleted:  # XAUTOCLAIM-7
             pel.propagate_claim(call, key, group, _pending_owner(nack).name, entry_id.encode(),
                                 nack)  # XAUTOCLAIM-11
@@ -617,7 +618,7 @@ def xautoclaim(call: Call) -> Reply:
         elif gone:  # XAUTOCLAIM-DIALECT-1: 6.2 claims a deleted entry and replies nil for it
             claimed.append(NullBulk())
         else:
-            claimed.append(_entry_reply(entry_id, stream.entries[entry_id]))
+            claimed.append(_entry_reply(entry_id, fields))  # type: ignore[arg-type]
         count -= 1
         pel.propagate_claim(call, key, group, consumer.name, entry_id.encode(), nack)  # XAUTOCLAIM-11
     cursor = MIN_ID  # XAUTOCLAIM-10

@@ -9,6 +9,7 @@ it changes nothing and propagates nothing (XINFO-8).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 from sortedcontainers import SortedDict
@@ -20,7 +21,7 @@ from xspec.models.reads import entry_reply, error_text
 from xspec.models.server import Call, CommandError, command
 from xspec.models.state import Group, Stream
 from xspec.spec import commands as table
-from xspec.spec.ids import as_i64, c_string, parse_ll
+from xspec.spec.ids import MAX_ID, MIN_ID, as_i64, c_string, parse_ll
 from xspec.spec.resp import Array, Bulk, Int, Map, NullBulk, Reply, Simple
 
 FULL_DEFAULT_COUNT = 10
@@ -90,8 +91,8 @@ def xinfo_stream(call: Call) -> Reply:
     stream = info_stream(call)
     options = call.argv[3:]
     if not options:
-        if not stream.layout.radix_tree_keys:
-            note_iterator_end(call)  # XADD-14: the first/last-entry seeks find an empty tree
+        if not stream.entries:
+            note_iterator_end(call)  # XADD-14: the first/last-entry walks find no live entry
         return Map((*_stream_head(call, stream), *_stream_summary(stream)))  # XINFO-3
     if len(options) not in (1, 3) or c_string(options[0]).lower() != b"full":  # XINFO-4
         raise subcommand_syntax_error(call)
@@ -105,7 +106,9 @@ def xinfo_stream(call: Call) -> Reply:
         count = FULL_DEFAULT_COUNT if n < 0 else n
     # XADD-14: the entry walk runs off the tree unless COUNT stops it; then the walk over
     # the groups' tree, once allocated, always does.
-    if not count or stream.length < count or stream.groups_allocated:
+    layout = stream.layout
+    walkable = layout.length - layout.lost if layout.disordered else len(stream.entries)
+    if not count or walkable < count or stream.groups_allocated:
         note_iterator_end(call)
     return Map((*_stream_head(call, stream), *_stream_full(call, stream, count)))  # XINFO-5
 
@@ -129,14 +132,31 @@ def _stream_head(call: Call, stream: Stream) -> tuple[tuple[Reply, Reply], ...]:
 
 
 def _stream_summary(stream: Stream) -> tuple[tuple[Reply, Reply], ...]:
-    """groups, first-entry, last-entry (XINFO-3)."""
-    if stream.entries:
+    """groups, first-entry, last-entry (XINFO-3): the first live entry of a forward and of a
+    backward walk."""
+    if stream.layout.disordered:
+        first, last = _walked_edges(stream)
+    elif stream.entries:
         first = entry_reply(*stream.entries.peekitem(0))
         last = entry_reply(*stream.entries.peekitem(-1))
     else:
         first = last = NullBulk()
     return (_field("groups", Int(len(stream.groups))), _field("first-entry", first),
             _field("last-entry", last))
+
+
+def _walked_edges(stream: Stream) -> tuple[Reply, Reply]:
+    """first-entry and last-entry of a disordered layout: the first live entry of a forward and of
+    a backward walk over everything, not necessarily the lowest and the highest ID (LAYOUT-2)."""
+    first: Reply = NullBulk()
+    last: Reply = NullBulk()
+    for entry in stream.layout.walk(MIN_ID, MAX_ID):
+        first = entry_reply(*entry)
+        break
+    for entry in stream.layout.walk(MIN_ID, MAX_ID, rev=True):
+        last = entry_reply(*entry)
+        break
+    return first, last
 
 
 def _group_counters(call: Call, stream: Stream, group: Group) -> tuple[tuple[Reply, Reply], ...]:
@@ -149,7 +169,10 @@ def _stream_full(call: Call, stream: Stream, count: int) -> tuple[tuple[Reply, R
     """entries and groups of XINFO STREAM FULL; ``count`` 0 means everything (XINFO-5)."""
     counters = call.server.dialect.stream_counters  # XINFO-DIALECT-1
     active = call.server.dialect.consumer_active_time
-    entries = [entry_reply(i, f) for i, f in _head(stream.entries, count)]
+    if stream.layout.disordered:
+        entries = _walked_head(stream, count)
+    else:
+        entries = [entry_reply(i, f) for i, f in _head(stream.entries, count)]
     groups = []
     for group in stream.groups.values():
         pending = [Array((Bulk(i.encode()), Bulk(n.consumer.name), Int(n.delivery_time),
@@ -175,6 +198,11 @@ def _stream_full(call: Call, stream: Stream, count: int) -> tuple[tuple[Reply, R
             _field("consumers", Array(tuple(consumers))),
         )))
     return _field("entries", Array(tuple(entries))), _field("groups", Array(tuple(groups)))
+
+
+def _walked_head(stream: Stream, count: int) -> list[Reply]:
+    """The first ``count`` entries (0: all) of a forward walk over a disordered layout (LAYOUT-2)."""
+    return [entry_reply(*entry) for entry in islice(stream.layout.walk(MIN_ID, MAX_ID), count or None)]
 
 
 def _head(items: SortedDict, count: int) -> Sequence[tuple[Any, Any]]:

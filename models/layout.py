@@ -14,17 +14,25 @@ What a node's listpack holds (t_stream.c, streamAppendItem):
 * per entry: flags, ms delta and seq delta from the master ID, then either the
   values only (when the fields equal the master's, SAMEFIELDS flag) or the field
   count and all fields and values, then the number of elements of the entry.
+
+Normally IDs ascend along the walk Redis makes (nodes in radix-tree order,
+entries in listpack order), and the model reads entries from ``Stream.entries``.
+XSETID can lower last-generated-id below deleted IDs (LAYOUT-1), and then an
+XADD can land below IDs already in the nodes: the layout becomes *disordered*
+(``disordered``), keeps every entry's fields in its nodes, and the stream's
+reads follow Redis's iterator exactly through :class:`EntryWalk` (LAYOUT-2 ..
+LAYOUT-5). A disordered layout stays so until it has no node and lost nothing.
 """
 
 from __future__ import annotations
 
 import struct
-from bisect import bisect_right
-from collections.abc import Hashable
+from bisect import bisect_left, bisect_right
+from collections.abc import Hashable, Iterator, Mapping
 
 from xspec.models.listpack import LISTPACK_OVERHEAD, element_size, int_element_size
 from xspec.models.rax import Rax
-from xspec.spec.ids import StreamID
+from xspec.spec.ids import MAX_ID, MIN_ID, StreamID
 
 LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE: the byte limit when stream-node-max-bytes is 0 or larger
 
@@ -32,6 +40,8 @@ _U64 = (1 << 64) - 1
 _FLAGS_SIZE = int_element_size(0)  # flags are 0..3: always a 1-byte integer
 _MASTER_TERMINATOR_SIZE = int_element_size(0)
 _KEY = struct.Struct(">QQ")
+
+Fields = tuple[bytes, ...]
 
 
 def _delta_size(new: int, base: int) -> int:
@@ -50,9 +60,13 @@ def rax_key(master: StreamID) -> bytes:
 
 
 class _Node:
-    """One listpack: its master, entry IDs in order with tombstone flags, and byte size."""
+    """One listpack: its master, entry IDs in order with tombstone flags, and byte size.
 
-    __slots__ = ("master", "master_fields", "ids", "dead", "head", "live", "deleted", "body_bytes")
+    ``values`` holds each entry's fields (None for tombstones) once the layout
+    is disordered, and is None before.
+    """
+
+    __slots__ = ("master", "master_fields", "ids", "dead", "head", "live", "deleted", "body_bytes", "values")
 
     def __init__(self, master: StreamID, master_fields: tuple[bytes, ...]) -> None:
         self.master = master
@@ -65,10 +79,21 @@ class _Node:
         # Everything but the two counters, whose encodings vary with their values.
         self.body_bytes = (LISTPACK_OVERHEAD + int_element_size(len(master_fields))
                            + sum(map(element_size, master_fields)) + _MASTER_TERMINATOR_SIZE)
+        self.values: list[Fields | None] | None = None
 
     def lp_bytes(self) -> int:
         """lpBytes: the listpack's total size."""
         return self.body_bytes + int_element_size(self.live) + int_element_size(self.deleted)
+
+    def kill(self, index: int) -> None:
+        """Flag live entry ``index`` deleted."""
+        self.dead[index] = True
+        self.live -= 1
+        self.deleted += 1
+        if self.values is not None:
+            self.values[index] = None
+        while self.head < len(self.dead) and self.dead[self.head]:
+            self.head += 1
 
     def clone(self) -> _Node:
         twin = _Node.__new__(_Node)
@@ -80,24 +105,90 @@ class _Node:
         twin.live = self.live
         twin.deleted = self.deleted
         twin.body_bytes = self.body_bytes
+        twin.values = None if self.values is None else self.values.copy()
         return twin
 
     def freeze(self) -> Hashable:
         return (self.master, self.master_fields, tuple(self.ids), tuple(self.dead),
-                self.live, self.deleted, self.body_bytes)
+                self.live, self.deleted, self.body_bytes, None if self.values is None else tuple(self.values))
+
+
+class EntryWalk:
+    """streamIteratorStart + streamIteratorGetID over a disordered layout: the live entries Redis's
+    iterator emits for [``start``, ``end``], in the order it emits them (LAYOUT-2).
+
+    Forward, the walk starts at the last node whose master is <= ``start`` (the
+    first node when there is none), takes the live entries >= ``start`` in
+    listpack order and node after node, and ends at the first of them above
+    ``end``. Backward, it starts at the last node whose master is <= ``end``
+    (the last node when there is none), goes back through listpacks and nodes
+    taking the live entries <= ``end``, and ends at the first of them below
+    ``start``. ``ran_off`` tells, once the walk is over, whether it ran off the
+    tree rather than stopping at an entry out of range (errno, XADD-14). The
+    layout must not change while a walk is in use.
+    """
+
+    __slots__ = ("ran_off", "_steps")
+
+    def __init__(self, layout: NodeLayout, start: StreamID, end: StreamID, rev: bool) -> None:
+        self.ran_off = False
+        self._steps = self._backward(layout, start, end) if rev else self._forward(layout, start, end)
+
+    def __iter__(self) -> Iterator[tuple[StreamID, Fields]]:
+        """The walk's entries as (ID, fields)."""
+        for node, index in self._steps:
+            fields = node.values[index]  # type: ignore[index]
+            assert fields is not None, "a disordered layout keeps every live entry's fields"
+            yield node.ids[index], fields
+
+    def positions(self) -> Iterator[tuple[_Node, int]]:
+        """The walk's entries as (node, index in the node)."""
+        return self._steps
+
+    def _forward(self, layout: NodeLayout, start: StreamID, end: StreamID) -> Iterator[tuple[_Node, int]]:
+        nodes = layout._nodes
+        for at in range(max(bisect_right(layout._masters, start) - 1, 0), len(nodes)):
+            node = nodes[at]
+            ids = node.ids
+            dead = node.dead
+            for index in range(len(ids)):
+                if dead[index] or ids[index] < start:
+                    continue
+                if ids[index] > end:
+                    return
+                yield node, index
+        self.ran_off = True
+
+    def _backward(self, layout: NodeLayout, start: StreamID, end: StreamID) -> Iterator[tuple[_Node, int]]:
+        nodes = layout._nodes
+        at = bisect_right(layout._masters, end) - 1
+        if at < 0:
+            at = len(nodes) - 1
+        for node in reversed(nodes[:at + 1]):
+            ids = node.ids
+            dead = node.dead
+            for index in range(len(ids) - 1, -1, -1):
+                if dead[index] or ids[index] > end:
+                    continue
+                if ids[index] < start:
+                    return
+                yield node, index
+        self.ran_off = True
 
 
 class NodeLayout:
     """A stream's nodes in master-ID order, their tombstones and byte sizes, and the rax over them."""
 
-    __slots__ = ("_masters", "_nodes", "_length", "_rax", "_frozen")
+    __slots__ = ("_masters", "_nodes", "_length", "_rax", "_frozen", "disordered", "lost")
 
     def __init__(self) -> None:
         self._masters: list[StreamID] = []
         self._nodes: list[_Node] = []
-        self._length = 0  # live entries in all nodes (the stream's length)
+        self._length = 0  # the stream's length: live entries in all nodes, and the lost ones
         self._rax = Rax()
         self._frozen: Hashable | None = None
+        self.disordered = False  # some walk may meet IDs out of order (see the module docstring)
+        self.lost = 0  # live entries of nodes that a new node with the same master replaced
 
     # -- queries -------------------------------------------------------------
 
@@ -111,6 +202,11 @@ class NodeLayout:
         """XINFO STREAM radix-tree-nodes: the rax's node count (1 for an empty stream)."""
         return self._rax.numnodes
 
+    @property
+    def length(self) -> int:
+        """The stream's length as Redis counts it: lost entries included (LAYOUT-4)."""
+        return self._length
+
     def first_id(self) -> StreamID | None:
         """The first entry of the first node, tombstone or not; None when there are no nodes."""
         return self._nodes[0].ids[0] if self._nodes else None
@@ -119,27 +215,73 @@ class NodeLayout:
         """(master ID, live, deleted, listpack bytes) per node, for inspection and tests."""
         return [(n.master, n.live, n.deleted, n.lp_bytes()) for n in self._nodes]
 
+    # -- the walks of a disordered layout (LAYOUT-2) -------------------------------
+
+    def walk(self, start: StreamID, end: StreamID, rev: bool = False) -> EntryWalk:
+        """Redis's stream iterator over [``start``, ``end``]: see :class:`EntryWalk`."""
+        return EntryWalk(self, start, end, rev)
+
+    def lookup(self, entry_id: StreamID) -> tuple[Fields | None, bool]:
+        """streamEntryExists, or a one-entry range read: the fields of ``entry_id`` as the walk over
+        [``entry_id``, ``entry_id``] finds it (None when it does not), and whether it ran off the tree."""
+        walk = self.walk(entry_id, entry_id)
+        for _, fields in walk:
+            return fields, False
+        return None, walk.ran_off
+
+    def first_live(self) -> StreamID | None:
+        """streamGetEdgeID(first, skipping tombstones): the first live entry of a forward walk."""
+        for entry_id, _ in self.walk(MIN_ID, MAX_ID):
+            return entry_id
+        return None
+
+    def last_live(self) -> StreamID | None:
+        """streamLastValidID: the first live entry of a backward walk from the last node (LAYOUT-3)."""
+        for entry_id, _ in self.walk(MIN_ID, MAX_ID, rev=True):
+            return entry_id
+        return None
+
+    def live_entries(self) -> dict[StreamID, Fields]:
+        """The live entries the walks can reach, by ID (the later of two equal IDs wins), in walk order."""
+        out: dict[StreamID, Fields] = {}
+        for node in self._nodes:
+            assert node.values is not None
+            for entry_id, fields in zip(node.ids, node.values, strict=True):
+                if fields is not None:
+                    out[entry_id] = fields
+        return out
+
     # -- changes ---------------------------------------------------------------
 
-    def append(self, entry_id: StreamID, fields: tuple[bytes, ...], max_entries: int, max_bytes: int) -> None:
-        """streamAppendItem: add an entry (greater than every ID so far) to the tail node or a new node.
+    def append(self, entry_id: StreamID, fields: Fields, max_entries: int, max_bytes: int,
+               entries: Mapping[StreamID, Fields] | None = None) -> None:
+        """streamAppendItem: add an entry to the node with the highest master, or to a new node.
 
         ``fields`` is the flat field, value, ... tuple; ``max_entries`` and
         ``max_bytes`` are stream-node-max-entries and stream-node-max-bytes.
+        ``entries`` (the stream's live entries by ID) gives the nodes their
+        fields when this append disorders the layout; a layout kept without
+        them tracks sizes only.
         """
         self._frozen = None
         names = fields[0::2]
-        tail = self._nodes[-1] if self._nodes else None
+        tail = self._nodes[-1] if self._nodes else None  # raxSeek "$": the node with the highest master
         if tail is not None:
+            if not self.disordered and entry_id <= tail.ids[-1]:
+                self._disorder(entries or {})  # LAYOUT-1
             limit = max_bytes if 0 < max_bytes <= LISTPACK_MAX_SIZE else LISTPACK_MAX_SIZE
             if ((max_entries and tail.live + tail.deleted >= max_entries)
                     or tail.lp_bytes() + sum(map(len, fields)) >= limit):
                 tail = None
         if tail is None:
             tail = _Node(entry_id, names)
-            self._masters.append(entry_id)
-            self._nodes.append(tail)
-            self._rax.insert(rax_key(entry_id))
+            if self.disordered:
+                tail.values = []
+                self._insert_node(tail)
+            else:
+                self._masters.append(entry_id)
+                self._nodes.append(tail)
+                self._rax.insert(rax_key(entry_id))
             same_fields = True
         else:
             same_fields = names == tail.master_fields
@@ -154,28 +296,58 @@ class NodeLayout:
         tail.body_bytes += size
         tail.ids.append(entry_id)
         tail.dead.append(False)
+        if tail.values is not None:
+            tail.values.append(fields)
         tail.live += 1
         self._length += 1
 
-    def delete(self, entry_id: StreamID) -> None:
-        """streamIteratorRemoveEntry: flag a live entry deleted; drop its node when it was the last live one."""
+    def _disorder(self, entries: Mapping[StreamID, Fields]) -> None:
+        """Switch to exact walks: every node keeps its entries' fields from now on (LAYOUT-1)."""
+        self.disordered = True
+        for node in self._nodes:
+            node.values = [None if dead else entries.get(i) for i, dead in zip(node.ids, node.dead, strict=True)]
+
+    def _insert_node(self, node: _Node) -> None:
+        """raxInsert of a new node in a disordered layout; a node with the same master is replaced (LAYOUT-4)."""
+        at = bisect_left(self._masters, node.master)
+        if at < len(self._masters) and self._masters[at] == node.master:
+            self.lost += self._nodes[at].live  # still counted in the length, never walked again
+            self._nodes[at] = node
+            return
+        self._masters.insert(at, node.master)
+        self._nodes.insert(at, node)
+        self._rax.insert(rax_key(node.master))
+
+    def delete(self, entry_id: StreamID) -> bool:
+        """XDEL of one ID (streamDeleteItem): flag the live entry deleted, dropping its node when it was
+        the last live one; False when it is not found."""
         self._frozen = None
+        if self.disordered:
+            return self._delete_walked(entry_id)
         at = bisect_right(self._masters, entry_id) - 1
         if at < 0:
-            raise KeyError(entry_id)
+            return False
         node = self._nodes[at]
         index = bisect_right(node.ids, entry_id) - 1
         if node.ids[index] != entry_id or node.dead[index]:
-            raise KeyError(entry_id)
+            return False
+        self._kill(at, index)
+        return True
+
+    def _delete_walked(self, entry_id: StreamID) -> bool:
+        """``delete`` in a disordered layout: the entry is found by the walk, or not at all (LAYOUT-2)."""
+        for node, index in self.walk(entry_id, entry_id).positions():
+            self._kill(self._nodes.index(node), index)
+            return True
+        return False
+
+    def _kill(self, at: int, index: int) -> None:
         self._length -= 1
+        node = self._nodes[at]
         if node.live == 1:
             self._remove_node(at)
-            return
-        node.dead[index] = True
-        node.live -= 1
-        node.deleted += 1
-        while node.dead[node.head]:
-            node.head += 1
+        else:
+            node.kill(index)
 
     def trim(self, *, maxlen: int | None, minid: StreamID | None, approx: bool, limit: int) -> list[StreamID]:
         """streamTrim with MAXLEN ``maxlen`` or MINID ``minid``; returns the live IDs removed, in order.
@@ -214,13 +386,16 @@ class NodeLayout:
     def _trim_inside(self, node: _Node, maxlen: int | None, minid: StreamID | None, removed: list[StreamID]) -> None:
         """Flag entries deleted from the head of ``node`` until the trim's bound; the node stays, maybe empty.
 
-        Redis walks from the node's first entry; starting after the leading
-        tombstones decides the same, since passing a tombstone changes nothing.
+        Redis walks from the node's first entry and a MINID trim stops at the
+        first ID at or above the bound, tombstone or not. In order, starting
+        after the leading tombstones decides the same.
         """
         ids = node.ids
         dead = node.dead
         count = 0
         index = node.head
+        if self.disordered:
+            index = 0  # LAYOUT-5: a leading tombstone may stop a MINID trim
         while index < len(ids):
             if maxlen is not None:
                 if self._length <= maxlen:
@@ -229,11 +404,13 @@ class NodeLayout:
                 break
             if not dead[index]:
                 dead[index] = True
+                if node.values is not None:
+                    node.values[index] = None
                 removed.append(ids[index])
                 self._length -= 1
                 count += 1
             index += 1
-        node.head = index
+        node.head = max(node.head, index)
         node.live -= count
         node.deleted += count
 
@@ -241,6 +418,8 @@ class NodeLayout:
         self._rax.remove(rax_key(self._masters[at]))
         del self._masters[at]
         del self._nodes[at]
+        if not self._nodes and not self.lost:
+            self.disordered = False  # nothing out of order is left
 
     # -- state -------------------------------------------------------------------
 
@@ -251,10 +430,13 @@ class NodeLayout:
         twin._length = self._length
         twin._rax = self._rax.copy()
         twin._frozen = self._frozen
+        twin.disordered = self.disordered
+        twin.lost = self.lost
         return twin
 
     def freeze(self) -> Hashable:
         """A hashable value equal for layouts that behave alike: nodes, sizes and the rax's shape."""
         if self._frozen is None:
-            self._frozen = (tuple(n.freeze() for n in self._nodes), self._rax.numnodes, self._rax.shape())
+            self._frozen = (tuple(n.freeze() for n in self._nodes), self._rax.numnodes, self._rax.shape(),
+                            self.disordered, self.lost)
         return self._frozen

@@ -13,7 +13,9 @@ in Redis, which is why an explicit maximum ID behaves as ``>`` (XREADGROUP-8).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import cast
 
 from xspec.models import lag, pel
@@ -311,9 +313,36 @@ def first_after(after: StreamID) -> StreamID:
     return nxt
 
 
+def walk_after(call: Call, stream: Stream, after: StreamID) -> Iterator[tuple[StreamID, Fields]]:
+    """On a disordered layout (LAYOUT-2): the entries Redis's forward walk from the successor of
+    ``after`` emits, in its order; a walk that runs off the tree sets errno (XADD-14)."""
+    walk = stream.layout.walk(first_after(after), MAX_ID)
+    yield from walk
+    if walk.ran_off:
+        note_iterator_end(call)
+
+
+def lookup_entry(call: Call, stream: Stream, entry_id: StreamID) -> Fields | None:
+    """``streamEntryExists`` or a one-entry range read: the entry's fields, None when the stream has
+    no such live entry (or Redis's walk does not reach it)."""
+    if stream.layout.disordered:
+        fields, ran_off = stream.layout.lookup(entry_id)  # LAYOUT-2
+        if ran_off:
+            note_iterator_end(call)  # XADD-14
+        return fields
+    note_entry_lookup(call, stream, entry_id)  # XADD-14
+    return stream.entries.get(entry_id)
+
+
 def range_after(call: Call, stream: Stream, after: StreamID, count: int) -> tuple[Reply, ...]:
     """Live entries greater than ``after``, at most ``count`` of them (0: all)."""
     out: list[Reply] = []
+    if stream.layout.disordered:
+        for entry_id, fields in walk_after(call, stream, after):
+            out.append(entry_reply(entry_id, fields))
+            if count and len(out) == count:
+                break
+        return tuple(out)
     for entry_id in keys_from(stream.entries, first_after(after)):
         out.append(entry_reply(entry_id, stream.entries[entry_id]))
         if count and len(out) == count:
@@ -349,8 +378,7 @@ def history(call: Call, stream: Stream, consumer: Consumer, after: StreamID, cou
     for entry_id in keys_from(consumer.pel, first_after(after)):
         if count and len(out) >= count:
             return tuple(out)
-        note_entry_lookup(call, stream, entry_id)  # XADD-14: the entry is read by a one-entry range
-        fields = stream.entries.get(entry_id)
+        fields = lookup_entry(call, stream, entry_id)  # a one-entry range read
         if fields is None:
             out.append(Array((Bulk(entry_id.encode()), NullArray())))
             continue
@@ -375,9 +403,16 @@ def deliver_new(call: Call, key: bytes, stream: Stream, group: Group, consumer: 
     """
     out: list[Reply] = []
     fixed = call.server.dialect.lag_fixes  # LAG-DIALECT-1
-    for entry_id in keys_from(stream.entries, first_after(after)):
-        lag.advance_group(stream, group, entry_id, fixed)
-        out.append(entry_reply(entry_id, stream.entries[entry_id]))
+    entries = stream.entries
+    walked = list(islice(walk_after(call, stream, after), count or None)) if stream.layout.disordered else None
+    for entry_id in keys_from(entries, first_after(after)) if walked is None else [i for i, _ in walked]:
+        if walked is None:
+            lag.advance_group(stream, group, entry_id, fixed)
+            out.append(entry_reply(entry_id, entries[entry_id]))
+        else:
+            if entry_id > group.last_id:  # LAYOUT-2: a walk can meet IDs below the group's new position
+                lag.advance_group(stream, group, entry_id, fixed)
+            out.append(entry_reply(entry_id, walked[len(out)][1]))
         if not noack:
             fresh = Nack(call.now(), 1, consumer)  # streamCreateNACK reads the clock
             nack = group.pel.get(entry_id)

@@ -94,10 +94,14 @@ class Stream:
 
     @property
     def length(self) -> int:
+        if self.layout.disordered:
+            return self.layout.length  # LAYOUT-4: entries Redis lost track of count too
         return len(self.entries)
 
     def last_live_id(self) -> StreamID:
         """The ID of the last live entry, 0-0 when empty (streamLastValidID)."""
+        if self.layout.disordered:
+            return self.layout.last_live() or MIN_ID  # LAYOUT-3
         return self.entries.peekitem(-1)[0] if self.entries else MIN_ID
 
     def freeze(self) -> tuple[Any, ...]:

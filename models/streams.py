@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from errno import EDOM, ERANGE
 
+from sortedcontainers import SortedDict
+
 from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_iterator_end
 from xspec.models.intervals import interval_bounds
 from xspec.models.ordered import first_key, first_key_from, keys_down_from, keys_from, last_key_to
@@ -173,17 +175,36 @@ def parse_add_trim_args(call: Call, xadd: bool) -> AddTrimArgs:
 # -- trimming ------------------------------------------------------------------------------
 def trim(call: Call, stream: Stream, args: AddTrimArgs) -> int:
     """``streamTrim``: remove entries per ``args``; returns how many (XTRIM-9, XTRIM-10)."""
-    removed = stream.layout.trim(  # XTRIM-9: the node walk is the layout's
+    layout = stream.layout
+    removed = layout.trim(  # XTRIM-9: the node walk is the layout's
         maxlen=args.maxlen if args.strategy == "maxlen" else None,
         minid=args.minid if args.strategy == "minid" else None,
         approx=args.approx, limit=args.limit)
+    if layout.radix_tree_keys == 0:
+        note_iterator_end(call)  # the node walk ran off the end of the tree
+    if layout.disordered:
+        sync_entries(stream)
+        if removed or not stream.length:  # XTRIM-10: a trim that removed nothing leaves it, LAYOUT-3
+            stream.first_id = first_live_id(stream)
+        return len(removed)
     for entry_id in removed:
         del stream.entries[entry_id]
-    if stream.layout.radix_tree_keys == 0:
-        note_iterator_end(call)  # the node walk ran off the end of the tree
     # XTRIM-10: the first live entry, 0-0 for an empty stream; max-deleted-entry-id stays.
     stream.first_id = first_key(stream.entries) if stream.entries else MIN_ID
     return len(removed)
+
+
+def sync_entries(stream: Stream) -> None:
+    """LAYOUT-1: a disordered layout holds the entries; ``Stream.entries`` mirrors the live ones it can walk."""
+    stream.entries = SortedDict(stream.layout.live_entries())
+
+
+def first_live_id(stream: Stream) -> StreamID:
+    """streamGetEdgeID(first, skipping tombstones) on a disordered layout (LAYOUT-3): the first live
+    entry of a forward walk; 0-0 for an empty stream, the maximum ID when only lost entries count."""
+    if not stream.length:
+        return MIN_ID
+    return stream.layout.first_live() or MAX_ID
 
 
 def rewritten_trim_argv(argv: Sequence[bytes | int], stream: Stream, args: AddTrimArgs) -> list[bytes | int]:
@@ -259,8 +280,10 @@ def xadd(call: Call) -> HandlerResult:
     if stream.layout.radix_tree_keys == 0:
         note_iterator_end(call)  # the seek for the tail node finds an empty tree
     stream.layout.append(new_id, fields, call.server.config_int("stream-node-max-entries"),
-                         call.server.config_int("stream-node-max-bytes"))
+                         call.server.config_int("stream-node-max-bytes"), stream.entries)
     stream.entries[new_id] = fields  # XADD-17
+    if stream.layout.disordered:
+        sync_entries(stream)  # LAYOUT-1, LAYOUT-4: a replaced node's entries are gone from every walk
     stream.last_id = new_id
     stream.entries_added = as_u64(stream.entries_added + 1)  # a uint64_t in Redis (LAG-6)
     if stream.length == 1:
@@ -320,6 +343,8 @@ def range_reply(call: Call, stream: Stream, low: StreamID, high: StreamID, count
     The iterator stops at the first live entry beyond the range or when COUNT
     is reached; otherwise it runs off the end of the tree (errno 0).
     """
+    if stream.layout.disordered:
+        return _walked_range_reply(call, stream, low, high, count, rev)
     entries = stream.entries
     out: list[Reply] = []
     for entry_id in keys_down_from(entries, high, low) if rev else keys_from(entries, low, high):
@@ -331,6 +356,20 @@ def range_reply(call: Call, stream: Stream, low: StreamID, high: StreamID, count
     else:  # beyond: a live entry above high that is not below low
         beyond = first_key_from(entries, high, inclusive=False) if low <= high else first_key_from(entries, low)
     if beyond is None:
+        note_iterator_end(call)
+    return Array(tuple(out))
+
+
+def _walked_range_reply(call: Call, stream: Stream, low: StreamID, high: StreamID, count: int,
+                        rev: bool) -> Reply:
+    """``range_reply`` on a disordered layout: what Redis's iterator emits, in its order (LAYOUT-2)."""
+    out: list[Reply] = []
+    walk = stream.layout.walk(low, high, rev)
+    for entry_id, fields in walk:
+        out.append(entry_reply(entry_id, fields))
+        if count and len(out) == count:
+            return Array(tuple(out))
+    if walk.ran_off:
         note_iterator_end(call)
     return Array(tuple(out))
 
@@ -373,6 +412,9 @@ def xdel(call: Call) -> Reply:
         if entry_id is None:
             raise CommandError(table.INVALID_ID)
         ids.append(entry_id)
+    layout = stream.layout
+    if layout.disordered:
+        return _xdel_walked(call, stream, ids)
     deleted = 0
     first_deleted = False
     for entry_id in ids:  # XDEL-3
@@ -380,7 +422,7 @@ def xdel(call: Call) -> Reply:
             note_entry_lookup(call, stream, entry_id)  # the lookup may run past the last node
             continue
         del stream.entries[entry_id]
-        stream.layout.delete(entry_id)
+        layout.delete(entry_id)
         first_deleted = first_deleted or entry_id == stream.first_id
         stream.max_deleted_id = max(stream.max_deleted_id, entry_id)
         deleted += 1
@@ -390,6 +432,31 @@ def xdel(call: Call) -> Reply:
         elif first_deleted:
             stream.first_id = first_key(stream.entries)
         call.modified(key)
+        call.propagate_verbatim()
+    return Int(deleted)
+
+
+def _xdel_walked(call: Call, stream: Stream, ids: list[StreamID]) -> Reply:
+    """XDEL-3, XDEL-4 on a disordered layout: each ID is looked up by Redis's walk (LAYOUT-2), so an
+    entry the walk cannot reach is not deleted."""
+    layout = stream.layout
+    deleted = 0
+    first_deleted = False
+    for entry_id in ids:  # XDEL-3
+        if not layout.delete(entry_id):
+            if layout.lookup(entry_id)[1]:
+                note_iterator_end(call)  # the lookup ran past the last node
+            continue
+        first_deleted = first_deleted or entry_id == stream.first_id
+        stream.max_deleted_id = max(stream.max_deleted_id, entry_id)
+        deleted += 1
+    if deleted:  # XDEL-4
+        sync_entries(stream)
+        if not stream.length:
+            stream.first_id = MIN_ID
+        elif first_deleted:
+            stream.first_id = first_live_id(stream)
+        call.modified(call.argv[1])
         call.propagate_verbatim()
     return Int(deleted)
 
