@@ -595,22 +595,29 @@ class Stream:
     """A stream value: nodes, counters, groups.
 
     ``nodes`` are in radix-tree order (by master ID), as Redis walks them, and
-    Redis appends to the last of them. Live entries ascend along that walk:
-    each new ID is above last-generated-id, which XSETID keeps at or above the
-    last live entry. Deleted entries need not: after XSETID lowers
-    last-generated-id below tombstones, a node can take IDs below its master or
-    below its own tombstones (it is then not ``ordered``), and a new node can
-    have a master below older nodes' masters. While no node is unordered, walks
-    bisect their way in; otherwise they filter (``unordered`` counts them).
+    Redis appends to the last of them, the one with the highest master
+    (LAYOUT-1). Live entries ascend along that walk: each new ID is above
+    last-generated-id, which XSETID keeps at or above the last live entry.
+    Deleted entries need not: after XSETID lowers last-generated-id below
+    tombstones, a node can take IDs below its master or below its own
+    tombstones (it is then not ``ordered``), and a new node can have a master
+    below older nodes' masters (whose nodes then hold tombstones only, so live
+    entries still ascend). While no node is unordered, walks bisect their way
+    in; otherwise they follow Redis's iterator entry by entry (LAYOUT-2), and
+    live entries may come out of ID order or not at all. ``unordered`` counts
+    those nodes; ``lost`` counts the live entries of nodes that a new node with
+    the same master replaced (LAYOUT-4): gone from every walk, still in
+    ``length``.
     """
 
     __slots__ = ("nodes", "masters", "length", "last_id", "first_id", "max_deleted", "entries_added",
-                 "groups", "groups_allocated", "rax", "unordered")
+                 "groups", "groups_allocated", "rax", "unordered", "lost")
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
         self.masters: list[int] = []  # nodes[i].master, ascending, for bisection
         self.unordered = 0  # nodes that are not ordered
+        self.lost = 0  # live entries no walk reaches (LAYOUT-4)
         self.length = 0
         self.last_id = 0  # last-generated-id
         self.first_id = 0  # recorded-first-entry-id
@@ -624,7 +631,8 @@ class Stream:
     # -- finding entries -------------------------------------------------------------
 
     def locate(self, key: int) -> tuple[int, int] | None:
-        """(node index, entry index) of the live entry ``key``, None when it is not live."""
+        """(node index, entry index) of the live entry ``key`` as a one-entry walk finds it, None when it
+        does not (LAYOUT-2: in an unordered layout a live entry can be out of the walk's reach)."""
         if self.unordered:
             for node, i in self.forward(key):
                 return (self.nodes.index(node), i) if node.key(i) == key else None
@@ -638,20 +646,52 @@ class Stream:
             return None
         return ni, i
 
+    def lookup_runs_off(self, key: int) -> bool:
+        """Whether a one-entry walk for ``key``, having not found it, ran off the tree (errno, XADD-14)
+        rather than stopping at a live entry above it."""
+        if self.unordered:
+            return next(self.forward(key), None) is None
+        last = self.last_live()
+        return last is None or last <= key
+
     def first_live(self) -> int | None:
+        """The first live entry of a forward walk over everything (streamGetEdgeID, LAYOUT-3)."""
+        at = self.first_live_at()
+        return None if at is None else at[0].key(at[1])
+
+    def first_live_at(self) -> tuple[Node, int] | None:
         for node in self.nodes:
             if node.live:
-                return node.key(node.head)
+                return node, node.head
         return None
 
     def last_live(self) -> int | None:
+        """The first live entry of a backward walk from the last node (streamLastValidID, LAYOUT-3)."""
+        at = self.last_live_at()
+        return None if at is None else at[0].key(at[1])
+
+    def last_live_at(self) -> tuple[Node, int] | None:
         for node in reversed(self.nodes):
             if node.live:
                 i = len(node.ms) - 1
                 while node.is_dead(i):
                     i -= 1
-                return node.key(i)
+                return node, i
         return None
+
+    def top(self) -> int:
+        """The last live entry XSETID, XREAD and XREADGROUP compare against; 0-0 when no walk finds one
+        (7.0.15 aborts there when the length is not 0, LAYOUT-4)."""
+        last = self.last_live()
+        return 0 if last is None else last
+
+    def recorded_first(self) -> int:
+        """recorded-first-entry-id recomputed (XDEL-4, XTRIM-10, LAYOUT-3): 0-0 when empty, the maximum
+        ID when only lost entries are left."""
+        if not self.length:
+            return 0
+        first = self.first_live()
+        return MAX_KEY if first is None else first
 
     def forward(self, low: int) -> Iterator[tuple[Node, int]]:
         """Live entries with ID >= ``low``, ascending, as (node, index).
@@ -744,7 +784,9 @@ class Stream:
             elif masters[at] == key:
                 # A tombstone master of an older node: raxInsert replaces that node, whose
                 # entries drop out of every walk (7.0 loses them; its length still counts them).
-                self.unordered -= not self.nodes[at].ordered
+                replaced = self.nodes[at]
+                self.unordered -= not replaced.ordered
+                self.lost += replaced.live  # LAYOUT-4
                 self.nodes[at] = tail
             else:
                 masters.insert(at, key)
@@ -804,7 +846,7 @@ class Stream:
                 continue
             if approx:
                 break
-            i = node.head
+            i = node.head if node.ordered else 0  # LAYOUT-5: a tombstone may stop a MINID trim
             n = len(node.ms)
             while i < n:
                 if maxlen is not None:
@@ -818,8 +860,8 @@ class Stream:
                     removed += 1
                 i += 1
             break
-        first = self.first_live()
-        self.first_id = 0 if first is None else first
+        if removed or not self.length:  # XTRIM-10: a trim that removed nothing leaves it
+            self.first_id = self.recorded_first()
         return removed
 
     # -- lag (LAG-1 .. LAG-4) -------------------------------------------------------------

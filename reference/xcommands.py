@@ -159,12 +159,6 @@ def _entry(key: int, node: Node, i: int) -> Array:
     return Array((Bulk(b"%d-%d" % (key >> 64, key & U64)), Array(node.bulks_at(i))))
 
 
-def _live_after(stream: Stream, key: int) -> bool:
-    """Whether a live entry above ``key`` exists."""
-    last = stream.last_live()
-    return last is not None and last > key
-
-
 # -- IDs and errno (ID-1 .. ID-8, XADD-14) ---------------------------------------------------
 
 
@@ -503,13 +497,11 @@ def xdel(ctx: Context) -> Reply:
         if stream.delete(k):
             deleted += 1
             first_deleted = first_deleted or k == stream.first_id
-        elif not _live_after(stream, k):
+        elif stream.lookup_runs_off(k):
             ctx.errno = 0  # the lookup ran off the tree
     if deleted:  # XDEL-4
-        if not stream.length:
-            stream.first_id = 0
-        elif first_deleted:
-            stream.first_id = stream.first_live()  # type: ignore[assignment]
+        if not stream.length or first_deleted:
+            stream.first_id = stream.recorded_first()  # LAYOUT-3
         ctx.modified(key)
     return Int(deleted)
 
@@ -540,7 +532,7 @@ def xsetid(ctx: Context) -> Reply:
     stream = _stream(ctx, argv[1])
     assert stream is not None
     if stream.length:  # XSETID-4
-        if last_id < stream.last_live():  # type: ignore[operator]
+        if last_id < stream.top():  # LAYOUT-3
             raise ReplyError(ERR_SETID_BELOW_TOP)
         if entries_added != -1 and stream.length > entries_added:
             raise ReplyError(ERR_SETID_ENTRIES_ADDED)
@@ -828,7 +820,7 @@ def xclaim(ctx: Context) -> Reply:
         nack = pel.get(k)
         found = stream.locate(k)
         if found is None:
-            if not _live_after(stream, k):
+            if stream.lookup_runs_off(k):
                 ctx.errno = 0  # the lookup ran off the tree
             if nack is not None:  # XCLAIM-9
                 group.drop(k)
@@ -893,7 +885,7 @@ def xautoclaim(ctx: Context) -> Reply:
         position = k + 1 if k < MAX_KEY else None
         found = stream.locate(k)
         if found is None:  # XAUTOCLAIM-7
-            if not _live_after(stream, k):
+            if stream.lookup_runs_off(k):
                 ctx.errno = 0
             group.drop(k)
             deleted.append(_id_reply(k))
@@ -956,7 +948,7 @@ def _history(ctx: Context, stream: Stream, consumer: Consumer, after: int, count
             return Array(tuple(out))
         found = stream.locate(k)
         if found is None:
-            if not _live_after(stream, k):
+            if stream.lookup_runs_off(k):
                 ctx.errno = 0
             out.append(Array((_id_reply(k), NULL_ARRAY)))
             continue
@@ -975,7 +967,8 @@ def _deliver(ctx: Context, stream: Stream, group: Group, consumer: Consumer, cou
     own = consumer.pel
     for node, i in stream.forward(group.last_id + 1):
         k = node.ms[i] << 64 | node.seq[i]
-        stream.advance(group, k)  # LAG-4
+        if k > group.last_id:  # LAYOUT-2: an unordered walk can meet IDs below the group's new position
+            stream.advance(group, k)  # LAG-4
         out.append(_entry(k, node, i))
         if not noack:
             fresh_time = ctx.now_ms()  # streamCreateNACK reads the clock
@@ -1080,12 +1073,12 @@ def _read_command(ctx: Context, grouped: bool) -> Reply | Blocked:
             continue
         g = r.group
         if g is None:
-            if s.length and s.last_live() > r.after:  # type: ignore[operator]
+            if s.length and s.top() > r.after:
                 served.append((r.key, _read_after(ctx, s, r.after, count)))
         elif r.after != MAX_KEY:  # XREADGROUP-5
             consumer = _reader(ctx, g, consumer_name)
             served.append((r.key, _history(ctx, s, consumer, r.after, count)))
-        elif s.length and s.last_live() > g.last_id:  # type: ignore[operator]  # XREADGROUP-7
+        elif s.length and s.top() > g.last_id:  # XREADGROUP-7
             consumer = _reader(ctx, g, consumer_name)
             served.append((r.key, _deliver(ctx, s, g, consumer, count, noack)))
     if served:  # XREAD-11
@@ -1172,9 +1165,12 @@ def _stream_head(stream: Stream) -> list[tuple[Reply, Reply]]:
     ]
 
 
-def _entry_at(stream: Stream, key: int) -> Reply:
-    ni, i = stream.locate(key)  # type: ignore[misc]
-    return _entry(key, stream.nodes[ni], i)
+def _entry_at(at: tuple[Node, int] | None) -> Reply:
+    """The entry reply of an entry given by its position, nil for None."""
+    if at is None:
+        return NULL_BULK
+    node, i = at
+    return _entry(node.key(i), node, i)
 
 
 def _entries_read(group: Group) -> Reply:
@@ -1186,14 +1182,13 @@ def xinfo_stream(ctx: Context) -> Reply:
     stream = _info_stream(ctx)
     options = ctx.argv[3:]
     if not options:  # XINFO-3
-        if not stream.nodes:
-            ctx.errno = 0  # the first/last-entry seeks find an empty tree
-        first = stream.first_live()
-        last = stream.last_live()
+        first = stream.first_live_at()  # LAYOUT-2: the first live entry of a forward walk
+        if first is None:
+            ctx.errno = 0  # the first/last-entry walks find no live entry
         return Map((*_stream_head(stream),
                     _f(b"groups", Int(len(stream.groups))),
-                    _f(b"first-entry", NULL_BULK if first is None else _entry_at(stream, first)),
-                    _f(b"last-entry", NULL_BULK if last is None else _entry_at(stream, last))))
+                    _f(b"first-entry", _entry_at(first)),
+                    _f(b"last-entry", _entry_at(stream.last_live_at()))))
     if len(options) not in (1, 3) or _word(options[0]) != b"full":  # XINFO-4
         raise _subcommand_syntax(ctx)
     count = FULL_DEFAULT_COUNT
@@ -1202,7 +1197,7 @@ def xinfo_stream(ctx: Context) -> Reply:
             raise _subcommand_syntax(ctx)
         n = _int(options[2])
         count = FULL_DEFAULT_COUNT if n < 0 else n
-    if not count or stream.length < count or stream.groups_allocated:
+    if not count or stream.length - stream.lost < count or stream.groups_allocated:
         ctx.errno = 0  # the entry walk, then the groups' walk, ran off their trees
     entries: list[Reply] = []
     for node, i in stream.forward(0):  # XINFO-5

