@@ -207,13 +207,13 @@ def test_check_job_fails_on_a_corpus_divergence(tmp_path: Path) -> None:
     assert len(failures) == 1
 
 
-def test_check_job_fuzzes_a_private_redis_server_by_default(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without --target a private redis-server is started, fuzzed within the budget, and stopped."""
+def test_check_job_fuzzes_the_reference_server_by_default(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --target the reference server is started, fuzzed within the budget, and stopped."""
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(check_command, ["--budget", "8", "-q"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert "a private redis-server" in result.output and "(redis 7.0.15)" in result.output
+    assert "the reference server (xspec serve, embedded)" in result.output and "(redis 7.0.15)" in result.output
     report = json.loads((tmp_path / "xspec-report" / "report.json").read_text())
     assert report["passed"] and report["campaign"]["steps"] > 0 and report["seconds"] < 20
     assert report["coverage"]["XADD"]["fuzz steps"] > 0

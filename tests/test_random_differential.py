@@ -37,9 +37,10 @@ import pytest
 
 from tests.conftest import REDIS_VERSION, RealRedis, redis_binary, start_redis
 from tests.support import Scenario
-from xspec.spec.resp import Array, Bulk, Error, Map, Reply, show
+from xspec.spec.resp import show
 from xspec.traces.checker import Verdict, check_trace
 from xspec.traces.format import Call, Recv, Trace, dump
+from xspec.traces.fuzz import reply_difference
 from xspec.traces.generate import (
     PROFILES,
     Generator,
@@ -90,32 +91,6 @@ def _command_name(step: Step) -> str:
     return name
 
 
-def difference(got: Reply | None, allowed: Reply | None) -> str:
-    """Where two replies first differ: map keys by name, array positions as ``[]``."""
-    if got is None or allowed is None:
-        return ""
-    if type(got) is not type(allowed):
-        return f"{type(got).__name__}!={type(allowed).__name__}"
-    if isinstance(got, Map) and isinstance(allowed, Map):
-        for (gk, gv), (ak, av) in zip(got.pairs, allowed.pairs, strict=False):
-            if gk != ak:
-                return f"key {show(gk)}!={show(ak)}"
-            if gv != av:
-                return f"{show(gk)}/{difference(gv, av)}"
-        return "length"
-    if isinstance(got, Array) and isinstance(allowed, Array):
-        items, other = got.items, allowed.items
-        for i, (g, a) in enumerate(zip(items, other, strict=False)):
-            if g != a:
-                named = i % 2 == 1 and isinstance(items[i - 1], Bulk) and items[i - 1] == other[i - 1]
-                label = show(items[i - 1]) if named else "[]"
-                return f"{label}/{difference(g, a)}"
-        return "length"
-    if isinstance(got, Error) and isinstance(allowed, Error):
-        return "error text"
-    return "value"
-
-
 def signature(steps: Sequence[Step], run: Run) -> tuple[str, str, str] | None:
     """What a divergence is (command, checker message, where the replies differ), for
     telling whether a shrunk sequence still shows the same one."""
@@ -123,7 +98,7 @@ def signature(steps: Sequence[Step], run: Run) -> tuple[str, str, str] | None:
     if v.status != "diverge" or v.event is None:
         return None
     step = steps[run.step_of_event[v.event - 1]]
-    return _command_name(step), v.message.split(":")[0], difference(v.got, v.allowed[0] if v.allowed else None)
+    return _command_name(step), v.message.split(":")[0], reply_difference(v.got, v.allowed[0] if v.allowed else None)
 
 
 def shrink(server: RealRedis, steps: list[Step], config: dict[str, str], target: tuple[str, str, str],

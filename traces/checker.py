@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xspec.models import ManualClock, Server
-from xspec.models.dialect import Dialect, dialect_for_server, get_dialect
+from xspec.models.dialect import DIALECTS, Dialect, UnknownDialect, dialect_for_server, get_dialect
 from xspec.models.server import HANDLERS
 from xspec.spec import commands as table
 from xspec.spec.environment import environment_matches
@@ -105,9 +105,17 @@ class Verdict:
 
 
 def trace_dialect(trace: Trace, override: str | None = None) -> Dialect:
+    """The dialect to check ``trace`` against: ``override``, else the header's server, else (for a
+    server no dialect models, such as a finding against a fork) the dialect its ``expect`` names."""
     if override and override != "auto":
         return get_dialect(override)
-    return dialect_for_server(trace.header.server_name, trace.header.server_version)
+    try:
+        return dialect_for_server(trace.header.server_name, trace.header.server_version)
+    except UnknownDialect:
+        named = (trace.header.expect or {}).get("dialect")
+        if isinstance(named, str) and named in DIALECTS:
+            return DIALECTS[named]
+        raise
 
 
 def _config_reason(trace: Trace, dialect: Dialect) -> str | None:

@@ -103,6 +103,9 @@ class Profile:
     trim: float = 0.25
     # share of XADDs whose fields and values come from the layout pool (listpack encodings, long values)
     payloads: float = 0.15
+    # share of min-idle and IDLE arguments equal to the time the sequence has paused since one of the
+    # last deliveries (on a virtual clock exactly an idle time: where ``<`` and ``<=`` part)
+    idle_matches: float = 0.0
     # (family, weight) pairs replacing the default weights of :data:`FAMILY_WEIGHTS`
     weights: tuple[tuple[str, int], ...] = ()
     exclude: frozenset[str] = frozenset()
@@ -141,6 +144,8 @@ FAMILY_WEIGHTS: dict[str, int] = {
     "xautoclaim": 5, "xinfo": 6, "keyspace": 5, "multi": 4, "watch": 2, "connection": 3, "config": 1,
     "pause": 2,  # time passes: idle times grow, short blocks time out
     "transaction": 2,  # MULTI, several writes, EXEC in a row: many keys signalled at once
+    "burst": 0,  # many XADDs and one group read of them all (opt in: a profile gives it a weight)
+    "contend": 0,  # several clients block on one key, another writes to it (opt in)
 }
 
 
@@ -165,6 +170,9 @@ class Generator:
     # groups the sequence has probably created so far, per key (a guess: replies are not seen)
     groups: dict[bytes, set[bytes]] = field(default_factory=dict)
     clock: bool = False
+    paused: int = 0  # ms of pauses so far
+    # ``paused`` when each of the last few commands that may deliver or claim entries was generated
+    deliveries: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.clock = self.chance(self.profile.clock_mode)
@@ -173,30 +181,39 @@ class Generator:
         """``n`` steps; most sequences start by filling ``s`` and creating group ``g`` on it."""
         table = self.profile.family_weights()
         families, weights = list(table), list(table.values())
-        steps: list[Step] = []
-        if self.chance(0.8) and n >= 4:
-            for _ in range(self.rng.randrange(1, 4)):
-                steps.append(Step(1, (b"XADD", KEYS[0], self.next_id(), b"f", b"v")))
-            steps.append(Step(1, (b"XGROUP", b"CREATE", KEYS[0], GROUPS[0], b"0")))
-            self.groups[KEYS[0]] = {GROUPS[0]}
+        steps = self.prelude() if self.chance(0.8) and n >= 4 else []
         while len(steps) < n:
-            family = self.rng.choices(families, weights)[0]
-            client = self.pick_client(family)
-            if client in self.in_multi and self.rng.random() < 0.25:
-                steps.append(self._end_multi(client))
-                continue
-            if family == "pause":
-                steps.append(Step(0, (), self.rng.choice([1, 2, 3, 5, 10, 25])))
-                continue
-            if family == "transaction":
-                if client not in self.in_multi:
-                    steps += self.transaction(client)
-                continue
-            argv = FAMILIES[family](self, client)
-            if self.rng.random() < self.profile.invalid * 0.4:
-                argv = self._mutate(argv)
-            steps.append(Step(client, tuple(argv), pipelined=self.chance(self.profile.pipeline)))
+            steps += self.next_steps(self.rng.choices(families, weights)[0])
         return steps
+
+    def prelude(self) -> list[Step]:
+        """Fill ``s`` with a few entries and create group ``g`` on it."""
+        steps = [Step(1, (b"XADD", KEYS[0], self.next_id(), b"f", b"v")) for _ in range(self.rng.randrange(1, 4))]
+        steps.append(Step(1, (b"XGROUP", b"CREATE", KEYS[0], GROUPS[0], b"0")))
+        self.groups[KEYS[0]] = {GROUPS[0]}
+        return steps
+
+    def next_steps(self, family: str) -> list[Step]:
+        """The steps of one command of ``family`` (none, or several for bursts and transactions)."""
+        client = self.pick_client(family)
+        if client in self.in_multi and self.rng.random() < 0.25:
+            return [self._end_multi(client)]
+        if family == "pause":
+            pause = self.rng.choice([1, 2, 3, 5, 10, 25])
+            self.paused += pause
+            return [Step(0, (), pause)]
+        if family == "transaction":
+            return self.transaction(client) if client not in self.in_multi else []
+        if family == "burst":
+            return self.burst(client)
+        if family == "contend":
+            return self.contend(client)
+        argv = FAMILIES[family](self, client)
+        if family in ("xreadgroup", "xclaim", "xautoclaim"):
+            self.delivered()
+        if self.rng.random() < self.profile.invalid * 0.4:
+            argv = self._mutate(argv)
+        return [Step(client, tuple(argv), pipelined=self.chance(self.profile.pipeline))]
 
     def pick_client(self, family: str) -> int:
         """Any client; with three or more, the last one mostly does blocking reads and little else,
@@ -258,7 +275,15 @@ class Generator:
             return self.junk()
         if not self.profile.timing:
             return self.rng.choice([b"0", b"0", b"100000000"])
+        if self.profile.idle_matches and self.chance(self.profile.idle_matches):
+            idle_times = sorted({self.paused - d for d in self.deliveries if d < self.paused})
+            if idle_times:
+                return _num(self.rng.choice(idle_times))
         return _num(self.rng.choice([0, 0, 0, 1, 2, 5, 20, 100000000]))
+
+    def delivered(self) -> None:
+        """A command that may deliver or claim entries was generated: remember when (for :meth:`idle`)."""
+        self.deliveries = [*self.deliveries[-5:], self.paused]
 
     def next_id(self) -> bytes:
         """A fresh explicit ID, larger than every one handed out before."""
@@ -483,6 +508,8 @@ class Generator:
             return argv
         if self.chance(0.3):
             argv += [b"IDLE", self.idle()]
+            if self.profile.idle_matches and self.chance(0.5):  # the whole PEL, to see the idle filter at work
+                return argv + [b"-", b"+", b"100"]
         argv += [self.range_bound(True), self.range_bound(False), self.small()]
         if self.chance(0.4):
             argv.append(self.consumer())
@@ -584,6 +611,44 @@ class Generator:
         self.in_multi.discard(client)
         end = b"EXEC" if self.chance(0.9) else b"DISCARD"
         return [Step(client, (b"MULTI",)), *(Step(client, tuple(argv)) for argv in body), Step(client, (end,))]
+
+    def burst(self, client: int) -> list[Step]:
+        """Many entries at once, then a group read of all of them: PELs long enough for COUNT and
+        XAUTOCLAIM's scan budget (COUNT * 10 entries examined) to matter. Some entries may then be
+        deleted while still pending."""
+        pairs = sorted((k, g) for k, gs in self.groups.items() for g in gs)
+        key, group = self.rng.choice(pairs) if pairs else (KEYS[0], GROUPS[0])
+        steps = [Step(client, (b"XADD", key, self.next_id(), b"f", b"v")) for _ in range(self.rng.randrange(8, 30))]
+        added = self.issued[-len(steps):]
+        steps.append(Step(client, (b"XREADGROUP", b"GROUP", group, self.consumer(), b"STREAMS", key, b">")))
+        self.delivered()
+        if self.chance(0.3):
+            steps.append(Step(client, (b"XDEL", key, *self.rng.sample(added, 3))))
+        return steps
+
+    def contend(self, client: int) -> list[Step]:
+        """Other clients block on one key (group readers of one group, or plain readers), then this
+        client writes to it: the FIFO order of blocked clients decides who gets what."""
+        others = [c for c in range(1, self.profile.clients + 1) if c != client]
+        pairs = sorted((k, g) for k, gs in self.groups.items() for g in gs)
+        key, group = self.rng.choice(pairs) if pairs else (KEYS[0], GROUPS[0])
+        grouped = self.chance(0.7)
+        steps: list[Step] = []
+        for c in self.rng.sample(others, min(len(others), self.rng.choice([2, 2, 3]))):
+            timeout = self.rng.choice([b"0", b"100000", b"5", b"20"])
+            if grouped:
+                count = [b"COUNT", b"1"] if self.chance(0.5) else []
+                steps.append(Step(c, (b"XREADGROUP", b"GROUP", group, self.consumer(), *count, b"BLOCK", timeout,
+                                      b"STREAMS", key, b">")))
+            else:
+                steps.append(Step(c, (b"XREAD", b"BLOCK", timeout, b"STREAMS", key, b"$")))
+        if self.chance(0.2):
+            steps.append(Step(client, (b"XGROUP", b"DESTROY", key, group)))
+            self.groups.get(key, set()).discard(group)
+        for _ in range(self.rng.choice([1, 1, 2])):
+            steps.append(Step(client, (b"XADD", key, self.next_id(), b"f", b"v")))
+        self.delivered()
+        return steps
 
     def _end_multi(self, client: int) -> Step:
         self.in_multi.discard(client)

@@ -75,10 +75,12 @@ def _register() -> None:
     from xspec.spec.proofs.cli import prove_command
     from xspec.traces.checkjob import check_command
     from xspec.traces.explain import explain_command
+    from xspec.traces.fuzz import fuzz_command
     from xspec.traces.proxy import record_command
     main.add_command(check_command)
     main.add_command(explain_command)
     main.add_command(explore_command)
+    main.add_command(fuzz_command)
     main.add_command(prove_command)
     main.add_command(serve_command)
     main.add_command(record_command)
