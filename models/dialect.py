@@ -55,6 +55,9 @@ class Dialect:
     unknown_command_error: Callable[[list[bytes]], str] = table.unknown_command_error
     # 7.0 wakes blocked XREADGROUP clients when their key is deleted or overwritten.
     deleted_key_wakes_readgroup: bool = True
+    # 7.0 bounds the default work limit of a ``~`` trim (100 x stream-node-max-entries, wrapped
+    # to 64 bits) to [1, 1000000], 10000 when it is not positive; 6.2 uses it unbounded.
+    approx_limit_bounded: bool = True
     # 6.2 wraps a transaction's propagated writes in MULTI/EXEC (even one) and nothing else;
     # 7.0 wraps whatever one command propagates when it is more than one op.
     wraps_transactions_only: bool = False
@@ -366,6 +369,7 @@ REDIS_62 = replace(
     unknown_command_error=legacy_unknown_command_error,
     deleted_key_wakes_readgroup=False,
     wraps_transactions_only=True,
+    approx_limit_bounded=False,
     info_layout=_INFO_62,
     unsupported={"client|help": "6.2's help text is not modelled"},
     client_list_fields=tuple(

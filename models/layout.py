@@ -352,8 +352,9 @@ class NodeLayout:
     def trim(self, *, maxlen: int | None, minid: StreamID | None, approx: bool, limit: int) -> list[StreamID]:
         """streamTrim with MAXLEN ``maxlen`` or MINID ``minid``; returns the live IDs removed, in order.
 
-        ``limit`` caps the entries removed (0: no cap); Redis never lets it split
-        a node, so it only matters with ``approx``. Without a strategy nothing is trimmed.
+        ``limit`` caps the entries removed (0: no cap; negative, as 6.2 can make it:
+        nothing is removed); Redis never lets it split a node, so it only matters
+        with ``approx``. Without a strategy nothing is trimmed.
         """
         removed: list[StreamID] = []
         if maxlen is None and minid is None:

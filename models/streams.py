@@ -34,6 +34,7 @@ from xspec.spec.ids import (
     U64_MAX,
     ParsedID,
     StreamID,
+    as_i64,
     as_u64,
     c_string,
     canonical_id,
@@ -85,7 +86,7 @@ class AddTrimArgs:
     approx: bool = False
     maxlen: int = 0
     minid: StreamID = MIN_ID
-    limit: int = 0  # 0: unlimited
+    limit: int = 0  # 0: unlimited; negative (6.2 only, XTRIM-DIALECT-1): nothing is trimmed
     threshold_index: int = 0  # argv index of the MAXLEN/MINID value (the rewrite target)
     nomkstream: bool = False
     id: ParsedID | None = None  # XADD's explicit ID; None for ``*``
@@ -162,11 +163,14 @@ def parse_add_trim_args(call: Call, xadd: bool) -> AddTrimArgs:
     if limit_given:
         if not args.approx:  # XTRIM-6
             raise CommandError(ERR_LIMIT_NOT_APPROX)
-    elif args.approx:  # XTRIM-7: the default work limit of ~
-        limit = DEFAULT_APPROX_LIMIT_FACTOR * call.server.config_int("stream-node-max-entries")
-        if limit <= 0:
-            limit = APPROX_LIMIT_WHEN_UNSET
-        args.limit = min(limit, APPROX_LIMIT_CAP)
+    elif args.approx:  # XTRIM-7: the default work limit of ~, a C long long product that wraps
+        limit = as_i64(DEFAULT_APPROX_LIMIT_FACTOR * call.server.config_int("stream-node-max-entries"))
+        if call.server.dialect.approx_limit_bounded:  # XTRIM-7: bounded on both sides
+            if limit <= 0:
+                limit = APPROX_LIMIT_WHEN_UNSET
+            limit = min(limit, APPROX_LIMIT_CAP)
+        # XTRIM-DIALECT-1: otherwise as it is, 0 meaning unlimited and a negative one trimming nothing
+        args.limit = limit
     else:
         args.limit = 0  # XTRIM-7: exact trimming is never limited
     return args

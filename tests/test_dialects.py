@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import RealRedis, start_redis
 from tests.support import ReplicaTap, Scenario
+from tests.test_streams import BOUNDED_WRAPPED_TRIMS, approx_trims_with_wrapped_limits, bulk_trim
 from xspec.models import ManualClock, Server
 from xspec.models.dialect import (
     DIALECTS,
@@ -28,7 +29,7 @@ from xspec.models.dialect import (
     dialect_for_server,
 )
 from xspec.models.server import render_op
-from xspec.spec.resp import Array, Bulk, Error, NullArray
+from xspec.spec.resp import Array, Bulk, Error, Int, NullArray
 from xspec.traces import CORPUS_DIR
 from xspec.traces.checker import check_trace
 from xspec.traces.client import RespConnection
@@ -194,6 +195,37 @@ def test_62_claims_keep_deleted_entries(r62: DialectServer):
     s.call(1, "XINFO", "STREAM", "s", "FULL")
     s.call(1, "XINFO", "GROUPS", "s")
     s.check()
+
+
+def test_62_approx_trim_limit_is_unbounded(r62: DialectServer):
+    """XTRIM-DIALECT-1: 6.2 uses the wrapped 100-fold product as is; the fuzzer's finding is key ``e``."""
+    assert approx_trims_with_wrapped_limits(r62) == [
+        Int(4), Int(2),                 # limit 4, as on 7.0
+        Bulk(b"100-0"), Int(3),
+        Int(0), Int(6),                 # limit -4: nothing is trimmed
+        Bulk(b"7-0"), Int(7),
+        Int(0), Int(6),                 # limit -100: nothing
+        Int(6), Int(0),                 # limit 0: unlimited
+        Int(4), Int(2),
+    ]
+
+
+@pytest.mark.parametrize("node_entries", ["0", "4611686018427387904"])
+def test_62_approx_trim_limit_zero_is_unlimited(r62: DialectServer, node_entries: str):
+    """XTRIM-DIALECT-1: where 7.0 stops at 10000 entries, 6.2 trims them all."""
+    config = {"stream-node-max-entries": node_entries, "stream-node-max-bytes": "100"}
+    assert bulk_trim(r62, config, 12_000, REDIS_62) == Int(0)
+
+
+def test_valkey_approx_trim_limit_is_bounded_as_on_70(vk: DialectServer):
+    """XTRIM-7 holds on Valkey 9.1.2 too: the wrapped product, 10000 when not positive."""
+    assert approx_trims_with_wrapped_limits(vk) == BOUNDED_WRAPPED_TRIMS
+
+
+@pytest.mark.slow
+def test_62_approx_trim_limit_is_not_capped(r62: DialectServer):
+    """XTRIM-DIALECT-1: no 1000000 cap; 7.0 stops where test_streams' capped test says (about 70 s)."""
+    assert bulk_trim(r62, {"stream-node-max-entries": "20000"}, 1_100_000, REDIS_62) == Int(0)
 
 
 def test_62_dispatch_and_option_texts(r62: DialectServer):
@@ -449,3 +481,19 @@ def test_valkey_hello_inside_exec_is_environment(vk: DialectServer):
     s.call(1, "XADD", "s", "1-0", "f", "v")
     s.call(1, "EXEC")
     s.check()
+
+
+SIX_AS_SEVEN = CORPUS_DIR / "findings" / "redis-6.2.14-as-redis-7.0"
+
+
+def test_6_2_findings_are_exactly_the_6_2_to_7_0_differences():
+    """Traces the fuzzer found on 6.2.14 checked as redis-7.0: each conforms as 6.2 and diverges as 7.0."""
+    paths = find_traces([SIX_AS_SEVEN])
+    assert len(paths) >= 50
+    for path in paths:
+        trace = load(path)
+        assert check_trace(trace).status == "conform", path  # the header's server: redis-6.2
+        expect = trace.header.expect or {}
+        assert expect.get("verdict") == "diverge" and expect.get("dialect") == "redis-7.0", path
+        verdict = check_trace(trace, dialect="redis-7.0")
+        assert (verdict.status, verdict.event) == ("diverge", expect.get("event")), f"{path}: {verdict.describe()}"

@@ -18,6 +18,7 @@ import pytest
 
 from tests.test_propagation import assert_propagation_matches
 from xspec.models import ManualClock, Server
+from xspec.models.dialect import REDIS_70, Dialect
 from xspec.spec.resp import Array, Bulk, Error, Int, NullArray, NullBulk
 
 pytestmark = pytest.mark.redis
@@ -249,15 +250,14 @@ def test_approximate_trimming_removes_whole_nodes(redis):
     s.check()
 
 
-def _bulk_trim_matches_model(redis, config: dict[str, str], entries: int) -> None:  # type: ignore[no-untyped-def]
+def bulk_trim(redis, config: dict[str, str], entries: int, dialect: Dialect = REDIS_70) -> Int:  # type: ignore[no-untyped-def]
     """Load ``entries`` entries (pipelined), trim with ``MAXLEN ~ 0``, compare real and model replies.
 
     The load is too long for a trace; it runs on both sides outside the
-    checker, and the trim must stop short of emptying the stream (the work
-    limit bites), or the test would not test it.
+    checker. Returns the length the trim left.
     """
     conn = redis.connection()
-    model = Server(clock=ManualClock(0), config=config)
+    model = Server(dialect, clock=ManualClock(0), config=config)
     trim = [[b"XTRIM", b"s", b"MAXLEN", b"~", b"0"], [b"XLEN", b"s"]]
     try:
         for k, v in config.items():
@@ -273,18 +273,75 @@ def _bulk_trim_matches_model(redis, config: dict[str, str], entries: int) -> Non
     finally:
         conn.close()
     assert [model.execute(1, argv).reply for argv in trim] == real
-    assert real[1] != Int(0), real
+    left = real[1]
+    assert isinstance(left, Int)
+    return left
 
 
-def test_approximate_trimming_default_limit_without_node_entry_limit(redis):
-    """XTRIM-7: with stream-node-max-entries 0, ``~`` removes at most 10000 entries."""
-    _bulk_trim_matches_model(redis, {"stream-node-max-entries": "0", "stream-node-max-bytes": "100"}, 12_000)
+@pytest.mark.parametrize("node_entries", ["0", "4611686018427387904", "9223372036854775807"])
+def test_approximate_trimming_default_limit_when_not_positive(redis, node_entries: str):
+    """XTRIM-7: when 100 x stream-node-max-entries is 0 or wraps to 0 or below, ``~`` removes at most 10000 entries."""
+    config = {"stream-node-max-entries": node_entries, "stream-node-max-bytes": "100"}
+    assert bulk_trim(redis, config, 12_000) == Int(2_000)  # the limit bites
 
 
 @pytest.mark.slow
 def test_approximate_trimming_default_limit_is_capped(redis):
     """XTRIM-7: 100 x stream-node-max-entries is capped at 1000000 entries (about 70 s)."""
-    _bulk_trim_matches_model(redis, {"stream-node-max-entries": "20000"}, 1_100_000)
+    assert bulk_trim(redis, {"stream-node-max-entries": "20000"}, 1_100_000) != Int(0)
+
+
+# stream-node-max-entries values whose 100-fold product wraps (XTRIM-7) to 4, -4, -100 and 0
+NODE_ENTRIES_LIMIT_4 = "1106804644422573097"
+NODE_ENTRIES_LIMIT_MINUS_4 = "3504881374004814807"
+NODE_ENTRIES_LIMIT_MINUS_100 = "9223372036854775807"
+NODE_ENTRIES_LIMIT_0 = "4611686018427387904"
+
+
+def approx_trims_with_wrapped_limits(server) -> list[object]:  # type: ignore[no-untyped-def]
+    """XTRIM and XADD with ``~`` and no LIMIT under stream-node-max-entries whose 100-fold overflows.
+
+    Each key holds six one-entry nodes; the trims' replies and the lengths
+    they leave are returned in order (``check()`` has passed).
+    """
+    s = server.scenario(config={"stream-node-max-entries": "1"})
+    for key in "abcdefg":
+        for i in range(1, 7):
+            s.call(1, "XADD", key, f"{i}-0", "f", "v")
+    seen: list[object] = []
+
+    def trim(node_entries: str, key: str, *argv: str) -> None:
+        s.call(1, "CONFIG", "SET", "stream-node-max-entries", node_entries)
+        seen.append(s.call(1, *argv))
+        seen.append(s.call(1, "XLEN", key))
+
+    trim(NODE_ENTRIES_LIMIT_4, "a", "XTRIM", "a", "MAXLEN", "~", "0")
+    trim(NODE_ENTRIES_LIMIT_4, "b", "XADD", "b", "MINID", "~", "100", "100-0", "f", "v")
+    trim(NODE_ENTRIES_LIMIT_MINUS_4, "c", "XTRIM", "c", "MINID", "~", "100")
+    trim(NODE_ENTRIES_LIMIT_MINUS_4, "d", "XADD", "d", "MAXLEN", "~", "0", "7-0", "f", "v")
+    trim(NODE_ENTRIES_LIMIT_MINUS_100, "e", "XTRIM", "e", "MINID", "~", "6-1")
+    trim(NODE_ENTRIES_LIMIT_0, "f", "XTRIM", "f", "MAXLEN", "~", "0")
+    trim("0", "g", "XTRIM", "g", "MAXLEN", "~", "2")
+    s.call(1, "XINFO", "STREAM", "d")
+    s.check()
+    return seen
+
+
+BOUNDED_WRAPPED_TRIMS = [
+    Int(4), Int(2),                 # limit 4
+    Bulk(b"100-0"), Int(3),         # limit 4: 1-0 .. 4-0 go, 100-0 joined the node of 6-0
+    Int(6), Int(0),                 # -4 becomes 10000
+    Bulk(b"7-0"), Int(0),
+    Int(6), Int(0),                 # -100 becomes 10000
+    Int(6), Int(0),                 # 0 becomes 10000
+    Int(4), Int(2),
+]
+"""What ``approx_trims_with_wrapped_limits`` sees on 7.0.15 (and Valkey 9.1.2)."""
+
+
+def test_approximate_trimming_limit_wraps_then_is_bounded(redis):
+    """XTRIM-7: the 100-fold product wraps to 64 bits; 0 and below become 10000."""
+    assert approx_trims_with_wrapped_limits(redis) == BOUNDED_WRAPPED_TRIMS
 
 
 def test_exact_trimming(redis):
