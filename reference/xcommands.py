@@ -338,8 +338,8 @@ def _parse_trim(ctx: Context, xadd: bool) -> _Trim:
     if limit_given:
         if not t.approx:  # XTRIM-6
             raise ReplyError(ERR_LIMIT_NOT_APPROX)
-    elif t.approx:  # XTRIM-7
-        limit = DEFAULT_APPROX_LIMIT_FACTOR * ctx.config_int("stream-node-max-entries")
+    elif t.approx:  # XTRIM-7: the product is a C long long, so it wraps
+        limit = as_i64(DEFAULT_APPROX_LIMIT_FACTOR * ctx.config_int("stream-node-max-entries"))
         t.limit = min(limit if limit > 0 else APPROX_LIMIT_WHEN_UNSET, APPROX_LIMIT_CAP)
     else:
         t.limit = 0

@@ -1018,3 +1018,22 @@ def test_report_differential_steps(capsys: pytest.CaptureFixture[str]) -> None:
     with capsys.disabled():
         print(f"\nreference streams: {sum(_DIFF_STEPS)} differential steps in {len(_DIFF_STEPS)} sequences")
 
+
+
+@pytest.mark.parametrize("node_max_entries", [b"1", b"184467440737095517", b"9223372036854775807", b"0"])
+def test_approx_trim_limit_wraps_like_the_model(node_max_entries: bytes) -> None:
+    """XTRIM-7: 100 x stream-node-max-entries wraps as a C long long (184467440737095517 -> 84)."""
+    from xspec.reference.server import ServerThread
+    from xspec.traces.client import RespConnection
+
+    cmds = [[b"CONFIG", b"SET", b"stream-node-max-entries", b"1"],
+            *([b"XADD", b"s", b"%d-0" % i, b"f", b"v"] for i in range(1, 300)),
+            [b"CONFIG", b"SET", b"stream-node-max-entries", node_max_entries],
+            [b"XTRIM", b"s", b"MAXLEN", b"~", b"0"], [b"XLEN", b"s"]]
+    model = Server(clock=ManualClock())
+    expected = [model.execute(1, argv).reply for argv in cmds][-2:]
+    with ServerThread() as st:
+        conn = RespConnection("127.0.0.1", st.port)
+        got = [conn.call(argv) for argv in cmds][-2:]
+        conn.close()
+    assert got == expected
