@@ -199,7 +199,10 @@ class Context:
         self.core.errno = value
 
     def config_int(self, name: str) -> int:
-        return self.core.int_setting(name)
+        try:
+            return self.core.config_ints[name]  # Core.int_setting, one call less on the XADD path
+        except KeyError:
+            return self.core.int_setting(name)
 
     def modified(self, key: bytes) -> None:
         if self.core.watchers:
@@ -313,8 +316,8 @@ class Core:
         self.ready_keys: dict[tuple[int, bytes], None] = {}
         self.watchers: dict[tuple[int, bytes], dict[Client, None]] = {}
         self.handlers: dict[str, Handler] = load_handlers()
-        # argv[0] as sent -> (table entry, handler), for plain commands already seen.
-        self.fast_commands: dict[bytes, tuple[CommandSpec, Handler]] = {}
+        # argv[0] as sent -> (name, arity, handler, table entry), for plain commands already seen.
+        self.fast_commands: dict[bytes, tuple[str, int, Handler, CommandSpec]] = {}
         self.config_ints: dict[str, int] = {}  # parsed integer settings; cleared by CONFIG SET
         self.now_ms = self.clock.now_ms  # type: ignore[method-assign]  # one call less per reading
         self.observer: Observer | None = None
@@ -388,13 +391,16 @@ class Core:
         if self.observer is not None:
             return self._execute_observed(c, argv)
         fast = self.fast_commands.get(argv[0])
-        arity = fast[0].arity if fast is not None else 0
-        if (fast is not None and c.authenticated and not c.in_multi and not self.error_faults
-                and not self.pause_until and ((arity == len(argv)) if arity > 0 else (len(argv) >= -arity))):
-            # The common case, checked as _dispatch does: a known plain command, well formed,
-            # from an authenticated client outside MULTI, with no injected fault or pause.
-            c.last_cmd = fast[0].name
-            result: Result = self.run(c, argv, fast[0], True, fast[1])
+        if fast is not None and c.authenticated and not c.in_multi and not self.error_faults \
+                and not self.pause_until:
+            name, arity, handler, spec = fast
+            if (arity == len(argv)) if arity > 0 else (len(argv) >= -arity):
+                # The common case, checked as _dispatch does: a known plain command, well formed,
+                # from an authenticated client outside MULTI, with no injected fault or pause.
+                c.last_cmd = name
+                result: Result = self.run(c, argv, spec, True, handler)
+            else:
+                result = self._dispatch(c, argv)
         else:
             result = self._dispatch(c, argv)
         if self.ready_keys:
@@ -451,7 +457,7 @@ class Core:
                 and len(self.fast_commands) < 1024 and len(argv[0]) <= 32):
             handler = self.handlers.get(name)
             if handler is not None:
-                self.fast_commands[argv[0]] = (spec, handler)
+                self.fast_commands[argv[0]] = (name, spec.arity, handler, spec)
         return self.run(c, argv, spec, True)
 
     # -- CLIENT PAUSE ----------------------------------------------------------------------

@@ -80,9 +80,10 @@ class RequestError(Exception):
 # ---------------------------------------------------------------------------
 # Requests
 
-# Canonical headers -> their number, for the fast path (string2ll accepts
-# exactly one spelling of each number; anything else takes the exact path).
-_BULK_HEADERS: dict[bytes, int] = {b"$%d" % n: n for n in range(100_000)}
+# The canonical headers, for the fast path: the bulk header of each length and
+# the count header -> its number (string2ll accepts exactly one spelling of
+# each number; anything else takes the exact path).
+_BULK_HEADER_OF_LEN: list[bytes] = [b"$%d" % n for n in range(100_000)]
 _COUNT_HEADERS: dict[bytes, int] = {b"*%d" % n: n for n in range(1, 10_000)}
 
 
@@ -101,7 +102,7 @@ def parse_requests(buf: bytes, max_bulk: int, auth_required: bool,
     pos = 0
     end = len(buf)
     if not auth_required:
-        pos = _parse_fast(buf, out)
+        pos = parse_fast(buf, out)
     while pos < end:
         if auth_required and out:
             break  # an unauthenticated client's limits may change with each command
@@ -118,28 +119,30 @@ def parse_requests(buf: bytes, max_bulk: int, auth_required: bool,
     return pos, 0
 
 
-def _parse_fast(buf: bytes, out: list[list[bytes]]) -> int:
+def parse_fast(buf: bytes, out: list[list[bytes]]) -> int:
     """The canonical multibulk commands at the start of ``buf``; returns the bytes they took."""
     if not buf or buf[0] != 42:  # '*'
         return 0
     toks = buf.split(b"\r\n")
     last = len(toks) - 1  # the token after the final CRLF (b"" when buf ends with one)
     count_of = _COUNT_HEADERS.get
-    lens = _BULK_HEADERS.get
     i = 0
     append = out.append
-    while i < last:
-        n = count_of(toks[i])
-        if n is None:
-            break
-        j = i + 1 + 2 * n
-        if j > last:
-            break
-        args = toks[i + 2:j:2]
-        if list(map(lens, toks[i + 1:j:2])) != list(map(len, args)):
-            break
-        append(args)
-        i = j
+    try:
+        while i < last:
+            n = count_of(toks[i])
+            if n is None:
+                break
+            j = i + 1 + 2 * n
+            if j > last:
+                break
+            args = toks[i + 2:j:2]
+            if [_BULK_HEADER_OF_LEN[len(a)] for a in args] != toks[i + 1:j:2]:
+                break
+            append(args)
+            i = j
+    except IndexError:  # an argument longer than the table: the exact path reads it
+        pass
     if i == last and not toks[last]:
         return len(buf)
     return sum(map(len, toks[:i])) + 2 * i
@@ -298,8 +301,17 @@ def _int(r: Int, out: list[bytes]) -> None:
     out.append(b":%d\r\n" % r.value)
 
 
+_SIMPLE_CACHE: dict[str, bytes] = {}  # +OK, +PONG, +QUEUED ...: encoded once
+
+
 def _simple(r: Simple, out: list[bytes]) -> None:
-    out.append(b"+%b\r\n" % r.text.encode("utf-8", "surrogateescape"))
+    try:
+        out.append(_SIMPLE_CACHE[r.text])
+    except KeyError:
+        data = b"+%b\r\n" % r.text.encode("utf-8", "surrogateescape")
+        if len(_SIMPLE_CACHE) < 256:
+            _SIMPLE_CACHE[r.text] = data
+        out.append(data)
 
 
 def _error(r: Error, out: list[bytes]) -> None:
@@ -328,31 +340,38 @@ def _make_encoders(proto: int) -> dict[type, _Encoder]:
     """The encoder of each reply class for one protocol (RESP2 flattens, RESP3 keeps types)."""
     table: dict[type, _Encoder] = {}
 
-    def items(r: Any, out: list[bytes], head: bytes) -> None:
-        its = r.items
-        n = len(its)
-        out.append(_ARRAY_HEADERS[n] if head == b"*" and n < _TABLED else b"%b%d\r\n" % (head, n))
-        for item in its:  # the common shapes (entries: arrays of bulks) without a table lookup
+    def array(r: Array, out: list[bytes], headers: list[bytes] = _ARRAY_HEADERS,
+              bulk_headers: list[bytes] = _BULK_HEADERS_OUT) -> None:
+        # The hot shape (entries: arrays of bulks and arrays) without a table lookup or a length test:
+        # the tables end at _TABLED, and the rare longer ones take the IndexError branches.
+        its: tuple[Any, ...] = r.items
+        try:
+            out.append(headers[len(its)])
+        except IndexError:
+            out.append(b"*%d\r\n" % len(its))
+        for item in its:
             t = type(item)
             if t is Bulk:
                 v = item.value
-                size = len(v)
-                if size < _TABLED:
-                    out += (_BULK_HEADERS_OUT[size], v, b"\r\n")
-                else:
-                    out.append(b"$%d\r\n%b\r\n" % (size, v))
+                try:
+                    out += (bulk_headers[len(v)], v, b"\r\n")
+                except IndexError:
+                    out.append(b"$%d\r\n%b\r\n" % (len(v), v))
             elif t is Array:
-                items(item, out, b"*")
+                array(item, out)
             else:
                 table[t](item, out)
+
+    def items(r: Any, out: list[bytes], head: bytes) -> None:
+        # RESP3's sets and pushes: their elements as an array's.
+        out.append(b"%b%d\r\n" % (head, len(r.items)))
+        for item in r.items:
+            table[type(item)](item, out)
 
     def pairs(r: Any, out: list[bytes]) -> None:
         for k, v in r.pairs:
             table[type(k)](k, out)
             table[type(v)](v, out)
-
-    def array(r: Array, out: list[bytes]) -> None:
-        items(r, out, b"*")
 
     table.update({Bulk: _bulk, Int: _int, Simple: _simple, Error: _error, Array: array,
                   Verbatim: _verbatim if proto == 3 else _verbatim_as_bulk})
