@@ -107,20 +107,41 @@ def touch_watched_in_db(server: Server, emptied: int, replaced_with: int | None)
 def signal_streams_lost(server: Server, emptied: int, replaced_with: int | None) -> None:
     """``scanDatabaseForDeletedKeys``: a blocked-on stream key that disappears or
     stops being a stream is signalled as deleted."""
+    if not server.dialect.deleted_key_wakes_readgroup:  # BLOCK-DIALECT-1: 6.2 signals no deletion
+        return
     old = server.dbs[emptied]
     new = server.dbs[replaced_with] if replaced_with is not None else {}
-    for db, key in list(server.blocking):
-        if db != emptied or not isinstance(old.get(key), Stream):
-            continue
-        if not isinstance(new.get(key), Stream):
-            server.signal_deleted(db, key)
+    lost = [key for db, key in server.blocking
+            if db == emptied and isinstance(old.get(key), Stream) and not isinstance(new.get(key), Stream)]
+    for key in scan_order(server, emptied, lost):  # SWAPDB-8
+        server.signal_deleted(emptied, key)
 
 
 def signal_streams_present(server: Server, dbid: int) -> None:
     """``scanDatabaseForReadyKeys``: every blocked-on key that holds a stream is ready."""
-    for db, key in list(server.blocking):
-        if db == dbid and isinstance(server.dbs[db].get(key), Stream):
-            server.signal_ready(db, key)
+    present = [key for db, key in server.blocking if db == dbid and isinstance(server.dbs[db].get(key), Stream)]
+    for key in scan_order(server, dbid, present):  # SWAPDB-8
+        server.signal_ready(dbid, key)
+
+
+def scan_order(server: Server, dbid: int, keys: list[bytes]) -> list[bytes]:
+    """The order in which one walk over ``db->blocking_keys`` signals ``keys`` (SWAPDB-8).
+
+    That walk follows a hash table whose layout depends on the process's random
+    hash seed, so any order of the keys it newly queues is possible (a key
+    already queued keeps its place). The model's own execution takes the
+    canonical order, the order in which clients first blocked on the keys;
+    under the conformance checker ``server.chooser`` picks the keys one by one,
+    so every order is an alternative of the search.
+    """
+    fresh = [key for key in keys if (dbid, key) not in server.ready_keys]
+    choose = server.chooser
+    if choose is None or len(fresh) < 2:
+        return fresh
+    ordered = []
+    while len(fresh) > 1:
+        ordered.append(fresh.pop(choose(len(fresh))))
+    return ordered + fresh
 
 
 # -- flushing -----------------------------------------------------------------------

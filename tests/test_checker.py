@@ -485,3 +485,33 @@ def test_recorded_idle_times_overlaps_and_unblocking_conform(redis: Any) -> None
     assert isinstance(alice, Array) and isinstance(alice.items[5], Int)
     e.reply = Array((Array(alice.items[:5] + (Int(alice.items[5].value + 1000),)), *e.reply.items[1:]))
     assert_verdict(check_trace(trace), "diverge", at + 1)
+
+
+# ---------------------------------------------------------------------------
+# Choices the model leaves open: the order of a hash-table walk (SWAPDB-8)
+
+
+def swapdb_walk(served: str, entry: str, clock: str = "wall") -> checker.Verdict:
+    """A reader blocked on s, t and u in database 0; SWAPDB brings s and t (not u) into it."""
+    def e(event: dict[str, Any], ms: int) -> dict[str, Any]:
+        return {**event, "now": t + ms} if clock == "virtual" else event
+    entry_reply = {"array": [{"array": [bulk(entry), {"array": [bulk("f"), bulk("v")]}]}]}
+    return check([
+        e(call(1, ["XADD", "t", "1-1", "f", "v"], bulk("1-1"), 0), 0),
+        e(call(1, ["XADD", "s", "2-1", "f", "v"], bulk("2-1"), 1), 1),
+        e(call(1, ["SELECT", "1"], OK, 2), 2),
+        e(call(1, ["XADD", "u", "3-1", "f", "v"], bulk("3-1"), 3), 3),
+        e(call(1, ["SELECT", "0"], OK, 4), 4),
+        e(call(1, ["SWAPDB", "0", "1"], OK, 5), 5),
+        e(send(2, ["XREAD", "BLOCK", "0", "STREAMS", "s", "t", "u", "$", "$", "$"], 6), 6),
+        e(call(1, ["SWAPDB", "0", "1"], OK, 7), 7),
+        e(recv(2, {"array": [{"array": [bulk(served), entry_reply]}]}, 8), 8),
+    ], clock=clock)
+
+
+@pytest.mark.parametrize("clock", ["wall", "virtual"])
+def test_checker_accepts_every_order_of_a_walk_and_nothing_else(clock: str) -> None:
+    assert_verdict(swapdb_walk("s", "2-1", clock), "conform")  # the model's canonical order
+    assert_verdict(swapdb_walk("t", "1-1", clock), "conform")  # another process's order
+    assert_verdict(swapdb_walk("u", "3-1", clock), "diverge", 9)  # u is in database 1 now: not ready
+    assert_verdict(swapdb_walk("t", "2-1", clock), "diverge", 9)  # t's entry is 1-1

@@ -30,6 +30,10 @@ searches for one, depth first, and keeps the search small:
   its own whose reading must have passed the deadline (7.0 times a client
   out once ``deadline < now``, BLOCK-8) and lie within the blocked command's
   window.
+* **Model choices.** Where the real server's behaviour depends on something the
+  model cannot know (the order of a walk over a hash table with a random seed,
+  SWAPDB-8), the model asks ``Server.chooser``; the search answers like any
+  other choice, so every alternative is explored (in virtual traces too).
 * **Search.** Choices are recorded in a log; on a failure the search goes
   back to the last choice with an untried alternative, restores the nearest
   checkpoint before it (a copy of the model and the zone) and re-executes
@@ -424,11 +428,15 @@ class _Search:
         self.searching = False  # some path has failed: remember every state on the later ones
         self.best: _Failure | None = None
         self.alternatives: list[_Failure] = []
+        # The model's own open choices (the order of a hash-table walk, SWAPDB-8). One bound
+        # method for the whole search, so that snapshots can refer to it instead of copying it.
+        self.model_chooser = self._model_choice
         self._fresh()
 
     # -- state ------------------------------------------------------------------
     def _fresh(self) -> None:
         self.server = Server(self.dialect, self.clock, self.config)  # type: ignore[arg-type]
+        self.server.chooser = self.model_chooser
         self.pos = 0
         self.queues: dict[int, list[Op]] = {}  # invoked, not executed, per client in order
         self.live: dict[int, Op] = {}  # invocation event -> operation invoked and not complete
@@ -445,7 +453,7 @@ class _Search:
     def _shared(self) -> dict[int, Any]:
         """Objects a snapshot refers to but never copies: the clock, the zone, the operations."""
         shared: dict[int, Any] = {id(self.clock): self.clock, id(self.dialect): self.dialect,
-                                  id(self.zone): self.zone}
+                                  id(self.zone): self.zone, id(self.model_chooser): self.model_chooser}
         for op in self.live.values():
             shared[id(op)] = op
         return shared
@@ -469,7 +477,8 @@ class _Search:
             pickled, shared = cp.data
             server, driver = _SnapshotUnpickler(io.BytesIO(pickled), shared).load()
         else:
-            memo = {id(self.clock): self.clock, id(self.dialect): self.dialect, id(self.zone): self.zone}
+            memo = {id(self.clock): self.clock, id(self.dialect): self.dialect, id(self.zone): self.zone,
+                    id(self.model_chooser): self.model_chooser}
             for op in cp.data[1][2].values():
                 memo[id(op)] = op
             server, driver = copy.deepcopy(cp.data, memo)
@@ -482,6 +491,16 @@ class _Search:
     def choose(self, n: int, complete: bool = True) -> int:
         if not self.branching:
             return 0
+        return self._logged_choice(n, complete)
+
+    def _model_choice(self, n: int) -> int:
+        """A choice the model itself leaves open (``Server.chooser``): which of ``n`` keys a
+        hash-table walk signals next (SWAPDB-8). Unlike the choices of order and time it is
+        explored in virtual traces too, which otherwise run in file order without branching."""
+        return self._logged_choice(n, True)
+
+    def _logged_choice(self, n: int, complete: bool) -> int:
+        """Replay the recorded choice, or record a new one starting with alternative 0."""
         k = self.k
         self.k = k + 1
         if k < len(self.log):
