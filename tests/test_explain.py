@@ -81,6 +81,13 @@ def test_blocking_and_serving_are_steps_with_block_rules():
     assert group.column_rules["last-delivered-id"] == ["LAG-4"]
 
 
+def test_the_model_choice_the_checker_made_is_replayed():
+    """SWAPDB-8: the trace's server served key t first, which is not the model's default order."""
+    e = explain(load(CORPUS / "blocking" / "swapdb-ready-key-order.jsonl"))
+    swap = [s for s in e.steps if s.served][-1]
+    assert swap.served[0].matches, swap.served[0]
+
+
 def test_without_the_checkers_order_the_file_order_is_used_and_said(monkeypatch):
     import xspec.traces.explain as explain_module
     monkeypatch.setattr(explain_module, "_resolved_order", lambda trace, dialect: None)

@@ -787,6 +787,11 @@ class _OrderRecordingSearch(checker._Search):
         self.order.append(("close", self.pos, client))
         super()._close(client)
 
+    def _model_choice(self, n: int) -> int:
+        chosen = super()._model_choice(n)  # SWAPDB-8: which of n keys the walk signals next
+        self.order.append(("choice", self.pos, chosen))
+        return chosen
+
 
 def _resolved_order(trace: Trace, dialect: Any) -> tuple[list[tuple[str, int, Any]], list[int]] | None:
     """The checker's order of steps and its clock readings, or None if it finds no execution."""
@@ -803,9 +808,13 @@ def _replay_ordered(trace: Trace, dialect: Any, order: list[tuple[str, int, Any]
     wall = trace.header.clock == "wall"
     clock: ManualClock = _ReplayClock(readings) if wall else ManualClock(0)
     r = _Replayer(trace, dialect, clock)
+    # The model's own choices (SWAPDB-8), made again in the order the search made them.
+    choices = iter([item for kind, _, item in order if kind == "choice"])
+    r.server.chooser = lambda n: next(choices, 0)
     by_pos: dict[int, list[tuple[str, Any]]] = {}
     for kind, pos, item in order:
-        by_pos.setdefault(pos, []).append((kind, item))
+        if kind != "choice":
+            by_pos.setdefault(pos, []).append((kind, item))
     for p, e in enumerate(trace.events):
         if isinstance(e, Connect):
             r.connect(e.c)
