@@ -370,3 +370,11 @@ def test_cli_explains_counterexamples_with_the_explain_renderer() -> None:
     assert out.exit_code == 0, out.output
     assert "Step by step (xspec explain):" in out.output
     assert "XACK s g 1-0" in out.output.split("Step by step (xspec explain):")[1]
+
+
+def test_the_compact_configuration_is_fully_explored_and_every_invariant_holds() -> None:
+    """Issue 5's CI gate: the compact configuration, walked to the end (EXPLORE-1, EXPLORE-2)."""
+    out = CliRunner().invoke(explore_command, ["--config", "compact"])
+    assert out.exit_code == 0, out.output
+    assert "configuration compact: 2,312 states" in out.output
+    assert "invariants of spec/invariants.py: holds" in out.output
