@@ -83,7 +83,7 @@ def test_blocking_and_serving_are_steps_with_block_rules():
 
 def test_the_model_choice_the_checker_made_is_replayed():
     """SWAPDB-8: the trace's server served key t first, which is not the model's default order."""
-    e = explain(load(CORPUS / "blocking" / "swapdb-ready-key-order.jsonl"))
+    e = explain(load(CORPUS_DIR / "findings" / "regressions" / "redis-7.0" / "swapdb-ready-key-order.jsonl"))
     swap = [s for s in e.steps if s.served][-1]
     assert swap.served[0].matches, swap.served[0]
 
