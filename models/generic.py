@@ -14,6 +14,9 @@ and ``signalModifiedKey`` tell them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
 from xspec.models.cerrno import note_strtoull
 from xspec.models.server import NUM_DATABASES, Call, CommandError, Server, command
 from xspec.models.state import Stream, Value, type_name
@@ -383,12 +386,18 @@ def _match_from(pat: bytes, p: int, s: bytes, i: int, nesting: int, nocase: bool
     return plen == 0 and slen == 0
 
 
-def _matching_keys(db: dict[bytes, Value], pattern: bytes | None, type_filter: bytes | None) -> list[Bulk]:
+V = TypeVar("V")
+
+
+def matching_keys(db: Mapping[bytes, V], pattern: bytes | None, type_filter: bytes | None,
+                  type_of: Callable[[V], str]) -> list[Bulk]:
+    """The keys of ``db`` that KEYS/SCAN list: matching ``pattern`` (None: all) and, for SCAN's
+    TYPE, whose ``type_of`` (TYPE's name of the value) is ``type_filter`` (None: any)."""
     out = []
     for key, value in db.items():
         if pattern is not None and not pattern_matches(pattern, key):
             continue
-        if type_filter is not None and c_string(type_filter).lower() != type_name(value).encode():
+        if type_filter is not None and c_string(type_filter).lower() != type_of(value).encode():
             continue
         out.append(Bulk(key))
     return out
@@ -398,7 +407,7 @@ def _matching_keys(db: dict[bytes, Value], pattern: bytes | None, type_filter: b
 def keys(call: Call) -> Reply:
     pattern = call.argv[1]
     everything = pattern == b"*"  # KEYS-2
-    return Array(tuple(_matching_keys(call.db, None if everything else pattern, None)))  # KEYS-1
+    return Array(tuple(matching_keys(call.db, None if everything else pattern, None, type_name)))  # KEYS-1
 
 
 def parse_cursor(arg: bytes) -> int | None:
@@ -447,7 +456,7 @@ def scan(call: Call) -> Reply:
     # SCAN-3: the model answers every SCAN with the whole matching keyspace and
     # cursor 0; which part of it a real server returns, and its next cursor,
     # depend on its hash seed (spec/rules/environment.md ENV-SCAN).
-    return Array((Bulk(b"0"), Array(tuple(_matching_keys(call.db, pattern, type_filter)))))
+    return Array((Bulk(b"0"), Array(tuple(matching_keys(call.db, pattern, type_filter, type_name)))))
 
 
 # -- SET and GET --------------------------------------------------------------------

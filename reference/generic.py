@@ -27,7 +27,7 @@ from errno import EINVAL, ENOENT
 from typing import TYPE_CHECKING, TypeVar
 
 from xspec.models.admin import _CLIENT_HELP, _CONFIG_HELP, CONFIG_DEFAULTS, INFO_FIELDS
-from xspec.models.generic import pattern_matches
+from xspec.models.generic import matching_keys, pattern_matches
 from xspec.reference.api import Blocked, ReplyError
 from xspec.spec import commands as table
 from xspec.spec.commands import COMMANDS, CommandSpec
@@ -326,21 +326,10 @@ def rename(ctx: Context) -> Reply:
     return OK
 
 
-def _matching(db: dict[bytes, object], pattern: bytes | None, kind: bytes | None) -> list[Reply]:
-    out: list[Reply] = []
-    for key, value in db.items():
-        if pattern is not None and not pattern_matches(pattern, key):
-            continue
-        if kind is not None and c_string(kind).lower() != type_name(value).encode():
-            continue
-        out.append(Bulk(key))
-    return out
-
-
 @command("keys")
 def keys(ctx: Context) -> Reply:
     pattern = ctx.argv[1]
-    return Array(tuple(_matching(ctx.db, None if pattern == b"*" else pattern, None)))  # type: ignore[arg-type]
+    return Array(tuple(matching_keys(ctx.db, None if pattern == b"*" else pattern, None, type_name)))  # type: ignore[arg-type]
 
 
 @command("scan")
@@ -372,7 +361,7 @@ def scan(ctx: Context) -> Reply:
         else:
             raise _err(table.SYNTAX)
         i += 2
-    return Array((Bulk(b"0"), Array(tuple(_matching(ctx.db, pattern, kind)))))  # type: ignore[arg-type]
+    return Array((Bulk(b"0"), Array(tuple(matching_keys(ctx.db, pattern, kind, type_name)))))  # type: ignore[arg-type]
 
 
 # -- strings --------------------------------------------------------------------------------------
