@@ -91,6 +91,33 @@ def test_ids_generated_by_the_original_server_are_rebound(redis: RealRedis, tmp_
     assert replay.differences == []  # the original's IDs, translated, are the live ones
 
 
+def test_an_id_is_rebound_even_when_its_reader_got_it_before_the_writer(redis: RealRedis, tmp_path: Path) -> None:
+    """A blocked reader's reply can reach the recorder before the reply of the XADD that woke it; the ID it
+    carries is bound only when the XADD's reply is read, and the replay still finds no difference."""
+    t = 1_795_000_000_000_000
+    xadd_id = b"1795000000001-0"
+    served = {"array": [{"array": [{"bulk": "s"}, {"array": [{"array": [{"bulk": xadd_id.decode()},
+                                                                        {"array": [{"bulk": "f"}, {"bulk": "v"}]}]}]}]}]}
+    lines = [{"xspec": "trace/1", "server": {"name": "redis", "version": "7.0.15"}, "clock": "wall", "config": {},
+              "title": "reader's reply first", "source": "recorded"},
+             {"ev": "send", "c": 1, "cmd": ["XREAD", "BLOCK", "0", "STREAMS", "s", "$"], "t": t},
+             {"ev": "send", "c": 2, "cmd": ["XADD", "s", "*", "f", "v"], "t": t + 1000},
+             {"ev": "recv", "c": 1, "reply": served, "t": t + 1100},
+             {"ev": "recv", "c": 2, "reply": {"bulk": xadd_id.decode()}, "t": t + 1200}]
+    path = tmp_path / "reader-first.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    target = parse_target(_url(redis), allow_flush=True)
+    assert isinstance(target, LiveTarget)
+    try:
+        replay = Replay(target, load(path))
+        live = replay.run()
+    finally:
+        target.close()
+    assert replay.translation.ids[xadd_id] != xadd_id  # the live server generated its own ID
+    assert replay.differences == []
+    assert check_trace(live).status == "conform"
+
+
 def test_a_proxy_recording_replays_with_raw_bytes_server_closes_and_rebound_ids(redis: RealRedis,
                                                                                 tmp_path: Path) -> None:
     recorded = tmp_path / "session.jsonl"

@@ -188,6 +188,9 @@ class Replay:
         self.target = target
         self.original = original
         self.differences: list[Difference] = []
+        # Replies that did not match when read: an ID in one may be bound only by a later reply (a blocked
+        # reader's reply can arrive before the XADD reply that generated its ID), so they are judged at the end.
+        self.unmatched: list[tuple[int, list[bytes], Reply, Reply | None]] = []
         self.skipped: list[str] = []
         span = _time_span(original) or (0, 0)
         self.translation = Translation(span[0], span[1])
@@ -216,6 +219,7 @@ class Replay:
         try:
             for index, e in enumerate(original.events):
                 self._event(rec, index, e, prefix)
+            self._judge_unmatched()
         finally:
             self.target.keep_control = False
             self.target.previous_clients = list(rec.client_ids.values())
@@ -314,10 +318,19 @@ class Replay:
                     and len(original.items) == len(live.items) == len(queued):
                 for q, o, v in zip(queued, original.items, live.items, strict=True):
                     self.translation.bind(q, o, v)  # IDs generated inside MULTI come back in EXEC's reply
+        if not self._matches(argv, original, live):
+            self.unmatched.append((index, argv, original, live))
+
+    def _matches(self, argv: list[bytes], original: Reply, live: Reply | None) -> bool:
         expected = self.translation.reply(original)
-        if live == expected or (live is not None and environment_matches(argv, live, expected)):
-            return
-        self.differences.append(Difference(index + 1, argv, original, live))
+        return live == expected or (live is not None and environment_matches(argv, live, expected))
+
+    def _judge_unmatched(self) -> None:
+        """Every reply that still differs once all generated IDs are bound is a difference."""
+        for index, argv, original, live in self.unmatched:
+            if not self._matches(argv, original, live):
+                self.differences.append(Difference(index + 1, argv, original, live))
+        self.unmatched = []
 
     def _receive(self, rec: LiveRecorder, c: int, original_reply: Reply, later: float) -> None:
         """Read client ``c``'s next reply; the original got it ``later`` s from now (plus REPLY_WAIT)."""
