@@ -190,6 +190,11 @@ class Context:
         return self.core.now_ms()
 
     @property
+    def dialect(self) -> Dialect:
+        """The dialect the server reproduces (its switches, ``models.dialect``)."""
+        return self.core.dialect
+
+    @property
     def errno(self) -> int:
         """The server-wide C errno of 7.0's main thread (XADD-14)."""
         return self.core.errno
