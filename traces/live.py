@@ -323,7 +323,7 @@ class Replay:
 
     def _matches(self, argv: list[bytes], original: Reply, live: Reply | None) -> bool:
         expected = self.translation.reply(original)
-        return live == expected or (live is not None and environment_matches(argv, live, expected))
+        return live == expected or (live is not None and bool(environment_matches(argv, live, expected)))
 
     def _judge_unmatched(self) -> None:
         """Every reply that still differs once all generated IDs are bound is a difference."""
