@@ -157,10 +157,29 @@ class Conn:
         self.sock.close()
 
 
+class MeasurementFailed(Exception):
+    """One figure could not be measured on one peer; the run goes on without it."""
+
+
+def measure(results: dict[str, float], name: str, port: int, requests: int, *args: str) -> None:
+    """Store one redis-benchmark figure, or say why it is missing (a slow peer must not end the whole run)."""
+    try:
+        results[name] = redis_benchmark(port, requests, *args)
+    except MeasurementFailed as e:
+        print(f"  {name}: not measured: {e}", flush=True)
+
+
 def redis_benchmark(port: int, requests: int, *args: str) -> float:
     """Requests per second redis-benchmark reports for one command line."""
     cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-n", str(requests), "--csv", *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True).stdout
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired as e:
+        raise MeasurementFailed(f"{' '.join(args)}: redis-benchmark did not finish in {e.timeout:.0f} s") from None
+    if run.returncode != 0:
+        said = (run.stderr.strip() or run.stdout.strip()).splitlines()[-3:]
+        raise MeasurementFailed(f"{' '.join(args)}: redis-benchmark exited with {run.returncode}: {' / '.join(said)}")
+    out = run.stdout
     # --csv: a header line, then "name","rps",... per test
     for line in out.strip().splitlines()[1:]:
         cells = [c.strip('"') for c in line.split(",")]
@@ -323,11 +342,12 @@ def main() -> int:
             if peer.name != "fakeredis":
                 peer.results["bytes/entry"] = memory_per_entry(peer, args.entries)
             n = args.requests if peer.name != "fakeredis" else max(args.requests // 50, 2000)
-            peer.results["xadd -P 16"] = redis_benchmark(peer.port, n, "-P", "16", "XADD", "p", "*", "f", "v")
-            peer.results["xadd -c 50"] = redis_benchmark(peer.port, n, "-c", "50", "XADD", "q", "*", "f", "v")
+            results = peer.results
+            measure(results, "xadd -P 16", peer.port, n, "-P", "16", "XADD", "p", "*", "f", "v")
+            measure(results, "xadd -c 50", peer.port, n, "-c", "50", "XADD", "q", "*", "f", "v")
             prepare_group_stream(peer.port, 10_000)
-            peer.results["xrange count 10"] = redis_benchmark(peer.port, n, "XRANGE", "s", "-", "+", "COUNT", "10")
-            peer.results["xpending"] = redis_benchmark(peer.port, n, "XPENDING", "s", "g")
+            measure(results, "xrange count 10", peer.port, n, "XRANGE", "s", "-", "+", "COUNT", "10")
+            measure(results, "xpending", peer.port, n, "XPENDING", "s", "g")
             fill = 1_000_000 if peer.name != "fakeredis" else 20_000
             peer.results["xreadgroup+xack"] = consumer_group_workload(peer.port, 2, 16, args.seconds, fill)
             if peer.name != "fakeredis":
@@ -344,13 +364,13 @@ def main() -> int:
     for metric in ("xadd -P 16", "xadd -c 50", "xrange count 10", "xpending", "xreadgroup+xack"):
         row = f"  {metric:18}"
         for other in ("redis-7.0.15", "fakeredis"):
-            if other in by and by[other].get(metric):
+            if other in by and by[other].get(metric) and metric in ref:
                 row += f"  vs {other}: {ref[metric] / by[other][metric]:6.2f}x"
         print(row)
     redis = by.get("redis-7.0.15", {})
-    print(f"  {'bytes/entry':18}  xspec-serve {ref['bytes/entry']:.0f}  redis {redis.get('bytes/entry', 0):.0f}"
+    print(f"  {'bytes/entry':18}  xspec-serve {ref.get('bytes/entry', 0):.0f}  redis {redis.get('bytes/entry', 0):.0f}"
           "  (target <= 200)")
-    print(f"  {'wake p99 ms':18}  xspec-serve {ref['wake p99 ms']:.2f}  redis {redis.get('wake p99 ms', 0):.2f}"
+    print(f"  {'wake p99 ms':18}  xspec-serve {ref.get('wake p99 ms', 0):.2f}  redis {redis.get('wake p99 ms', 0):.2f}"
           "  (target <= 2 ms)")
     return 0
 
