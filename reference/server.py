@@ -16,17 +16,28 @@ reply), ``maxclients`` (``-ERR max number of clients reached``; the open-files
 limit is raised at start for it, as Redis does). Protected mode: with
 ``protected-mode yes`` and no password, connections from outside the loopback
 interface get Redis's ``-DENIED`` text and are closed.
+
+Shutdown (:func:`run_server`): SIGTERM or SIGINT is taken by a Python-level
+handler, which runs at the next bytecode even while the loop is busy inside a
+callback; it stops commands from running at once and schedules
+:meth:`ReferenceServer.stop` (listener, then connections, then the trace); a
+second signal exits at once. ``XSPEC_SERVE_PARENT_PID`` makes the server shut
+down when that process (its parent) is gone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import gc
 import ipaddress
+import os
 import resource
+import select
 import signal
 import sys
 import threading
+from types import FrameType
 from typing import Any
 
 from xspec.reference.clock import make_clock
@@ -48,6 +59,11 @@ DENIED = (
     b"authentication password for the default user. NOTE: You only need to do one of the above things in "
     b"order for the server to start accepting connections from the outside.\r\n")
 RESERVED_FDS = 32  # CONFIG_MIN_RESERVED_FDS
+PARENT_PID_ENV = "XSPEC_SERVE_PARENT_PID"  # shut down when this process (the parent) is gone
+PARENT_DEATH_SIGNAL = signal.SIGHUP  # what the kernel sends when the parent's thread exits (PR_SET_PDEATHSIG)
+PARENT_POLL_SECONDS = 0.5  # where PR_SET_PDEATHSIG is missing: how often the parent pid is looked at
+SHUTDOWN_DEADLINE_SECONDS = 3  # after a shutdown signal, SIGALRM ends the process whatever it is doing
+PR_SET_PDEATHSIG = 1
 
 
 def _addr(sockaddr: Any) -> str:
@@ -118,7 +134,7 @@ class ClientConnection(asyncio.Protocol):
             self.client = None
 
     def data_received(self, data: bytes) -> None:
-        if self.client is None or self.closing:
+        if self.client is None or self.closing or self.server.shutdown_asap:
             return
         if self.parts is not None:
             self.parts.append(data)
@@ -148,8 +164,9 @@ class ClientConnection(asyncio.Protocol):
         c = self.client
         assert c is not None
         core = self.core
+        server = self.server
         out: list[bytes] = []
-        while c.blocked is None and not self.closing:
+        while c.blocked is None and not self.closing and not server.shutdown_asap:
             if self.pending or self.pending_error:
                 cmds, error = self.pending, self.pending_error
                 self.pending, self.pending_error = [], None
@@ -198,6 +215,7 @@ class ClientConnection(asyncio.Protocol):
         c = self.client
         assert c is not None
         execute = self.core.execute
+        server = self.server
         n = 0
         for argv in cmds:
             n += 1
@@ -219,8 +237,8 @@ class ClientConnection(asyncio.Protocol):
                     return n - 1
                 else:
                     ENCODERS[c.proto][t](r, out)
-            if c.blocked is not None or self.closing:
-                break
+            if c.blocked is not None or self.closing or server.shutdown_asap:
+                break  # a shutdown signal stops the pipeline between two commands
         return n
 
     @staticmethod
@@ -266,6 +284,20 @@ class ClientConnection(asyncio.Protocol):
         if self.transport is not None:
             self.flush()  # what was answered before the kill still leaves, as it did unqueued
             self.transport.abort()
+
+    def shut(self) -> None:
+        """Server shutdown: what is answered leaves if the socket takes it; the connection closes now.
+
+        Nothing is waited for (a slow reader's full buffer, a half-closed peer): the transport is
+        aborted and the client is forgotten by the core here, so its ``close`` is traced at once.
+        """
+        self.flush()
+        self.closed_by_server = True
+        if self.transport is not None:
+            self.transport.abort()
+        if self.client is not None:
+            self.core.disconnect(self.client, "server")
+            self.client = None
 
     def close_after_writes(self) -> None:
         self.closed_by_server = True
@@ -334,6 +366,7 @@ class ReferenceServer:
         self.checked = checked
         self._server: asyncio.AbstractServer | None = None
         self._stopped: asyncio.Event | None = None
+        self.shutdown_asap = False  # a shutdown was asked for: no further command runs
         self.to_flush: list[ClientConnection] = []  # connections with queued replies, in queuing order
 
     def queue_flush(self, conn: ClientConnection) -> None:
@@ -368,26 +401,26 @@ class ReferenceServer:
 
     async def serve_until_stopped(self) -> None:
         assert self._stopped is not None
-        await self._stopped.wait()
-        await self.shutdown()
+        if not self.shutdown_asap:
+            await self._stopped.wait()
+        self.stop()  # a signal may have come before the listener was open
 
     def stop(self) -> None:
-        """Ask the server to shut down (SIGTERM)."""
-        if self._stopped is not None:
-            self._stopped.set()
+        """Shut down, on the server's loop (SIGTERM): the listener, then every connection, then the trace.
 
-    async def shutdown(self) -> None:
+        Nothing here waits on a client. May be called again (it then closes what is left).
+        """
+        self.shutdown_asap = True
         if self._server is not None:
             self._server.close()
-        for conn in list(self.connections):
-            if conn.transport is not None:
-                conn.flush()
-                conn.closed_by_server = True
-                conn.transport.close()
-        await asyncio.sleep(0.01)  # let the closed connections' callbacks run
+        connections, self.connections = self.connections, set()
+        for conn in connections:
+            conn.shut()
         observer = self.core.observer
         if observer is not None and hasattr(observer, "finish"):
             observer.finish()
+        if self._stopped is not None:
+            self._stopped.set()
 
 
 def raise_open_files_limit(maxclients: int) -> int:
@@ -412,10 +445,146 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
+def say(text: str) -> None:
+    """A log line on stderr that never blocks: dropped when stderr is a full pipe nobody reads."""
+    try:
+        if select.select([], [2], [], 0)[1]:
+            os.write(2, f"xspec serve (pid {os.getpid()}): {text}\n".encode())
+    except (OSError, ValueError):
+        pass
+
+
+class ShutdownSignals:
+    """SIGTERM/SIGINT handling for a server run in the main thread, as Redis's ``sigShutdownHandler``.
+
+    A Python-level handler rather than ``loop.add_signal_handler``: the loop only runs the latter
+    between its turns, and one turn can read megabytes of pipelined input (libuv reads a ready
+    socket up to 32 times), so a flooded server took seconds to notice SIGTERM. The handler here
+    runs at the next bytecode, even inside a command loop: it logs, sets ``shutdown_asap`` (no
+    further command runs) and schedules :meth:`ReferenceServer.stop` on the loop. A second signal
+    exits at once with status 1 (Redis does so for a second SIGINT: "You insist... exiting now.").
+    A shutdown still running ``SHUTDOWN_DEADLINE_SECONDS`` after the signal (one command that
+    does not end) is ended by SIGALRM's default action, which needs no Python code to run.
+    """
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self, server: ReferenceServer, loop: asyncio.AbstractEventLoop) -> None:
+        self.server = server
+        self.loop = loop
+        self.previous: dict[int, Any] = {}
+        self.parent_pid: int | None = None
+        self.direct_parent = False  # the pid given is this process's parent (not an ancestor further up)
+
+    def install(self) -> None:
+        try:
+            for sig in self.SIGNALS:
+                self.previous[sig] = signal.signal(sig, self.on_signal)
+            self.previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        except ValueError:  # not the main thread: the caller stops the server itself
+            self.restore()
+
+    def restore(self) -> None:
+        if self.previous:
+            signal.alarm(0)
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        self.previous.clear()
+
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.server.shutdown_asap:
+            say("You insist... exiting now.")
+            os._exit(1)
+        self.begin(f"Received {signal.Signals(signum).name} scheduling shutdown...")
+
+    def begin(self, why: str) -> None:
+        """Start the shutdown: log why, stop running commands, stop the server on its loop."""
+        say(why)
+        self.server.shutdown_asap = True
+        if self.previous:
+            signal.alarm(SHUTDOWN_DEADLINE_SECONDS)
+        try:
+            self.loop.call_soon_threadsafe(self.server.stop)
+        except RuntimeError:  # the loop is closed: the server is down already
+            pass
+
+    # -- the parent ---------------------------------------------------------------------------------
+    def watch_parent(self) -> None:
+        """With ``XSPEC_SERVE_PARENT_PID`` set (by the process that started this one): shut down when it is gone.
+
+        On Linux the kernel signals us when our parent exits (PR_SET_PDEATHSIG). It does so when
+        the *thread* that started us exits, so the signal is a dedicated one (SIGHUP) whose
+        handler looks before shutting down. The parent is also looked at right away (it may have
+        died before the request) and then every ``PARENT_POLL_SECONDS`` (where the kernel cannot
+        tell us). A pid that is not our parent's (a launcher between us) is watched by pid alone.
+        """
+        value = os.environ.pop(PARENT_PID_ENV, "")
+        if not value.isdigit() or int(value) <= 1:
+            return
+        self.parent_pid = int(value)
+        self.direct_parent = os.getppid() == self.parent_pid
+        if self.direct_parent:
+            try:
+                self.previous[PARENT_DEATH_SIGNAL] = signal.signal(PARENT_DEATH_SIGNAL, self.on_parent_signal)
+            except ValueError:
+                pass
+            else:
+                set_parent_death_signal(PARENT_DEATH_SIGNAL)
+        self.check_parent()
+
+    def on_parent_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.check_parent(poll=False)
+
+    def parent_alive(self) -> bool:
+        if os.getppid() == self.parent_pid:
+            return True
+        # Reparented, so a direct parent is gone; a process further up is looked up by its pid.
+        return not self.direct_parent and self.parent_pid is not None and process_exists(self.parent_pid)
+
+    def check_parent(self, poll: bool = True) -> None:
+        if self.server.shutdown_asap:
+            return
+        if not self.parent_alive():
+            self.begin(f"parent process {self.parent_pid} is gone, scheduling shutdown...")
+        elif poll:
+            self.loop.call_later(PARENT_POLL_SECONDS, self.check_parent)
+
+
+def process_exists(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not, where /proc tells)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b") ", 1)[-1][:1] != b"Z"
+    except OSError:
+        return True
+
+
+def set_parent_death_signal(sig: int) -> bool:
+    """``prctl(PR_SET_PDEATHSIG, sig)`` where there is one (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
 def run_server(server: ReferenceServer, ready: Any = None) -> None:
-    """Run until SIGTERM/SIGINT; ``ready`` (if given) is called with the bound port."""
+    """Run until SIGTERM/SIGINT (or the parent named by ``XSPEC_SERVE_PARENT_PID`` is gone).
+
+    ``ready`` (if given) is called with the bound port.
+    """
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
+    signals = ShutdownSignals(server, loop)
+    signals.install()
 
     async def serve() -> None:
         await server.start()
@@ -423,19 +592,17 @@ def run_server(server: ReferenceServer, ready: Any = None) -> None:
         # make no cycles, so young collections can be rarer (they showed at 2-3% under load).
         gc.freeze()
         gc.set_threshold(10_000, 10, 10)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, server.stop)
-            except (NotImplementedError, RuntimeError):
-                pass
-        if ready is not None:
-            ready(server.port)  # from inside the running loop: a signal sent right after is not lost
+        signals.watch_parent()
+        if ready is not None and not server.shutdown_asap:
+            ready(server.port)
         await server.serve_until_stopped()
+        say("Ready to exit, bye bye...")
 
     try:
         loop.run_until_complete(serve())
     finally:
         loop.close()
+        signals.restore()
 
 
 class ServerThread:

