@@ -25,7 +25,8 @@ from xspec.reference.core import SERVED_DIALECTS
               type=click.Choice(["yes", "no"]), help="As Redis's protected-mode.")
 def serve_command(host: str, port: int, dialect: str, clock: str, requirepass: str | None, trace: str | None,
                   checked: bool, enable_debug: str, protected_mode: str) -> None:
-    """Run the reference server: Redis 7.0's streams, consumer groups and basics over RESP2/RESP3."""
+    """Run the reference server: streams, consumer groups and basics over RESP2/RESP3, as Redis 6.2, 7.0,
+    7.2, 7.4 or Valkey 9.1 answer them (--dialect)."""
     from xspec.reference.server import ReferenceServer, run_server
 
     server = ReferenceServer(host, port, dialect=dialect, clock=clock, requirepass=requirepass, trace=trace,

@@ -3,6 +3,11 @@
 :class:`Core` runs commands the way Redis 7.0.15's ``processCommand`` and
 ``call`` do, with no networking of its own: the server (``reference.server``)
 feeds it parsed commands per connection and writes out what it returns.
+Another dialect (``models/dialect.py``, spec/dialects.md) changes what the
+core reads from its switches once, when it is built: the lookup and the
+unknown-command words (6.2 has no subcommand table, :func:`dialect_dispatch`),
+one clock reading per command in 7.2+ (``Core.snapshot``), no wake-up on a
+deleted key in 6.2, Valkey's "no-multi" MULTI and WATCH.
 
 Dispatch, in Redis's order: look the command up in the shared command table
 (``xspec.spec.commands``, plus the few server-only commands of
@@ -50,8 +55,8 @@ log = logging.getLogger("xspec.serve")
 Handler = Callable[[Any], Any]
 
 NUM_DATABASES = 16
-# The dialects this server reproduces (the model knows more; they are not served yet).
-SERVED_DIALECTS = ("redis-7.0",)
+# The dialects this server reproduces: every dialect the model has (models/dialect.py).
+SERVED_DIALECTS = ("redis-7.0", "redis-6.2", "redis-7.2", "redis-7.4", "valkey-9.1")
 NOAUTH = "NOAUTH Authentication required."
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it "
@@ -60,6 +65,8 @@ DEBUG_NOT_ALLOWED = (
 
 # Commands that run at once inside MULTI instead of being queued.
 _RUN_INSIDE_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+# MULTI-DIALECT-1: the commands Valkey flags "no-multi" among them.
+_NO_MULTI_IN_VALKEY = frozenset({"multi", "watch"})
 
 
 def _spec(name: str, arity: int, flags: str = "", subs: tuple[tuple[str, int, str], ...] = ()) -> CommandSpec:
@@ -82,7 +89,7 @@ EXTRA_COMMANDS: dict[str, CommandSpec] = {s.name: s for s in (
 
 
 def lookup(argv: list[bytes]) -> CommandSpec | None:
-    """The command (or subcommand) ``argv`` names, from the shared table or :data:`EXTRA_COMMANDS`."""
+    """The command (or subcommand) ``argv`` names in 7.0, from the shared table or :data:`EXTRA_COMMANDS`."""
     spec = table.lookup(argv)
     if spec is not None:
         return spec
@@ -93,15 +100,90 @@ def lookup(argv: list[bytes]) -> CommandSpec | None:
 
 
 def unknown_command_error(argv: list[bytes]) -> str:
-    """Redis's words for an unknown command or an unknown subcommand of a container."""
+    """Redis 7.0's words for an unknown command or an unknown subcommand of a container."""
     extra = EXTRA_COMMANDS.get(c_string(argv[0]).decode("latin-1").lower())
     if extra is not None and extra.subcommands:
         sub = c_string(argv[1])[:128].decode("utf-8", "surrogateescape")
         return f"ERR unknown subcommand '{sub}'. Try {extra.name.upper()} HELP.".replace(
             "\r", " ").replace("\n", " ")
-    # The shared table words it with arguments decoded as latin-1; this server
-    # writes error texts as UTF-8 with surrogate escapes, so map the bytes back.
-    return table.unknown_command_error(argv).encode("latin-1").decode("utf-8", "surrogateescape")
+    return _as_sent(table.unknown_command_error(argv))
+
+
+def _as_sent(text: str) -> str:
+    """The shared table words errors with arguments decoded as latin-1; this server writes
+    error texts as UTF-8 with surrogate escapes, so map the bytes back."""
+    return text.encode("latin-1").decode("utf-8", "surrogateescape")
+
+
+def version_at_least(dialect: Dialect, major: int, minor: int) -> bool:
+    """Whether the dialect's server descends from Redis ``major.minor`` (Valkey from 7.2)."""
+    if dialect.server == "valkey":
+        return (7, 2) >= (major, minor)
+    return tuple(int(x) for x in dialect.version.split(".")[:2]) >= (major, minor)
+
+
+# Subcommands newer servers have beyond 7.0's table, as Valkey 9.1.2 declares them: CLIENT
+# SETINFO came with 7.2 (NO-TOUCH too; it is in the shared table), CAPA and IMPORT-SOURCE are Valkey's.
+_CLIENT_72 = _spec("client", -2, "", (("setinfo", 4, "noscript loading stale"),)).subcommands
+_CLIENT_VALKEY = {**_CLIENT_72, **_spec("client", -2, "", (
+    ("capa", -3, "noscript loading stale"), ("import-source", 3, "noscript loading stale"))).subcommands}
+# What 6.2's COMMAND has: no DOCS or LIST.
+_COMMAND_62 = frozenset({"count", "info", "getkeys", "help"})
+
+Lookup = Callable[[list[bytes]], CommandSpec | None]
+
+
+def dialect_dispatch(dialect: Dialect) -> tuple[Lookup, Callable[[list[bytes]], str]]:
+    """The command lookup and unknown-command words of a dialect (DISPATCH-DIALECT-1).
+
+    7.0 is :func:`lookup`; 7.2, 7.4 and Valkey know a few more CLIENT subcommands.
+    6.2 looks the command name up only: a container accepts any subcommand
+    (arity -2) and refuses an unknown one, or a count of arguments it does not
+    take, when it runs. Its lookup then gives the pseudo-subcommand
+    ``<container>|*``, whose handler answers 6.2's error.
+    """
+    if not dialect.subcommand_table:
+        return _legacy_lookup(dialect.lookup), lambda argv: _as_sent(dialect.unknown_command_error(argv))
+    if not version_at_least(dialect, 7, 2):
+        return lookup, unknown_command_error
+    more = _CLIENT_VALKEY if dialect.server == "valkey" else _CLIENT_72
+
+    def lookup_newer(argv: list[bytes]) -> CommandSpec | None:
+        spec = lookup(argv)
+        if spec is None and len(argv) > 1 and c_string(argv[0]).lower() == b"client":
+            return more.get(c_string(argv[1]).decode("latin-1").lower())
+        return spec
+
+    return lookup_newer, unknown_command_error
+
+
+_REFUSED: dict[str, CommandSpec] = {}  # container -> its 6.2 "<container>|*" entry
+
+
+def refused_subcommand(container: CommandSpec) -> CommandSpec:
+    """6.2's entry for a container's unknown subcommand or wrong count: the container's arity."""
+    found = _REFUSED.get(container.name)
+    if found is None:
+        found = _REFUSED[container.name] = CommandSpec("*", container.arity, container.flags,
+                                                       container=container.name)
+    return found
+
+
+def _legacy_lookup(dialect_lookup: Lookup) -> Lookup:
+    def lookup_62(argv: list[bytes]) -> CommandSpec | None:
+        spec = dialect_lookup(argv)
+        if spec is not None:
+            return spec
+        extra = EXTRA_COMMANDS.get(c_string(argv[0]).decode("latin-1").lower())
+        if extra is None or not extra.subcommands or len(argv) == 1:
+            return extra
+        name = c_string(argv[1]).decode("latin-1").lower()
+        sub = extra.subcommands.get(name)
+        if sub is None or name not in _COMMAND_62 or not sub.arity_ok(len(argv)):
+            return refused_subcommand(extra)
+        return sub
+
+    return lookup_62
 
 
 class Connection(Protocol):
@@ -141,7 +223,8 @@ class Client:
 
     __slots__ = ("id", "name", "proto", "db", "authenticated", "conn", "in_multi", "multi_queue",
                  "multi_error", "dirty_cas", "watched", "blocked", "last_cmd", "ctx", "addr", "laddr",
-                 "fd", "created", "last_interaction", "no_evict", "tracking", "reply_mode", "kind")
+                 "fd", "created", "last_interaction", "no_evict", "tracking", "reply_mode", "kind",
+                 "multi_used", "no_touch", "lib_name", "lib_ver", "capa", "redirect")
 
     def __init__(self, client_id: int, conn: Connection | None, authenticated: bool,
                  addr: str = "127.0.0.1:0", laddr: str = "127.0.0.1:0", fd: int = -1) -> None:
@@ -165,8 +248,13 @@ class Client:
         self.created = self.last_interaction = time.monotonic()
         self.no_evict = False
         self.tracking = False
+        self.redirect = 0  # CLIENT TRACKING's REDIRECT target while tracking (0: none)
         self.reply_mode = "on"
         self.kind = "normal"
+        self.multi_used = False  # CLIENT-DIALECT-1: Valkey's multi= is 0, not -1, once MULTI was used
+        self.no_touch = False
+        self.lib_name = self.lib_ver = b""  # CLIENT SETINFO (7.2+)
+        self.capa = ""  # CLIENT CAPA (Valkey): "r" once the client can handle redirects
 
 
 class Context:
@@ -187,7 +275,10 @@ class Context:
         self.spec: CommandSpec | None = None
 
     def now_ms(self) -> int:
-        return self.core.now_ms()
+        """The clock: a fresh reading, or the command's snapshot in 7.2+ (TRACE-FORMAT rule 2)."""
+        core = self.core
+        t = core.snapshot
+        return core.now_ms() if t is None else t
 
     @property
     def dialect(self) -> Dialect:
@@ -221,7 +312,7 @@ class Context:
         core = self.core
         if core.watchers:
             core.touch(self.client.db, key)
-        if core.blocking:
+        if core.blocking and core.signal_deletions:  # BLOCK-DIALECT-1: not in 6.2
             core.signal_ready(self.client.db, key)
 
     def block(self, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | None],
@@ -320,7 +411,23 @@ class Core:
         self.blocking: dict[tuple[int, bytes], list[Client]] = {}
         self.ready_keys: dict[tuple[int, bytes], None] = {}
         self.watchers: dict[tuple[int, bytes], dict[Client, None]] = {}
-        self.handlers: dict[str, Handler] = load_handlers()
+        self.handlers: dict[str, Handler] = load_handlers(self.dialect)
+        # The dialect's switches the dispatcher reads, read once here.
+        self.lookup, self.unknown_command_error = dialect_dispatch(self.dialect)
+        self.legacy_containers = legacy_container_handlers(self.dialect, self.handlers)
+        self.no_multi = _NO_MULTI_IN_VALKEY if self.dialect.multi_watch_are_no_multi else frozenset()
+        self.run_inside_multi = _RUN_INSIDE_MULTI - self.no_multi
+        # TRACE-FORMAT rule 2: 7.2+ read the clock once per command (per EXEC, per re-executed
+        # blocked command); ``snapshot`` is that reading while a command runs, else None.
+        self.snapshot_per_command = self.dialect.time_snapshot_per_command
+        self.snapshot: int | None = None
+        if self.snapshot_per_command:
+            self.execute = self._execute_with_snapshot  # type: ignore[method-assign]
+        # BLOCK-DIALECT-1: 6.2 wakes nobody when a key is deleted or overwritten.
+        self.signal_deletions = self.dialect.deleted_key_wakes_readgroup
+        self.auth_first = self.dialect.server == "valkey"
+        # 6.2: DEBUG is always allowed (enable-debug-command came with 7.0); SET's own rules.
+        self.before_70 = not version_at_least(self.dialect, 7, 0)
         # argv[0] as sent -> (name, arity, handler, table entry), for plain commands already seen.
         self.fast_commands: dict[bytes, tuple[str, int, Handler, CommandSpec]] = {}
         self.config_ints: dict[str, int] = {}  # parsed integer settings; cleared by CONFIG SET
@@ -414,16 +521,29 @@ class Core:
             self.stat_errors += 1
         return result
 
+    def _execute_with_snapshot(self, c: Client, argv: list[bytes]) -> Result:
+        """:meth:`execute` in a dialect with one clock reading per command (TRACE-FORMAT rule 2)."""
+        if self.observer is not None:
+            return Core.execute(self, c, argv)  # _execute_observed takes the snapshot
+        self.snapshot = self.now_ms()
+        try:
+            return Core.execute(self, c, argv)
+        finally:
+            self.snapshot = None
+
     def _execute_observed(self, c: Client, argv: list[bytes]) -> Result:
         assert self.observer is not None
         t0 = time.time_ns() // 1000
         self.executing = True
         try:
+            if self.snapshot_per_command:
+                self.snapshot = self.now_ms()
             result = self._dispatch(c, argv)
             if self.ready_keys:
                 self.handle_ready()
         finally:
             self.executing = False
+            self.snapshot = None
         if isinstance(result, Postponed):
             return result
         if type(result) is Error:
@@ -432,15 +552,20 @@ class Core:
         return result
 
     def _dispatch(self, c: Client, argv: list[bytes]) -> Result:
-        spec = lookup(argv)
+        spec = self.lookup(argv)
+        if self.auth_first and not c.authenticated and self.requirepass is not None and (
+                spec is None or "no_auth" not in spec.flags):
+            # Valkey refuses an unauthenticated client before saying whether the command exists.
+            c.last_cmd = "NULL" if spec is None else spec.fullname
+            return self.reject(c, NOAUTH, spec)
         if spec is None:
             c.last_cmd = "NULL"
-            return self.reject(c, unknown_command_error(argv), None)
+            return self.reject(c, self.unknown_command_error(argv), None)
         name = c.last_cmd = spec.fullname
         arity = spec.arity
         if (arity != len(argv)) if arity > 0 else (len(argv) < -arity):
             return self.reject(c, table.arity_error(spec), spec)
-        if name == "debug" and self.config["enable-debug-command"] != "yes" and not (
+        if name == "debug" and not self.before_70 and self.config["enable-debug-command"] != "yes" and not (
                 self.config["enable-debug-command"] == "local" and c.addr.startswith(("127.", "[::1]"))):
             return self.reject(c, DEBUG_NOT_ALLOWED, spec)
         if not c.authenticated and self.requirepass is not None and "no_auth" not in spec.flags:
@@ -452,7 +577,9 @@ class Core:
         if self.pause_until and not name.startswith("xspec.") and self.paused_for(c, spec):
             self.postponed[c] = None
             return POSTPONED
-        if c.in_multi and name not in _RUN_INSIDE_MULTI:
+        if c.in_multi and name not in self.run_inside_multi:
+            if name in self.no_multi:  # MULTI-DIALECT-1
+                return self.reject(c, f"ERR Command '{name}' not allowed inside a transaction", spec)
             if "no_multi" in spec.flags:
                 return self.reject(c, "ERR Command not allowed inside a transaction", spec)
             if not (c.multi_error or c.dirty_cas):
@@ -469,13 +596,13 @@ class Core:
     def paused_for(self, c: Client, spec: CommandSpec) -> bool:
         """Whether a pause holds this command back (``blockPostponeClient``): every command
         under ALL; under WRITE the writes, and an EXEC whose queue holds one."""
-        if self.now_ms() >= self.pause_until:
+        if self.clock.now_ms() >= self.pause_until:  # not a reading of the command (--checked)
             self.unpause()
             return False
         if self.pause_all:
             return True
         if spec.fullname == "exec":
-            return any("write" in (lookup(argv) or spec).flags for argv in c.multi_queue)
+            return any("write" in (self.lookup(argv) or spec).flags for argv in c.multi_queue)
         return "write" in spec.flags
 
     def pause(self, until_ms: int, everything: bool) -> None:
@@ -483,7 +610,7 @@ class Core:
             self.pause_until = until_ms
         self.pause_all = self.pause_all or everything
         if not self.clock.virtual and self.timer_factory is not None:
-            self.timer_factory(max(until_ms - self.now_ms(), 0) / 1000, self.check_pause)
+            self.timer_factory(max(until_ms - self.clock.now_ms(), 0) / 1000, self.check_pause)
 
     def check_pause(self) -> None:
         """End the pause if the clock has reached its end (timers, XSPEC.CLOCK)."""
@@ -502,7 +629,7 @@ class Core:
             handler: Handler | None = None) -> RunResult:
         """Run a looked-up command's handler (alone, or queued inside EXEC with ``can_block`` False)."""
         if handler is None:
-            handler = self.handlers.get(spec.fullname)
+            handler = self.handler_for(spec)
         if handler is None:
             return Error(f"ERR xspec serve: '{spec.fullname}' is not available on this server")
         ctx = c.ctx
@@ -519,6 +646,14 @@ class Core:
         if r is BLOCKED:
             return None
         return r  # type: ignore[return-value]
+
+    def handler_for(self, spec: CommandSpec) -> Handler | None:
+        """The handler of a looked-up command: 6.2's XGROUP and XINFO check their subcommand themselves."""
+        if spec.container is not None and self.legacy_containers:
+            found = self.legacy_containers.get(spec.container)
+            if found is not None:
+                return found
+        return self.handlers.get(spec.fullname)
 
     def reject(self, c: Client, text: str, spec: CommandSpec | None) -> Reply:
         """``rejectCommand``: the error; inside MULTI it dooms the transaction, for EXEC it discards it."""
@@ -583,11 +718,15 @@ class Core:
     # -- blocking --------------------------------------------------------------------------
     def block(self, c: Client, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | None],
               timeout_reply: Reply, argv: list[bytes], read_at: int | None = None) -> None:
+        if c.blocked is not None:  # BLOCK-DIALECT-2: a re-executed command blocks again at the back
+            self.unblock(c)
         keys = list(dict.fromkeys(keys))
         if timeout_ms == 0:
             deadline = None
         else:
-            deadline = (self.now_ms() if read_at is None else read_at) + timeout_ms
+            if read_at is None:
+                read_at = self.now_ms() if self.snapshot is None else self.snapshot
+            deadline = read_at + timeout_ms
         b = BlockState(keys, c.db, deadline, retry, timeout_reply, argv)
         c.blocked = b
         for k in keys:
@@ -597,7 +736,7 @@ class Core:
 
     def _arm_timer(self, c: Client, b: BlockState) -> None:
         assert b.deadline is not None
-        delay = (b.deadline + 1 - self.now_ms()) / 1000
+        delay = (b.deadline + 1 - self.clock.now_ms()) / 1000  # the timer's, not the command's reading
 
         def fire() -> None:
             if c.blocked is not b:
@@ -640,6 +779,8 @@ class Core:
                     b = c.blocked
                     if b is None or c not in self.blocking.get(k, ()):
                         continue
+                    if self.snapshot_per_command:  # BLOCK-DIALECT-2: a re-executed command reads the clock anew
+                        self.snapshot = self.now_ms()
                     ctx = c.ctx
                     ctx.argv = b.argv
                     ctx.db = self.dbs[b.db]
@@ -685,6 +826,8 @@ class Core:
     # -- keyspace-wide changes (FLUSH*, SWAPDB, restarts) -----------------------------------------
     def signal_streams_lost(self, emptied: int, replaced_with: int | None) -> None:
         """``scanDatabaseForDeletedKeys``: blocked-on stream keys that stop being streams are signalled."""
+        if not self.signal_deletions:  # BLOCK-DIALECT-1: 6.2 has no such scan
+            return
         old = self.dbs[emptied]
         new = self.dbs[replaced_with] if replaced_with is not None else {}
         for db, key in list(self.blocking):
@@ -725,11 +868,22 @@ def is_stream(value: Any) -> bool:
     return value is not None and type(value) is not bytes
 
 
-def load_handlers() -> dict[str, Handler]:
-    """The generic handlers merged with the stream module's (when it is there)."""
+def load_handlers(dialect: Dialect) -> dict[str, Handler]:
+    """The generic handlers merged with the stream module's (when it is there), with the
+    generic handlers that differ in ``dialect`` in place of 7.0's."""
     from xspec.reference.generic import HANDLERS as GENERIC
+    from xspec.reference.generic import dialect_handlers
 
     handlers: dict[str, Handler] = dict(GENERIC)
     if importlib.util.find_spec("xspec.reference.xcommands") is not None:  # absent: the generic commands only
         handlers.update(importlib.import_module("xspec.reference.xcommands").HANDLERS)
+    handlers.update(dialect_handlers(dialect))
     return handlers
+
+
+def legacy_container_handlers(dialect: Dialect, handlers: dict[str, Handler]) -> dict[str, Handler]:
+    """6.2's XGROUP and XINFO: the stream module's container handlers (``xgroup``, ``xinfo``),
+    which check the subcommand and its arguments as 6.2 does, run every subcommand."""
+    if dialect.subcommand_table:
+        return {}
+    return {name: handlers[name] for name in ("xgroup", "xinfo") if name in handlers}

@@ -6,7 +6,9 @@ LIST KILL NO-EVICT TRACKING REPLY UNBLOCK ...), INFO, COMMAND, CONFIG
 GET/SET/RESETSTAT, DEBUG SLEEP/SET-ACTIVE-EXPIRE/OBJECT, WAIT, MULTI EXEC
 DISCARD WATCH UNWATCH, and the server's own XSPEC.CLOCK and XSPEC.FAULT (see
 ``reference/README.md``), with Redis 7.0.15's replies and errors
-(spec/rules/generic.md, transactions.md, server.md).
+(spec/rules/generic.md, transactions.md, server.md), and the other dialects'
+where they differ (spec/dialects.md; :func:`dialect_handlers` swaps in the
+handlers of a dialect, the others read ``ctx.dialect``).
 
 Written apart from the model's handlers; what is shared is data about Redis
 (the command table, CONFIG's parameter list, INFO's field names, help texts)
@@ -19,16 +21,18 @@ and forgotten.
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from errno import EINVAL, ENOENT
 from typing import TYPE_CHECKING, TypeVar
 
 from xspec.models.admin import _CLIENT_HELP, _CONFIG_HELP, CONFIG_DEFAULTS, INFO_FIELDS
 from xspec.models.generic import matching_keys, pattern_matches
 from xspec.reference.api import Blocked, ReplyError
+from xspec.reference.core import NUM_DATABASES, version_at_least
 from xspec.spec import commands as table
 from xspec.spec.commands import COMMANDS, CommandSpec
 from xspec.spec.ids import I64_MAX, c_string, string2ll, strtoull
@@ -49,6 +53,7 @@ from xspec.spec.resp import (
 )
 
 if TYPE_CHECKING:
+    from xspec.models.dialect import Dialect
     from xspec.reference.core import Client, Context, Core, PreRendered
 
 __all__ = ["CONFIG_DEFAULTS", "HANDLERS"]
@@ -153,20 +158,28 @@ def hello(ctx: Context) -> Reply:
         else:
             raise _err(f"ERR Syntax error in HELLO option '{text_of(argv[i])}'")
     if not c.authenticated and core.requirepass is not None:
-        raise _err("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-                   "HELLO AUTH <user> <pass> option can be used to authenticate the client and select the "
+        usage = "HELLO <proto> AUTH" if core.dialect.server == "valkey" else "HELLO AUTH"
+        raise _err(f"NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+                   f"{usage} <user> <pass> option can be used to authenticate the client and select the "
                    "RESP protocol version at the same time")
     if version:
         c.proto = version
+    dialect = core.dialect
     return Map((
-        (Bulk(b"server"), Bulk(b"redis")),
-        (Bulk(b"version"), Bulk(core.dialect.version.encode())),
+        (Bulk(b"server"), Bulk(dialect.server_name.encode())),  # HELLO-DIALECT-1
+        (Bulk(b"version"), Bulk(dialect.version.encode())),
         (Bulk(b"proto"), Int(c.proto)),
         (Bulk(b"id"), Int(c.id)),
         (Bulk(b"mode"), Bulk(b"standalone")),
         (Bulk(b"role"), Bulk(b"master")),
-        (Bulk(b"modules"), Array(())),
+        (Bulk(b"modules"), _LUA_MODULES if dialect.lua_module else _NO_MODULES),
     ))
+
+
+_NO_MODULES = Array(())
+# HELLO-DIALECT-1: Valkey lists its Lua scripting engine as a module.
+_LUA_MODULES = Array((Map(((Bulk(b"name"), Bulk(b"lua")), (Bulk(b"ver"), Int(1)), (Bulk(b"path"), Bulk(b"lua")),
+                           (Bulk(b"args"), Array(())))),))
 
 
 @command("auth")
@@ -196,7 +209,9 @@ def reset(ctx: Context) -> Reply:
     c.db = 0
     c.proto = 2
     c.name = b""
-    c.no_evict = False
+    if version_at_least(core.dialect, 7, 2):  # 7.0 keeps NO-EVICT across RESET
+        c.no_evict = False
+    c.no_touch = False
     c.tracking = False
     c.reply_mode = "on"
     c.authenticated = core.requirepass is None
@@ -378,11 +393,11 @@ def set_(ctx: Context) -> Reply:
     i = 3
     while i < len(argv):
         opt = lower(argv[i])
-        if opt == b"nx" and not xx:
+        if opt == b"nx" and not xx and not (get and ctx.core.before_70):
             nx = True
         elif opt == b"xx" and not nx:
             xx = True
-        elif opt == b"get":
+        elif opt == b"get" and not (nx and ctx.core.before_70):  # 6.2 refuses GET with NX
             get = True
         elif opt == b"keepttl" and unit is None:
             keepttl = True
@@ -416,7 +431,7 @@ def _check_expiry(ctx: Context, unit: bytes, amount: bytes) -> None:
     ms = string2ll(amount)
     if ms is None:
         raise _err(table.NOT_INTEGER)
-    invalid = "ERR invalid expire time in 'set' command"
+    invalid = "ERR invalid expire time in set" if ctx.core.before_70 else "ERR invalid expire time in 'set' command"
     seconds = unit in (b"ex", b"exat")
     if ms <= 0 or (seconds and ms > I64_MAX // 1000):
         raise _err(invalid)
@@ -443,6 +458,7 @@ def multi(ctx: Context) -> Reply:
     if c.in_multi:
         raise _err("ERR MULTI calls can not be nested")
     c.in_multi = True
+    c.multi_used = True
     return OK
 
 
@@ -456,7 +472,7 @@ def discard(ctx: Context) -> Reply:
 
 @command("exec")
 def exec_(ctx: Context) -> Reply | PreRendered:
-    from xspec.reference.core import PreRendered, lookup
+    from xspec.reference.core import PreRendered
 
     c = ctx.client
     core = ctx.core
@@ -471,7 +487,7 @@ def exec_(ctx: Context) -> Reply | PreRendered:
     core.unwatch_all(c)
     replies: list[Reply] = []
     for argv in c.multi_queue:
-        spec = lookup(argv)
+        spec = core.lookup(argv)
         assert spec is not None
         r = core.run(c, argv, spec, False)
         assert r is not None, "a command blocked inside EXEC"
@@ -527,17 +543,34 @@ def client_flags(c: Client) -> str:
         letters += "d"
     if c.no_evict:
         letters += "e"
+    if c.no_touch:
+        letters += "T"
     return letters or "N"
 
 
-def client_line(c: Client) -> str:
+# CLIENT LIST's fields in 7.0; other dialects name theirs (CLIENT-DIALECT-1).
+_CLIENT_FIELDS_70 = tuple(
+    "id addr laddr fd name age idle flags db sub psub ssub multi qbuf qbuf-free argv-mem multi-mem rbs rbp "
+    "obl oll omem tot-mem events cmd user redir resp".split())
+
+
+def client_line(c: Client, core: Core) -> str:
+    """One CLIENT LIST line with the dialect's fields; buffer and memory figures are 0 (ENV-CLIENT-LIST)."""
+    dialect = core.dialect
     now = time.monotonic()
-    multi = len(c.multi_queue) if c.in_multi else -1
-    return (f"id={c.id} addr={c.addr} laddr={c.laddr} fd={c.fd} name={text_of(c.name)} "
-            f"age={int(now - c.created)} idle={int(now - c.last_interaction)} flags={client_flags(c)} "
-            f"db={c.db} sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 "
-            f"rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={c.last_cmd} user=default "
-            f"redir=-1 resp={c.proto}")
+    if c.in_multi:
+        multi = len(c.multi_queue)
+    else:
+        multi = 0 if c.multi_used and dialect.client_multi_kept else -1  # CLIENT-DIALECT-1
+    # CLIENT-DIALECT-1: 6.2 names the container only.
+    cmd = c.last_cmd if dialect.subcommand_table else c.last_cmd.split("|")[0]
+    values = {"id": str(c.id), "addr": c.addr, "laddr": c.laddr, "fd": str(c.fd), "name": text_of(c.name),
+              "age": str(int(now - c.created)), "idle": str(int(now - c.last_interaction)),
+              "flags": client_flags(c), "capa": c.capa, "db": str(c.db), "multi": str(multi),
+              "watch": str(len(c.watched)), "events": "r", "cmd": cmd, "user": "default",
+              "redir": str(c.redirect if c.tracking else -1),
+              "resp": str(c.proto), "lib-name": text_of(c.lib_name), "lib-ver": text_of(c.lib_ver)}
+    return " ".join(f"{f}={values.get(f, '0')}" for f in dialect.client_list_fields or _CLIENT_FIELDS_70)
 
 
 def _verbatim(text: str) -> Reply:
@@ -546,7 +579,7 @@ def _verbatim(text: str) -> Reply:
 
 @command("client|info")
 def client_info(ctx: Context) -> Reply:
-    return _verbatim(client_line(ctx.client) + "\n")
+    return _verbatim(client_line(ctx.client, ctx.core) + "\n")
 
 
 _CLIENT_TYPES = (b"normal", b"slave", b"replica", b"pubsub", b"master")
@@ -556,7 +589,10 @@ _CLIENT_TYPES = (b"normal", b"slave", b"replica", b"pubsub", b"master")
 def client_list(ctx: Context) -> Reply:
     argv = ctx.argv
     clients = list(ctx.core.clients.values())
-    if len(argv) == 4 and lower(argv[2]) == b"type":
+    if ctx.dialect.server == "valkey":
+        matches, skipme = valkey_client_filter(ctx, skipme=False)
+        chosen = [c for c in clients if matches(c) and not (skipme and c is ctx.client)]
+    elif len(argv) == 4 and lower(argv[2]) == b"type":
         kind = lower(argv[3])
         if kind not in _CLIENT_TYPES:
             raise _err(f"ERR Unknown client type '{text_of(argv[3])}'")
@@ -565,7 +601,7 @@ def client_list(ctx: Context) -> Reply:
         chosen = []
         for arg in argv[3:]:
             cid = string2ll(arg)
-            if cid is None or cid < 1:
+            if cid is None:
                 raise _err("ERR Invalid client ID")
             found = ctx.core.clients.get(cid)
             if found is not None:
@@ -574,7 +610,7 @@ def client_list(ctx: Context) -> Reply:
         raise _err(table.SYNTAX)
     else:
         chosen = clients
-    return _verbatim("".join(client_line(c) + "\n" for c in chosen))
+    return _verbatim("".join(client_line(c, ctx.core) + "\n" for c in chosen))
 
 
 @command("client|kill")
@@ -588,6 +624,11 @@ def client_kill(ctx: Context) -> Reply:
             raise _err("ERR No such client")
         _kill(me, victims)
         return OK
+    if ctx.dialect.server == "valkey":
+        matches, skipme = valkey_client_filter(ctx, skipme=True)
+        victims = [c for c in core.clients.values() if matches(c) and not (skipme and c is me)]
+        _kill(me, victims)
+        return Int(len(victims))
     if len(argv) % 2:
         raise _err(table.SYNTAX)
     wanted: dict[str, object] = {}  # field -> value every victim must have
@@ -596,9 +637,12 @@ def client_kill(ctx: Context) -> Reply:
         opt, val = lower(argv[i]), argv[i + 1]
         if opt == b"id":
             cid = string2ll(val)
-            if cid is None or cid <= 0:
+            if ctx.core.before_70 and cid is None:  # 6.2 takes any integer
+                raise _err(table.NOT_INTEGER)
+            if cid is None or (cid <= 0 and not ctx.core.before_70):
                 raise _err("ERR client-id should be greater than 0")
-            wanted["id"] = cid
+            if cid != 0:  # 6.2's ID 0 is no filter at all
+                wanted["id"] = cid
         elif opt == b"type":
             kind = lower(val)
             if kind not in _CLIENT_TYPES:
@@ -619,6 +663,126 @@ def client_kill(ctx: Context) -> Reply:
                if all(getattr(c, f) == v for f, v in wanted.items()) and not (skipme and c is me)]
     _kill(me, victims)
     return Int(len(victims))
+
+
+# Valkey 9.1.2's CLIENT LIST / KILL filters, all of which must hold; each but SKIPME may be negated
+# with NOT-; a later filter of the same name replaces an earlier one.
+_VALKEY_FLAG_LETTERS = frozenset("bcdeirtuxABEIMNOPRSTU")
+_VALKEY_CLIENT_TYPES = (*_CLIENT_TYPES, b"primary")
+ClientTest = Callable[["Client"], bool]
+
+
+def valkey_client_filter(ctx: Context, skipme: bool) -> tuple[ClientTest, bool]:
+    """Parse ``argv[2:]`` as Valkey's filters: a test every listed (or killed) client passes, and SKIPME."""
+    argv = ctx.argv
+    tests: dict[bytes, ClientTest] = {}
+    i = 2
+    while i < len(argv):
+        opt = lower(argv[i])
+        negated = opt.startswith(b"not-")
+        name = opt[4:] if negated else opt
+        if name == b"skipme" and not negated and i + 1 < len(argv):
+            if lower(argv[i + 1]) not in (b"yes", b"no"):
+                raise _err(table.SYNTAX)
+            skipme = lower(argv[i + 1]) == b"yes"
+            i += 2
+            continue
+        if name == b"id":
+            ids: set[int] = set()
+            i += 1
+            while i < len(argv) and (cid := string2ll(argv[i])) is not None:
+                if cid <= 0:
+                    raise _err("ERR client-id should be greater than 0")
+                ids.add(cid)
+                i += 1
+            if not ids:
+                raise _err(table.SYNTAX)
+            test = _with_id(ids)
+        elif name in _CLIENT_FILTERS and i + 1 < len(argv):
+            test = _CLIENT_FILTERS[name](argv[i + 1], opt.decode().upper())
+            i += 2
+        else:
+            raise _err(table.SYNTAX)
+        tests[opt] = _negation(test) if negated else test
+    checks = list(tests.values())
+    return (lambda c: all(t(c) for t in checks)), skipme
+
+
+def _with_id(ids: set[int]) -> ClientTest:
+    return lambda c: c.id in ids
+
+
+def _negation(test: ClientTest) -> ClientTest:
+    return lambda c: not test(c)
+
+
+def _filter_number(what: str, value: bytes, low: int, high: int | None = None) -> int:
+    n = string2ll(value)
+    if n is None:
+        raise _err(f"ERR {what} is not an integer or out of range")
+    if high is not None and not low <= n <= high:
+        raise _err(f"ERR {what} number should be between {low} and {high}")
+    if high is None and n < low:
+        raise _err(f"ERR {what} should be greater than 0")
+    return n
+
+
+def _filter_letters(allowed: frozenset[str], what: str, value: bytes, option: str) -> str:
+    letters = text_of(value)
+    if not set(letters) <= allowed:
+        where = "the provided filter" if not option.startswith("NOT-") else f"the {option} filter"
+        raise _err(f"ERR Unknown {what} found in {where}: {letters}")
+    return letters
+
+
+def _filter_type(value: bytes, option: str) -> ClientTest:
+    kind = lower(value)
+    if kind not in _VALKEY_CLIENT_TYPES:
+        raise _err(f"ERR Unknown client type '{text_of(value)}'")
+    return lambda c: kind == b"normal"  # every client here is a normal one
+
+
+def _filter_user(value: bytes, option: str) -> ClientTest:
+    if value != b"default":
+        raise _err(f"ERR No such user '{text_of(value)}'")
+    return lambda c: True
+
+
+def _filter_flags(value: bytes, option: str) -> ClientTest:
+    letters = _filter_letters(_VALKEY_FLAG_LETTERS, "flags", value, option)
+    return lambda c: set(letters) <= set(client_flags(c))
+
+
+def _filter_capa(value: bytes, option: str) -> ClientTest:
+    letters = _filter_letters(frozenset("r"), "capa", value, option)
+    return lambda c: set(letters) <= set(c.capa)
+
+
+def _filter_db(value: bytes, option: str) -> ClientTest:
+    db = _filter_number(option, value, 0, NUM_DATABASES - 1)
+    return lambda c: c.db == db
+
+
+def _filter_age(value: bytes, option: str) -> ClientTest:
+    age = _filter_number(option.lower(), value, 1)
+    return lambda c: time.monotonic() - c.created > age
+
+
+def _filter_idle(value: bytes, option: str) -> ClientTest:
+    idle = _filter_number(option.lower(), value, 1)
+    return lambda c: time.monotonic() - c.last_interaction >= idle
+
+
+_CLIENT_FILTERS: dict[bytes, Callable[[bytes, str], ClientTest]] = {
+    b"type": _filter_type, b"user": _filter_user, b"flags": _filter_flags, b"capa": _filter_capa,
+    b"db": _filter_db, b"maxage": _filter_age, b"idle": _filter_idle,
+    b"addr": lambda v, _: lambda c: c.addr.encode() == v,
+    b"laddr": lambda v, _: lambda c: c.laddr.encode() == v,
+    b"ip": lambda v, _: lambda c: c.addr.rsplit(":", 1)[0].encode() == v,
+    b"name": lambda v, _: lambda c: c.name == v,
+    b"lib-name": lambda v, _: lambda c: c.lib_name == v,
+    b"lib-ver": lambda v, _: lambda c: c.lib_ver == v,
+}
 
 
 def _kill(me: Client, victims: list[Client]) -> None:
@@ -649,6 +813,7 @@ def client_tracking(ctx: Context) -> Reply:
     """Options checked as 7.0 does, then recorded; no key is ever invalidated (nothing is tracked)."""
     argv = ctx.argv
     on = _on_off(argv[2])
+    redirect = 0
     i = 3
     while i < len(argv):
         opt = lower(argv[i])
@@ -658,6 +823,7 @@ def client_tracking(ctx: Context) -> Reply:
                 raise _err(table.NOT_INTEGER)
             if target not in ctx.core.clients:
                 raise _err("ERR The client ID you want redirect to does not exist")
+            redirect = target
             i += 2
         elif opt == b"prefix" and i + 1 < len(argv):
             i += 2
@@ -666,18 +832,19 @@ def client_tracking(ctx: Context) -> Reply:
         else:
             raise _err(table.SYNTAX)
     ctx.client.tracking = on
+    ctx.client.redirect = redirect
     return OK
 
 
 @command("client|trackinginfo")
 def client_trackinginfo(ctx: Context) -> Reply:
     flags = Set((Bulk(b"on" if ctx.client.tracking else b"off"),))
-    return Map(((Bulk(b"flags"), flags), (Bulk(b"redirect"), Int(-1)), (Bulk(b"prefixes"), Array(()))))
+    return Map(((Bulk(b"flags"), flags), (Bulk(b"redirect"), client_getredir(ctx)), (Bulk(b"prefixes"), Array(()))))
 
 
 @command("client|getredir")
 def client_getredir(ctx: Context) -> Reply:
-    return Int(-1)
+    return Int(ctx.client.redirect if ctx.client.tracking else -1)
 
 
 @command("client|caching")
@@ -707,8 +874,8 @@ def client_unblock(ctx: Context) -> Reply:
         if reason not in (b"timeout", b"error"):
             raise _err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
         error = reason == b"error"
-    elif len(argv) > 4:
-        raise subcommand_syntax_error(argv)
+    elif len(argv) > 4 and ctx.dialect.server != "valkey":  # Valkey ignores the extra arguments
+        raise subcommand_syntax_error(ctx)
     target = ctx.core.clients.get(cid)
     if target is None or target.blocked is None:
         return Int(0)
@@ -732,8 +899,8 @@ def client_pause(ctx: Context) -> Reply:
         if mode not in (b"write", b"all"):
             raise _err("ERR CLIENT PAUSE mode must be WRITE or ALL")
         everything = mode == b"all"
-    elif len(argv) > 4:
-        raise subcommand_syntax_error(argv)
+    elif len(argv) > 4 and ctx.dialect.server != "valkey":  # Valkey ignores the extra arguments
+        raise subcommand_syntax_error(ctx)
     ctx.core.pause(ctx.now_ms() + timeout, everything)
     return OK
 
@@ -749,22 +916,189 @@ def client_no_touch(ctx: Context) -> Reply:
     raise _err(f"ERR unknown subcommand '{text_of(ctx.argv[1])}'. Try CLIENT HELP.")  # added in 7.2
 
 
-def subcommand_syntax_error(argv: list[bytes]) -> ReplyError:
-    """``addReplySubcommandSyntaxError``: the subcommand as typed, the container in capitals."""
-    return _err(f"ERR unknown subcommand or wrong number of arguments for '{text_of(argv[1])[:128]}'. "
+def client_no_touch_72(ctx: Context) -> Reply:
+    """7.2+: CLIENT NO-TOUCH ON|OFF (the flag shows as ``T``; nothing here keeps LRU/LFU stats)."""
+    ctx.client.no_touch = _on_off(ctx.argv[2])
+    return OK
+
+
+def client_setinfo(ctx: Context) -> Reply:
+    """7.2+: CLIENT SETINFO LIB-NAME|LIB-VER value, shown by CLIENT LIST (as Valkey 9.1.2 answers)."""
+    attr, value = lower(ctx.argv[2]), ctx.argv[3]
+    if attr not in (b"lib-name", b"lib-ver"):
+        raise _err(f"ERR Unrecognized option '{text_of(ctx.argv[2])}'")
+    if not all(0x21 <= b <= 0x7E for b in value):
+        raise _err(f"ERR {attr.decode()} cannot contain spaces, newlines or special characters.")
+    if attr == b"lib-name":
+        ctx.client.lib_name = value
+    else:
+        ctx.client.lib_ver = value
+    return OK
+
+
+def client_capa(ctx: Context) -> Reply:
+    """Valkey: CLIENT CAPA option ...; REDIRECT (any case) is the one it knows, others are ignored."""
+    if any(lower(a) == b"redirect" for a in ctx.argv[2:]):
+        ctx.client.capa = "r"
+    return OK
+
+
+def client_import_source(ctx: Context) -> Reply:
+    raise _err("ERR Server is not in import mode")  # Valkey: import-mode is off by default
+
+
+def subcommand_syntax_error(ctx: Context) -> ReplyError:
+    """``addReplySubcommandSyntaxError``: the subcommand as typed, the container in capitals
+    (6.2 capitalises "Unknown", DISPATCH-DIALECT-1)."""
+    argv = ctx.argv
+    word = "unknown" if ctx.dialect.subcommand_table else "Unknown"
+    return _err(f"ERR {word} subcommand or wrong number of arguments for '{text_of(argv[1])[:128]}'. "
                 f"Try {text_of(argv[0]).upper()} HELP.")
+
+
+def refused_subcommand(ctx: Context) -> Reply:
+    """6.2's containers with an unknown subcommand or a count it does not take (DISPATCH-DIALECT-1)."""
+    raise subcommand_syntax_error(ctx)
 
 
 def _help(ctx: Context, lines: str | list[str]) -> Reply:
     name = text_of(ctx.argv[0]).upper()
     body = lines.strip("\n").split("\n") if isinstance(lines, str) else lines
     header = f"{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    return Array(tuple(Simple(line) for line in [header, *body]))
+    # HELP-DIALECT-1: the closing line is the dialect's
+    return Array(tuple(Simple(line) for line in [header, *body[:-1], ctx.dialect.help_last_line]))
 
 
 @command("client|help")
 def client_help(ctx: Context) -> Reply:
-    return _help(ctx, _CLIENT_HELP)
+    return _help(ctx, _client_help_text(ctx.dialect))
+
+
+def _client_help_text(dialect: Dialect) -> str:
+    """CLIENT HELP as the real 6.2.14 and Valkey 9.1.2 answer it; 7.0.15's for 7.0, 7.2 and 7.4
+    (7.2 and 7.4 add lines this server does not know: no binary was available)."""
+    if not dialect.subcommand_table:
+        return _CLIENT_HELP_62
+    return _CLIENT_HELP_VALKEY if dialect.server == "valkey" else _CLIENT_HELP
+
+
+# CLIENT HELP's lines after the header as the real 6.2.14 and Valkey 9.1.2 answer them: 6.2's
+# are 7.0's without NO-EVICT, with three lines worded otherwise.
+_CLIENT_HELP_62 = (_CLIENT_HELP.replace("(NORMAL|MASTER|REPLICA|PUBSUB)", "(normal|master|replica|pubsub)", 1)
+                   .replace("<timeout> milliseconds", "<timout> milliseconds")
+                   .replace("[OPTIN] [OPTOUT] [NOLOOP]", "[OPTIN] [OPTOUT]")
+                   .replace("NO-EVICT (ON|OFF)\n    Protect current client connection from eviction.\n", ""))
+_CLIENT_HELP_VALKEY = """
+CACHING (YES|NO)
+    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.
+CAPA <option> [options...]
+    The client claims its some capability options. Options are:
+    * REDIRECT
+      The client can handle redirection during primary and replica failover in standalone mode.
+GETREDIR
+    Return the client ID we are redirecting to when tracking is enabled.
+GETNAME
+    Return the name of the current connection.
+ID
+    Return the ID of the current connection.
+INFO
+    Return information about the current client connection.
+KILL <ip:port>
+    Kill connection made from <ip:port>.
+KILL <option> <value> [<option> <value> [...]]
+    Kill connections. Options are:
+    * ADDR (<ip:port>|<unixsocket>:0)
+      Kill connections made from the specified address.
+    * LADDR (<ip:port>|<unixsocket>:0)
+      Kill connections made to the specified local address.
+    * TYPE (NORMAL|PRIMARY|REPLICA|PUBSUB)
+      Kill connections by type.
+    * USER <username>
+      Kill connections authenticated by <username>.
+    * SKIPME (YES|NO)
+      Skip killing current connection (default: yes).
+    * ID <client-id> [<client-id>...]
+      Kill connections by client IDs.
+    * MAXAGE <maxage>
+      Kill connections older than the specified age.
+    * FLAGS <flags>
+      Kill connections that include the specified flags.
+    * NAME <client-name>
+      Kill connections with the specified name.
+    * IDLE <idle>
+      Kill connections with idle time greater than or equal to <idle> seconds.
+    * LIB-NAME <library-name>
+      Kill connections with the specified library name.
+    * LIB-VER <library-version>
+      Kill connections with the specified library version.
+    * DB <db-id>
+      Kill connections currently operating on the specified database ID.
+    * CAPA <capa>
+      Kill connections currently with the specified capa.
+    * IP <ip>
+      Kill connections made from the specified ip.
+LIST [options ...]
+    Return information about client connections. Options:
+    * TYPE (NORMAL|PRIMARY|REPLICA|PUBSUB)
+      Return clients of specified type.
+    * USER <username>
+      Return clients authenticated by <username>.
+    * ADDR <ip:port>
+      Return clients connected from the specified address.
+    * LADDR <ip:port>
+      Return clients connected to the specified local address.
+    * ID <client-id> [<client-id>...]
+      Return clients with the specified IDs.
+    * SKIPME (YES|NO)
+      Exclude the current client from the list (default: no).
+    * MAXAGE <maxage>
+      List connections older than the specified age.
+    * FLAGS <flags>
+      Return clients with the specified flags.
+    * NAME <client-name>
+      Return clients with the specified name.
+    * IDLE <idle>
+      Return clients with idle time greater than or equal to <idle> seconds.
+    * LIB-NAME <lib-name>
+      Return clients with the specified lib name.
+    * LIB-VER <lib-version>
+      Return clients with the specified lib version.
+    * DB <db-id>
+      Return clients currently operating on the specified database ID.
+    * CAPA <capa>
+      Return connections currently with the specified capa.
+    * IP <ip>
+      Return connections made from the specified ip.
+UNPAUSE
+    Stop the current client pause, resuming traffic.
+PAUSE <timeout> [WRITE|ALL]
+    Suspend all, or just write, clients for <timeout> milliseconds.
+REPLY (ON|OFF|SKIP)
+    Control the replies sent to the current connection.
+SETNAME <name>
+    Assign the name <name> to the current connection.
+SETINFO <option> <value>
+    Set client meta attr. Options are:
+    * LIB-NAME: the client lib name.
+    * LIB-VER: the client lib version.
+UNBLOCK <clientid> [TIMEOUT|ERROR]
+    Unblock the specified blocked client.
+TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]
+         [OPTIN] [OPTOUT] [NOLOOP]
+    Control server assisted client side caching.
+TRACKINGINFO
+    Report tracking status for the current connection.
+NO-EVICT (ON|OFF)
+    Protect current client connection from eviction.
+NO-TOUCH (ON|OFF)
+    Will not touch LRU/LFU stats when this mode is on.
+IMPORT-SOURCE (ON|OFF)
+    Mark this connection as an import source if import-mode is enabled.
+    Sync tools can set their connections into 'import-source' state to visit
+    expired keys.
+HELP
+    Print this help.
+"""
 
 
 # -- INFO ---------------------------------------------------------------------------------------------
@@ -806,6 +1140,7 @@ def _info_values(core: Core) -> dict[str, str]:
         "used_cpu_sys": f"{usage.ru_stime:.6f}", "used_cpu_user": f"{usage.ru_utime:.6f}",
         "used_cpu_sys_main_thread": f"{usage.ru_stime:.6f}", "used_cpu_user_main_thread": f"{usage.ru_utime:.6f}",
         "cluster_enabled": "0",
+        **core.dialect.info_values,  # INFO-DIALECT-1: Valkey's identity
     }
 
 
@@ -825,7 +1160,31 @@ def _human(n: int) -> str:
     return str(n)
 
 
+# Sections in ``INFO everything`` order -> (title, fields), for 7.0 (``INFO_FIELDS``).
+InfoLayout = dict[str, tuple[str, list[str]]]
+_LAYOUT_70: InfoLayout = {s: ("CPU" if s == "cpu" else s.capitalize(), INFO_FIELDS.get(
+    "CPU" if s == "cpu" else s.capitalize(), [])) for s in _ALL_SECTIONS}
+
+
+@functools.cache
+def info_layout(text: str | None) -> InfoLayout:
+    """A dialect's ``info_layout`` ("# Title" lines, each followed by its fields) as sections
+    (INFO-DIALECT-1); None: 7.0's."""
+    if text is None:
+        return _LAYOUT_70
+    layout: InfoLayout = {}
+    fields: list[str] = []
+    for line in text.strip().splitlines():
+        if line.startswith("# "):
+            fields = []
+            layout[line[2:].lower()] = (line[2:], fields)
+        else:
+            fields += line.split()
+    return layout
+
+
 def info_text(core: Core, argv: list[bytes]) -> str:
+    layout = info_layout(core.dialect.info_layout)
     wanted: set[str] = set()
     if len(argv) == 1:
         wanted.update(_DEFAULT_SECTIONS)
@@ -834,28 +1193,29 @@ def info_text(core: Core, argv: list[bytes]) -> str:
         if name == "default":
             wanted.update(_DEFAULT_SECTIONS)
         elif name in ("all", "everything"):
-            wanted.update(_ALL_SECTIONS)
+            wanted.update(layout)
         else:
             wanted.add(name)
     values = _info_values(core)
     if "errorstats" in wanted:
         core.errno = 0  # XADD-14: the walk over the error-count tree runs off it
     parts = []
-    for section in _ALL_SECTIONS:
+    for section, (title, fields) in layout.items():
         if section not in wanted:
             continue
-        title = "CPU" if section == "cpu" else section.capitalize()
         lines = [f"# {title}"]
         if section == "keyspace":
             lines += [f"db{i}:keys={len(db)},expires=0,avg_ttl=0" for i, db in enumerate(core.dbs) if db]
         else:
-            lines += [f"{f}:{values.get(f, '0')}" for f in INFO_FIELDS.get(title, [])]
+            lines += [f"{f}:{values.get(f, '0')}" for f in fields]
         parts.append("".join(line + "\r\n" for line in lines))
     return "\r\n".join(parts)
 
 
 @command("info")
 def info(ctx: Context) -> Reply:
+    if len(ctx.argv) > 2 and ctx.core.before_70:  # 6.2 takes one section at most
+        raise _err(table.SYNTAX)
     return _verbatim(info_text(ctx.core, ctx.argv))
 
 
@@ -933,7 +1293,19 @@ def config_get(ctx: Context) -> Reply:
         for name in CONFIG_DEFAULTS:
             if name not in found and pattern_matches(c_string(arg), name.encode(), nocase=True):
                 found[name] = (name, config[name])
-    return Map(tuple((Bulk(n.encode()), Bulk(v.encode("utf-8", "surrogateescape"))) for n, v in found.values()))
+    return _config_pairs(found.values())
+
+
+def _config_pairs(pairs: Iterable[tuple[str, str]]) -> Reply:
+    return Map(tuple((Bulk(n.encode()), Bulk(v.encode("utf-8", "surrogateescape"))) for n, v in pairs))
+
+
+def config_get_62(ctx: Context) -> Reply:
+    """6.2: one argument, always a pattern; the names as the table spells them (CONFIG-DIALECT-1)."""
+    config = ctx.core.config
+    pattern = c_string(ctx.argv[2])
+    return _config_pairs((name, config[name]) for name in CONFIG_DEFAULTS
+                         if pattern_matches(pattern, name.encode(), nocase=True))
 
 
 @command("config|set")
@@ -953,20 +1325,43 @@ def config_set(ctx: Context) -> Reply:
     new: dict[str, str] = {}
     for n, v in zip(names, argv[3::2], strict=True):
         name = n.lower()
-        if _CONFIG_PARSERS.get(name) is _CONFIG_PARSERS["stream-node-max-bytes"]:
-            core.errno = 0  # XADD-14: memtoull sets errno before its strtoull
         try:
             if name in _IMMUTABLE:
                 raise ValueError("can't set immutable config")
-            parser = _CONFIG_PARSERS.get(name)
-            new[name] = (parser or _decoded)(v)
+            new[name] = _parse_setting(core, name, v)
         except ValueError as e:
             raise _err(f"ERR CONFIG SET failed (possibly related to argument '{n}') - {e}") from None
+    _apply_settings(core, new)
+    return OK
+
+
+def config_set_62(ctx: Context) -> Reply:
+    """6.2: one parameter and value (the lookup checked the count), 6.2's texts (CONFIG-DIALECT-1)."""
+    argv = ctx.argv
+    given = text_of(argv[2])
+    name = given.lower()
+    if name not in CONFIG_DEFAULTS or name in _IMMUTABLE:
+        raise _err(f"ERR Unsupported CONFIG parameter: {given}")
+    try:
+        value = _parse_setting(ctx.core, name, argv[3])
+    except ValueError as e:
+        raise _err(f"ERR Invalid argument '{text_of(argv[3])}' for CONFIG SET '{given}' - {e}") from None
+    _apply_settings(ctx.core, {name: value})
+    return OK
+
+
+def _parse_setting(core: Core, name: str, value: bytes) -> str:
+    parser = _CONFIG_PARSERS.get(name)
+    if parser is _CONFIG_PARSERS["stream-node-max-bytes"]:
+        core.errno = 0  # XADD-14: memtoull sets errno before its strtoull
+    return (parser or _decoded)(value)
+
+
+def _apply_settings(core: Core, new: dict[str, str]) -> None:
     core.config.update(new)
     core.config_ints.clear()
     if "requirepass" in new:
         core.requirepass = new["requirepass"] or None
-    return OK
 
 
 @command("config|resetstat")
@@ -991,6 +1386,20 @@ def _find_command(argv: list[bytes]) -> CommandSpec | None:
     return lookup(argv)
 
 
+def command_all_62(ctx: Context) -> Reply:
+    """6.2's COMMAND: seven fields per command (no tips, key specifications or subcommands)."""
+    return Array(tuple(Array(command_info(s).items[:7]) for s in _all_commands()))
+
+
+def command_info_62(ctx: Context) -> Reply:
+    """6.2's COMMAND INFO: the named commands only (none named: an empty array), seven fields each."""
+    out: list[Reply] = []
+    for name in ctx.argv[2:]:
+        spec = _find_command([name])
+        out.append(NULL_BULK if spec is None else Array(command_info(spec).items[:7]))
+    return Array(tuple(out))
+
+
 def _acl_categories(spec: CommandSpec) -> list[str]:
     cats = []
     if "write" in spec.flags:
@@ -1008,7 +1417,7 @@ def _acl_categories(spec: CommandSpec) -> list[str]:
     return cats
 
 
-def command_info(spec: CommandSpec) -> Reply:
+def command_info(spec: CommandSpec) -> Array:
     """A COMMAND INFO record: name, arity, flags, key positions, ACL categories, tips, key specs, subcommands."""
     flags = sorted(f for f in spec.flags if f not in ("no_multi", "protected"))
     subs = tuple(command_info(s) for s in spec.subcommands.values())
@@ -1115,13 +1524,68 @@ def command_getkeys(ctx: Context) -> Reply:
 
 @command("command|help")
 def command_help(ctx: Context) -> Reply:
-    return _help(ctx, ["(no subcommand)", "    Return details about all Redis commands.",
-                       "COUNT", "    Return the total number of commands in this Redis server.",
-                       "LIST", "    Return a list of all commands in this Redis server.",
-                       "INFO [<command-name> ...]", "    Return details about multiple Redis commands.",
-                       "DOCS [<command-name> ...]", "    Return documentation details about multiple Redis commands.",
-                       "GETKEYS <full-command>", "    Return the keys from a full Redis command.",
-                       "HELP", "    Print this help."])
+    if not ctx.dialect.subcommand_table:
+        return _help(ctx, _COMMAND_HELP_62)
+    return _help(ctx, _COMMAND_HELP_VALKEY if ctx.dialect.server == "valkey" else _COMMAND_HELP)
+
+
+# COMMAND HELP's lines as the real 7.0.15, 6.2.14 and Valkey 9.1.2 answer them.
+_COMMAND_HELP = """
+(no subcommand)
+    Return details about all Redis commands.
+COUNT
+    Return the total number of commands in this Redis server.
+LIST
+    Return a list of all commands in this Redis server.
+INFO [<command-name> ...]
+    Return details about multiple Redis commands.
+    If no command names are given, documentation details for all
+    commands are returned.
+DOCS [<command-name> ...]
+    Return documentation details about multiple Redis commands.
+    If no command names are given, documentation details for all
+    commands are returned.
+GETKEYS <full-command>
+    Return the keys from a full Redis command.
+GETKEYSANDFLAGS <full-command>
+    Return the keys and the access flags from a full Redis command.
+HELP
+    Prints this help.
+"""
+_COMMAND_HELP_62 = """
+(no subcommand)
+    Return details about all Redis commands.
+COUNT
+    Return the total number of commands in this Redis server.
+GETKEYS <full-command>
+    Return the keys from a full Redis command.
+INFO [<command-name> ...]
+    Return details about multiple Redis commands.
+HELP
+    Prints this help.
+"""
+_COMMAND_HELP_VALKEY = """
+(no subcommand)
+    Return details about all commands.
+COUNT
+    Return the total number of commands in this server.
+LIST
+    Return a list of all commands in this server.
+INFO [<command-name> ...]
+    Return details about multiple commands.
+    If no command names are given, documentation details for all
+    commands are returned.
+DOCS [<command-name> ...]
+    Return documentation details about multiple commands.
+    If no command names are given, documentation details for all
+    commands are returned.
+GETKEYS <full-command>
+    Return the keys from a full command.
+GETKEYSANDFLAGS <full-command>
+    Return the keys and the access flags from a full command.
+HELP
+    Print this help.
+"""
 
 
 # -- DEBUG and WAIT -----------------------------------------------------------------------------------
@@ -1151,7 +1615,7 @@ def debug(ctx: Context) -> Reply:
                            "SET-ACTIVE-EXPIRE <0|1>", "    Setting it to 0 disables expiring keys in background.",
                            "SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed.",
                            "HELP", "    Prints this help."])
-    raise subcommand_syntax_error(argv)
+    raise subcommand_syntax_error(ctx)
 
 
 @command("wait")
@@ -1203,3 +1667,19 @@ def xspec_fault(ctx: Context) -> Reply:
     from xspec.reference.faults import fault_command
     return fault_command(ctx)
 
+
+
+def dialect_handlers(dialect: Dialect) -> dict[str, GenericHandler]:
+    """The handlers that answer as ``dialect``'s server does where its generic commands differ from 7.0's."""
+    if not dialect.subcommand_table:  # 6.2 (DISPATCH-DIALECT-1, CONFIG-DIALECT-1)
+        # xgroup|* and xinfo|* answer only while the stream module has no 6.2 containers (core.handler_for).
+        return {"client|*": refused_subcommand, "config|*": refused_subcommand, "command|*": refused_subcommand,
+                "xgroup|*": refused_subcommand, "xinfo|*": refused_subcommand,
+                "config|get": config_get_62, "config|set": config_set_62, "command": command_all_62,
+                "command|info": command_info_62}
+    found: dict[str, GenericHandler] = {}
+    if version_at_least(dialect, 7, 2):
+        found.update({"client|no-touch": client_no_touch_72, "client|setinfo": client_setinfo})
+    if dialect.server == "valkey":
+        found.update({"client|capa": client_capa, "client|import-source": client_import_source})
+    return found

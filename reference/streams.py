@@ -543,11 +543,12 @@ class Pel:
 
 
 class Consumer:
-    __slots__ = ("name", "seen", "pel")
+    __slots__ = ("name", "seen", "active", "pel")
 
     def __init__(self, name: bytes, seen: int) -> None:
         self.name = name
         self.seen = seen
+        self.active = -1  # active-time (7.2+, XINFO-DIALECT-3): the last delivery or claim; -1 never
         self.pel = Pel()  # the same Nack objects as the group PEL
 
 
@@ -864,21 +865,26 @@ class Stream:
             self.first_id = self.recorded_first()
         return removed
 
-    # -- lag (LAG-1 .. LAG-4) -------------------------------------------------------------
+    # -- lag (LAG-1 .. LAG-4; ``fixed``: LAG-DIALECT-1, the fixes of Redis 8.0 that Valkey has) ---------
 
-    def tombstone_at_or_after(self, key: int) -> bool:
-        """streamRangeHasTombstones(key, +inf) as 7.0 computes it (LAG-1)."""
+    def tombstone_at_or_after(self, key: int, fixed: bool = False) -> bool:
+        """streamRangeHasTombstones(key, +inf) (LAG-1); 7.0 also answers False when the newest deletion
+        is older than the recorded first entry, the fixed code does not."""
         md = self.max_deleted
-        if not self.length or not md or self.first_id > md:
+        if not self.length or not md or (not fixed and self.first_id > md):
             return False
         return key <= md
 
-    def estimate_read(self, key: int) -> int:
+    def estimate_read(self, key: int, fixed: bool = False) -> int:
         """streamEstimateDistanceFromFirstEverEntry (LAG-2): entries-read of a group at ``key``, or -1."""
         added = self.entries_added
         if not added:
             return 0
-        if (not self.length and key <= self.last_id) or key == self.last_id:
+        if not self.length and key <= self.last_id:
+            return as_i64(added)
+        if fixed and key and key < self.max_deleted:  # LAG-DIALECT-1
+            return INVALID_ENTRIES_READ
+        if key == self.last_id:
             return as_i64(added)
         if key > self.last_id:
             return INVALID_ENTRIES_READ
@@ -889,21 +895,27 @@ class Stream:
                 return as_i64(added - self.length + 1)
         return INVALID_ENTRIES_READ
 
-    def lag(self, group: Group) -> int | None:
+    def lag(self, group: Group, fixed: bool = False) -> int | None:
         """The lag XINFO shows (LAG-3); None is nil."""
         if not self.entries_added:
             return 0
-        if group.entries_read != INVALID_ENTRIES_READ and not self.tombstone_at_or_after(group.last_id):
+        if group.entries_read != INVALID_ENTRIES_READ and not self.tombstone_at_or_after(group.last_id, fixed):
             return as_i64(as_i64(self.entries_added) - group.entries_read)
-        estimate = self.estimate_read(group.last_id)
+        estimate = self.estimate_read(group.last_id, fixed)
         if estimate == INVALID_ENTRIES_READ:
             return None
         return as_i64(as_i64(self.entries_added) - estimate)
 
-    def advance(self, group: Group, key: int) -> None:
-        """A ``>`` read delivers ``key`` (LAG-4, with 7.0's check from the entry, not the group)."""
-        if group.entries_read != INVALID_ENTRIES_READ and not self.tombstone_at_or_after(key):
+    def advance(self, group: Group, key: int, fixed: bool = False) -> None:
+        """A ``>`` read delivers ``key`` (LAG-4): 7.0 looks for tombstones from the entry, the fixed code
+        from the group's old position, which must not be below the recorded first entry."""
+        if fixed:
+            known = (group.entries_read != INVALID_ENTRIES_READ and group.last_id >= self.first_id
+                     and not self.tombstone_at_or_after(group.last_id, True))
+        else:
+            known = group.entries_read != INVALID_ENTRIES_READ and not self.tombstone_at_or_after(key)
+        if known:
             group.entries_read = as_i64(group.entries_read + 1)
         else:
-            group.entries_read = self.estimate_read(key)
+            group.entries_read = self.estimate_read(key, fixed)
         group.last_id = key

@@ -8,9 +8,9 @@ that blocked and its later answer, ``send`` with ``raw`` bytes and the error
 for a protocol error, ``close`` (by the client, or by the server: QUIT,
 CLIENT KILL, XSPEC.FAULT, protocol errors). With ``--clock virtual`` each
 ``call``/``send``/``recv`` carries the server's ``now`` and the header says
-``"clock": "virtual"``. The header names the server ``redis`` at the
-dialect's version (tagged ``xspec-serve``) so that ``xspec check`` judges it
-against that dialect without options.
+``"clock": "virtual"``. The header names the dialect's server (``redis``,
+``valkey``) and version (tagged ``xspec-serve``) so that ``xspec check``
+judges it against that dialect without options.
 
 :class:`ModelChecker` runs every command on the model too
 (``xspec.models.server.Server``), feeding the model's clock the readings the
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from xspec.models.dialect import get_dialect
-from xspec.reference.core import Client, Core, PreRendered, RunResult, lookup
+from xspec.reference.core import Client, Core, PreRendered, RunResult
 from xspec.spec.environment import environment_matches
 from xspec.spec.resp import Error, Reply, for_protocol, show
 from xspec.traces.format import Call, Close, Connect, Event, Header, Note, Recv, Send, event_to_json
@@ -66,7 +66,7 @@ class TraceWriter:
     def __init__(self, core: Core, path: str | None) -> None:
         self.core = core
         self.virtual = core.clock.virtual
-        self.header = Header(server_name="redis", server_version=core.dialect.version,
+        self.header = Header(server_name=core.dialect.server, server_version=core.dialect.version,
                              clock="virtual" if self.virtual else "wall",
                              config={k: core.config[k] for k in ("stream-node-max-entries", "stream-node-max-bytes")},
                              title="xspec serve", source="recorded", tags=["xspec-serve"])
@@ -207,9 +207,9 @@ class ModelChecker:
 
     def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None:
         served, self.just_served = self.just_served, []
-        spec = lookup(argv)
+        spec = self.core.lookup(argv)
         name = spec.fullname if spec is not None else ""
-        if spec is not None and name.startswith(_UNCHECKED):
+        if spec is not None and (name.startswith(_UNCHECKED) or self.core.dialect.unsupported_reason(argv)):
             self.clock.readings.clear()
             return
         offered = len(self.clock.readings)

@@ -1,10 +1,17 @@
-"""The reference server's stream commands: XADD ... XINFO, every option, Redis 7.0.15's replies.
+"""The reference server's stream commands: XADD ... XINFO, every option, in every dialect.
 
 Handlers follow spec/rules/streams.md, groups.md, reads.md and info.md (rule
 ids cited in comments); checks come in the order 7.0 makes them. They see the
 server only through :class:`xspec.reference.api.Context` and return the
 semantic replies of :mod:`xspec.spec.resp`. IDs are ints (``ms << 64 | seq``,
 see :mod:`xspec.reference.streams`).
+
+Where the served dialect departs from 7.0.15 a handler reads the switch from
+``ctx.dialect`` (models/dialect.py, spec/dialects.md; the ``*-DIALECT-*``
+rules), once per command. 6.2 has no subcommand table: its core runs every
+XGROUP and XINFO through the container handlers registered as ``xgroup`` and
+``xinfo``, which check the subcommand as 6.2 does. 7.2+ serve a blocked reader
+by running its command again (BLOCK-DIALECT-2); the retry functions do it.
 
 ``ctx.errno`` follows the C errno of 7.0's main thread where these commands
 write it (ID parts read by ``strtoull``, radix-tree walks running off their
@@ -25,6 +32,7 @@ from xspec.models.groups import (
     ENTRIESREAD_RANGE,
     KEY_REQUIRED,
     XGROUP_HELP,
+    XGROUP_HELP_62,
 )
 from xspec.models.info import FULL_DEFAULT_COUNT
 from xspec.models.info import HELP_LINES as XINFO_HELP
@@ -36,6 +44,7 @@ from xspec.models.reads import (
     GT_IN_XREAD,
     MISSING_GROUP,
     NOACK_IN_XREAD,
+    PLUS_IN_XREADGROUP,
     TIMEOUT_NEGATIVE,
     TIMEOUT_NOT_INTEGER,
     UNBALANCED,
@@ -77,6 +86,7 @@ from xspec.reference.streams import (
 )
 from xspec.spec import commands as table
 from xspec.spec.ids import (
+    I64_MAX,
     c_string,
     parse_id,
     parse_interval,
@@ -141,13 +151,16 @@ def _container(ctx: Context) -> str:
 
 def _subcommand_syntax(ctx: Context) -> ReplyError:
     """addReplySubcommandSyntaxError: the subcommand as typed, at most 128 bytes."""
-    return ReplyError(f"ERR unknown subcommand or wrong number of arguments for "
+    word = "unknown" if ctx.dialect.subcommand_table else "Unknown"  # DISPATCH-DIALECT-1
+    return ReplyError(f"ERR {word} subcommand or wrong number of arguments for "
                       f"'{_shown(c_string(ctx.argv[1])[:128])}'. Try {_container(ctx)} HELP.")
 
 
-def _help(ctx: Context, lines: tuple[str, ...]) -> Reply:
-    head = f"{_container(ctx)} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    return Array((Simple(head), *map(Simple, lines)))
+def _help(ctx: Context, head: str | None, lines: tuple[str, ...]) -> Reply:
+    """A HELP reply: ``lines`` (after the usage line ``head``, when given) closed by the dialect's last
+    line (HELP-DIALECT-1)."""
+    shown = (*lines[:-1], ctx.dialect.help_last_line)
+    return Array(tuple(map(Simple, shown if head is None else (head, *shown))))
 
 
 def _id_reply(key: int) -> Bulk:
@@ -320,8 +333,9 @@ def _parse_trim(ctx: Context, xadd: bool) -> _Trim:
             arg = argv[i]
             t.id = _plain_id(arg)
             if t.id is None:
-                _note_id_errno(ctx, arg, auto_seq=True)
-                parsed = parse_id(arg, strict=True, allow_auto_seq=True)
+                auto_seq = ctx.dialect.xadd_auto_sequence  # XADD-DIALECT-1: 6.2 has no ms-*
+                _note_id_errno(ctx, arg, auto_seq=auto_seq)
+                parsed = parse_id(arg, strict=True, allow_auto_seq=auto_seq)
                 if parsed is None:
                     raise ReplyError(table.INVALID_ID)
                 t.id = _key_of(*parsed.id)
@@ -340,7 +354,10 @@ def _parse_trim(ctx: Context, xadd: bool) -> _Trim:
             raise ReplyError(ERR_LIMIT_NOT_APPROX)
     elif t.approx:  # XTRIM-7: the product is a C long long, so it wraps
         limit = as_i64(DEFAULT_APPROX_LIMIT_FACTOR * ctx.config_int("stream-node-max-entries"))
-        t.limit = min(limit if limit > 0 else APPROX_LIMIT_WHEN_UNSET, APPROX_LIMIT_CAP)
+        if ctx.dialect.approx_limit_bounded:
+            t.limit = min(limit if limit > 0 else APPROX_LIMIT_WHEN_UNSET, APPROX_LIMIT_CAP)
+        else:  # XTRIM-DIALECT-1: as it is, 0 unlimited, negative trimming nothing
+            t.limit = limit
     else:
         t.limit = 0
     return t
@@ -372,6 +389,8 @@ def xadd(ctx: Context) -> Reply:
         field_at = t.id_at + 1
     nfields = len(argv) - field_at
     if nfields < 2 or nfields & 1:  # XADD-5
+        if not ctx.dialect.subcommand_table:  # XADD-DIALECT-2: 6.2's own wording
+            raise ReplyError("ERR wrong number of arguments for XADD")
         raise ReplyError("ERR wrong number of arguments for 'xadd' command")
     if new_given == 0 and seq_given:  # XADD-6
         raise ReplyError(ERR_ID_ZERO)
@@ -391,8 +410,9 @@ def xadd(ctx: Context) -> Reply:
     elif seq_given:  # XADD-12
         new = new_given
     elif new_given >> 64 == last >> 64:  # XADD-13
-        if last & U64 == U64:  # XADD-14
-            raise ReplyError(ERR_ID_NOT_ABOVE_TOP if ctx.errno == EDOM else ERR_TOO_LARGE)
+        if last & U64 == U64:  # XADD-14; XADD-DIALECT-3: 7.2+ words it as a too-small ID
+            too_small = ctx.errno == EDOM or ctx.dialect.xadd_auto_sequence_overflow_is_too_small
+            raise ReplyError(ERR_ID_NOT_ABOVE_TOP if too_small else ERR_TOO_LARGE)
         new = last + 1
     else:
         new = new_given
@@ -509,6 +529,8 @@ def xdel(ctx: Context) -> Reply:
 @_handler("xsetid")
 def xsetid(ctx: Context) -> Reply:
     argv = ctx.argv
+    if not ctx.dialect.stream_counters and _stream(ctx, argv[1]) is None:
+        raise ReplyError(table.NO_SUCH_KEY)  # XSETID-DIALECT-1: 6.2 checks the key before the ID
     last_id = _strict(ctx, argv[2])  # XSETID-1
     entries_added = -1
     max_deleted = 0
@@ -531,6 +553,8 @@ def xsetid(ctx: Context) -> Reply:
         raise ReplyError(table.NO_SUCH_KEY)
     stream = _stream(ctx, argv[1])
     assert stream is not None
+    if ctx.dialect.xsetid_checks_max_deleted and last_id < stream.max_deleted:  # XSETID-DIALECT-2
+        raise ReplyError("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id")
     if stream.length:  # XSETID-4
         if last_id < stream.top():  # LAYOUT-3
             raise ReplyError(ERR_SETID_BELOW_TOP)
@@ -661,7 +685,39 @@ def xgroup_delconsumer(ctx: Context) -> Reply:
 
 @_handler("xgroup|help")
 def xgroup_help(ctx: Context) -> Reply:
-    return Array(tuple(map(Simple, XGROUP_HELP)))  # XGROUP-15
+    return _help(ctx, None, XGROUP_HELP if ctx.dialect.stream_counters else XGROUP_HELP_62)  # XGROUP-DIALECT-2
+
+
+# 6.2's XGROUP subcommands and the argument counts it takes for each (DISPATCH-DIALECT-1)
+_XGROUP_62: dict[bytes, tuple[tuple[int, ...], Handler]] = {
+    b"create": ((5, 6), xgroup_create),
+    b"setid": ((5,), xgroup_setid),
+    b"destroy": ((4,), xgroup_destroy),
+    b"createconsumer": ((5,), xgroup_createconsumer),
+    b"delconsumer": ((5,), xgroup_delconsumer),
+    b"help": ((2,), xgroup_help),
+}
+
+
+@_handler("xgroup")
+def xgroup_container(ctx: Context) -> Reply | Blocked:
+    """XGROUP where the dialect has no subcommand table (6.2): the command checks its subcommand itself,
+    after its key checks (DISPATCH-DIALECT-1, XGROUP-DIALECT-1)."""
+    argv = ctx.argv
+    sub = _word(argv[1])
+    found = _XGROUP_62.get(sub)
+    if found is not None and len(argv) in found[0]:
+        if len(argv) == 6 and _word(argv[5]) != b"mkstream":  # CREATE's only option: before the key
+            raise _subcommand_syntax(ctx)
+        return found[1](ctx)
+    if len(argv) >= 4:  # XGROUP-DIALECT-1: the key checks of a valid subcommand come first
+        stream = _stream(ctx, argv[2])
+        if stream is None:
+            raise ReplyError(KEY_REQUIRED)
+        if argv[3] not in stream.groups and sub in (b"setid", b"createconsumer", b"delconsumer"):
+            raise ReplyError(f"NOGROUP No such consumer group '{_shown(argv[3])}' for key name "
+                             f"'{_shown(argv[2])}'")
+    raise _subcommand_syntax(ctx)
 
 
 # -- XACK, XPENDING -------------------------------------------------------------------------
@@ -813,7 +869,11 @@ def xclaim(ctx: Context) -> Reply:
         group.last_id = last_id
     if delivery is None or delivery < 0 or delivery > now:  # XCLAIM-7
         delivery = now
-    consumer: Consumer | None = None
+    dialect = ctx.dialect
+    active = dialect.consumer_active_time
+    drop_deleted = dialect.claims_drop_deleted
+    # XCLAIM-DIALECT-2: 7.2+ creates or refreshes the claimant before claiming anything
+    consumer = _claimant(ctx, group, argv[3]) if active else None
     claimed: list[Reply] = []
     pel = group.pel
     for k in ids:  # XCLAIM-8
@@ -822,9 +882,10 @@ def xclaim(ctx: Context) -> Reply:
         if found is None:
             if stream.lookup_runs_off(k):
                 ctx.errno = 0  # the lookup ran off the tree
-            if nack is not None:  # XCLAIM-9
-                group.drop(k)
-            continue
+            if nack is None or drop_deleted:  # XCLAIM-9; XCLAIM-DIALECT-1: FORCE creates nothing
+                if nack is not None:
+                    group.drop(k)
+                continue
         if nack is None:
             if not force:  # XCLAIM-11
                 continue
@@ -833,6 +894,8 @@ def xclaim(ctx: Context) -> Reply:
             continue
         if consumer is None:  # XCLAIM-13
             consumer = _claimant(ctx, group, argv[3])
+        if active:  # XCLAIM-DIALECT-2
+            consumer.active = now
         nack.time = delivery  # XCLAIM-14
         if retry >= 0:
             nack.count = retry
@@ -841,6 +904,8 @@ def xclaim(ctx: Context) -> Reply:
         group.give(k, nack, consumer)
         if justid:  # XCLAIM-15
             claimed.append(_id_reply(k))
+        elif found is None:  # XCLAIM-DIALECT-1: 6.2 claims a deleted entry and replies nil for it
+            claimed.append(NULL_BULK)
         else:
             claimed.append(_entry(k, stream.nodes[found[0]], found[1]))
     return Array(tuple(claimed))
@@ -860,7 +925,9 @@ def xautoclaim(ctx: Context) -> Reply:
         if opt == b"count" and j + 1 < argc:
             j += 1
             v = parse_ll(argv[j])
-            if v is None or not 1 <= v <= AUTOCLAIM_MAX_COUNT:
+            # XAUTOCLAIM-DIALECT-1: 6.2 caps COUNT at LONG_MAX only
+            highest = AUTOCLAIM_MAX_COUNT if ctx.dialect.claims_drop_deleted else I64_MAX
+            if v is None or not 1 <= v <= highest:
                 raise ReplyError("ERR COUNT must be > 0")
             count = v
         elif opt == b"justid":
@@ -869,10 +936,15 @@ def xautoclaim(ctx: Context) -> Reply:
             raise ReplyError(table.SYNTAX)
         j += 1
     stream, group = _stream_and_group(ctx)  # XAUTOCLAIM-4
-    attempts = count * AUTOCLAIM_ATTEMPTS_FACTOR  # XAUTOCLAIM-6
+    # XAUTOCLAIM-6; XAUTOCLAIM-DIALECT-1: 6.2's product wraps around as a C long
+    attempts = as_i64(count * AUTOCLAIM_ATTEMPTS_FACTOR)
     now = ctx.now_ms()
     pel = group.pel
-    consumer: Consumer | None = None
+    dialect = ctx.dialect
+    active = dialect.consumer_active_time
+    drop_deleted = dialect.claims_drop_deleted
+    # XAUTOCLAIM-DIALECT-2: 7.2+ creates or refreshes the claimant before the scan
+    consumer = _claimant(ctx, group, argv[3]) if active else None
     claimed: list[Reply] = []
     deleted: list[Reply] = []
     while attempts and count and position is not None:
@@ -884,27 +956,37 @@ def xautoclaim(ctx: Context) -> Reply:
         attempts -= 1
         position = k + 1 if k < MAX_KEY else None
         found = stream.locate(k)
-        if found is None:  # XAUTOCLAIM-7
+        if found is None:
             if stream.lookup_runs_off(k):
                 ctx.errno = 0
-            group.drop(k)
-            deleted.append(_id_reply(k))
-            count -= 1
-            continue
+            if drop_deleted:  # XAUTOCLAIM-7
+                group.drop(k)
+                deleted.append(_id_reply(k))
+                count -= 1
+                continue
         if min_idle and now - nack.time < min_idle:  # XAUTOCLAIM-8
             continue
         if consumer is None:  # XAUTOCLAIM-9
             consumer = _claimant(ctx, group, argv[3])
+        if active:  # XAUTOCLAIM-DIALECT-2
+            consumer.active = now
         nack.time = now
         if not justid:
             nack.count = (nack.count + 1) & U64
         group.give(k, nack, consumer)
-        claimed.append(_id_reply(k) if justid else _entry(k, stream.nodes[found[0]], found[1]))
+        if justid:
+            claimed.append(_id_reply(k))
+        elif found is None:  # XAUTOCLAIM-DIALECT-1: 6.2 claims a deleted entry and replies nil for it
+            claimed.append(NULL_BULK)
+        else:
+            claimed.append(_entry(k, stream.nodes[found[0]], found[1]))
         count -= 1
     cursor = None if position is None else pel.first_from(position)  # XAUTOCLAIM-10
     if cursor is None:
         cursor = 0
         ctx.errno = 0  # the step to the next cursor ran off the tree
+    if not drop_deleted:  # XAUTOCLAIM-DIALECT-1: 6.2 has no array of deleted IDs
+        return Array((_id_reply(cursor), Array(tuple(claimed))))
     return Array((_id_reply(cursor), Array(tuple(claimed)), Array(tuple(deleted))))  # XAUTOCLAIM-11
 
 
@@ -965,10 +1047,12 @@ def _deliver(ctx: Context, stream: Stream, group: Group, consumer: Consumer, cou
     out: list[Reply] = []
     pel = group.pel
     own = consumer.pel
+    dialect = ctx.dialect
+    fixed = dialect.lag_fixes  # LAG-DIALECT-1
     for node, i in stream.forward(group.last_id + 1):
         k = node.ms[i] << 64 | node.seq[i]
         if k > group.last_id:  # LAYOUT-2: an unordered walk can meet IDs below the group's new position
-            stream.advance(group, k)  # LAG-4
+            stream.advance(group, k, fixed)  # LAG-4
         out.append(_entry(k, node, i))
         if not noack:
             fresh_time = ctx.now_ms()  # streamCreateNACK reads the clock
@@ -985,6 +1069,8 @@ def _deliver(ctx: Context, stream: Stream, group: Group, consumer: Consumer, cou
             break
     else:
         ctx.errno = 0
+    if out and not noack and dialect.consumer_active_time:
+        consumer.active = ctx.now_ms()  # XREADGROUP-DIALECT-1: a delivery that leaves NACKs
     return Array(tuple(out))
 
 
@@ -1000,11 +1086,14 @@ class _Read:
         self.after = after  # MAX_KEY stands for ">"
 
 
-def _read_command(ctx: Context, grouped: bool) -> Reply | Blocked:
+def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> Reply | Blocked:
+    """XREAD and XREADGROUP; ``deadline`` is a re-executed blocked command's first deadline (BLOCK-DIALECT-2)."""
     argv = ctx.argv
     argc = len(argv)
+    dialect = ctx.dialect
     count = 0
     timeout: int | None = None
+    read_at: int | None = None  # the clock reading of a positive timeout, where 7.4+ checks it
     group_name: bytes | None = None
     consumer_name = b""
     noack = False
@@ -1018,6 +1107,10 @@ def _read_command(ctx: Context, grouped: bool) -> Reply | Blocked:
             t = _int(argv[i], TIMEOUT_NOT_INTEGER)  # XREAD-2
             if t < 0:
                 raise ReplyError(TIMEOUT_NEGATIVE)
+            if t > 0 and dialect.block_timeout_range_check:
+                read_at = ctx.now_ms()
+                if t > I64_MAX - read_at:  # XREAD-DIALECT-3
+                    raise ReplyError("ERR timeout is out of range")
             timeout = t
         elif opt == b"count" and more:
             i += 1
@@ -1025,6 +1118,9 @@ def _read_command(ctx: Context, grouped: bool) -> Reply | Blocked:
         elif opt == b"streams" and more:
             streams_at = i + 1
             if (argc - streams_at) & 1:  # XREAD-4
+                if dialect.unbalanced_names_command:  # XREAD-DIALECT-1
+                    raise ReplyError(f"ERR Unbalanced '{'xreadgroup' if grouped else 'xread'}' list of streams: "
+                                     f"for each stream key an ID or '{'>' if grouped else '$'}' must be specified.")
                 raise ReplyError(UNBALANCED)
             break
         elif opt == b"group" and more >= 2:
@@ -1045,6 +1141,7 @@ def _read_command(ctx: Context, grouped: bool) -> Reply | Blocked:
         raise ReplyError(MISSING_GROUP)
     half = (argc - streams_at) >> 1
     keys = argv[streams_at:streams_at + half]
+    plus_id = dialect.xread_plus_id
     reads: list[_Read] = []
     for key, id_arg in zip(keys, argv[streams_at + half:], strict=True):  # XREAD-8
         stream = _stream(ctx, key)
@@ -1059,6 +1156,10 @@ def _read_command(ctx: Context, grouped: bool) -> Reply | Blocked:
             if group_name is not None:  # XREADGROUP-3
                 raise ReplyError(DOLLAR_IN_XREADGROUP)
             after = 0 if stream is None else stream.last_id  # XREAD-9
+        elif token == b"+" and plus_id:  # XREAD-DIALECT-2: after the ID before last-generated-id
+            if group_name is not None:
+                raise ReplyError(PLUS_IN_XREADGROUP)
+            after = 0 if stream is None or not stream.length else max(stream.last_id - 1, 0)
         elif token == b">":
             if group_name is None:  # XREAD-9
                 raise ReplyError(GT_IN_XREAD)
@@ -1066,6 +1167,8 @@ def _read_command(ctx: Context, grouped: bool) -> Reply | Blocked:
         else:
             after = _strict(ctx, id_arg)
         reads.append(_Read(key, stream, group, after))
+    # XREADGROUP-DIALECT-1: 7.2+ creates or refreshes the consumer for every stream, served or not
+    touch_always = dialect.consumer_active_time
     served: list[tuple[bytes, Reply]] = []
     for r in reads:
         s = r.stream
@@ -1075,32 +1178,41 @@ def _read_command(ctx: Context, grouped: bool) -> Reply | Blocked:
         if g is None:
             if s.length and s.top() > r.after:
                 served.append((r.key, _read_after(ctx, s, r.after, count)))
-        elif r.after != MAX_KEY:  # XREADGROUP-5
-            consumer = _reader(ctx, g, consumer_name)
+            continue
+        consumer = _reader(ctx, g, consumer_name) if touch_always else None
+        if r.after != MAX_KEY:  # XREADGROUP-5
+            if consumer is None:
+                consumer = _reader(ctx, g, consumer_name)
             served.append((r.key, _history(ctx, s, consumer, r.after, count)))
         elif s.length and s.top() > g.last_id:  # XREADGROUP-7
-            consumer = _reader(ctx, g, consumer_name)
+            if consumer is None:
+                consumer = _reader(ctx, g, consumer_name)
             served.append((r.key, _deliver(ctx, s, g, consumer, count, noack)))
     if served:  # XREAD-11
         return _streams_reply(ctx, served)
     if timeout is None or not ctx.can_block:  # XREAD-11, XREAD-12
         return NULL_ARRAY
+    if dialect.blocked_reexecution:
+        return _block_for_reexecution(ctx, grouped, reads, timeout, read_at, deadline)
     after_by_key: dict[bytes, int] = {}
     for r in reads:
         after_by_key.setdefault(r.key, r.after)  # BLOCK-1: a key's first pair decides
-    retry = _blocked_retry(count or BLOCKED_DEFAULT_COUNT, group_name, consumer_name, noack, after_by_key)
+    retry = _blocked_retry(count or BLOCKED_DEFAULT_COUNT, group_name, consumer_name, noack, after_by_key,
+                           dialect.deleted_key_wakes_readgroup)
     ctx.block(list(after_by_key), timeout, retry, NULL_ARRAY)  # BLOCK-1: each key once
     return BLOCKED
 
 
 def _blocked_retry(count: int, group_name: bytes | None, consumer_name: bytes, noack: bool,
-                   after_by_key: dict[bytes, int]) -> Callable[[Context, bytes], Reply | None]:
+                   after_by_key: dict[bytes, int],
+                   deletion_wakes: bool) -> Callable[[Context, bytes], Reply | None]:
     """What a blocked reader does when one of its keys is signalled (BLOCK-2 .. BLOCK-7)."""
 
     def retry(ctx: Context, key: bytes) -> Reply | None:
         value = ctx.db.get(key)
         if type(value) is not Stream:
-            if group_name is None:  # BLOCK-5: XREAD keeps waiting
+            # BLOCK-5: XREAD keeps waiting; BLOCK-DIALECT-1: in 6.2 so does XREADGROUP
+            if group_name is None or not deletion_wakes:
                 return None
             raise ReplyError(UNBLOCKED_KEY_GONE)
         if group_name is None:
@@ -1119,6 +1231,35 @@ def _blocked_retry(count: int, group_name: bytes | None, consumer_name: bytes, n
         return _streams_reply(ctx, [(key, entries)])
 
     return retry
+
+
+def _block_for_reexecution(ctx: Context, grouped: bool, reads: list[_Read], timeout: int, read_at: int | None,
+                           deadline: int | None) -> Blocked:
+    """7.2+: block so that a signalled key runs the whole command again (BLOCK-DIALECT-2).
+
+    ``$`` is replaced by the ID it stood for, so that the command run again waits
+    for what comes after it; a command that blocks again keeps its first deadline.
+    """
+    argv = ctx.argv
+    ids_at = len(argv) - len(reads)
+    # what the core keeps and hands back to the retry
+    ctx.argv = [*argv[:ids_at], *(id_bytes(r.after) if c_string(arg) == b"$" else arg
+                                  for r, arg in zip(reads, argv[ids_at:], strict=True))]
+    if timeout:
+        if deadline is None:
+            deadline = (ctx.now_ms() if read_at is None else read_at) + timeout
+        first_read_at: int | None = deadline - timeout
+    else:
+        first_read_at = None
+
+    def retry(ctx: Context, key: bytes) -> Reply | None:
+        if not grouped and type(ctx.db.get(key)) is not Stream:  # XREAD runs again on a stream only
+            return None
+        result = _read_command(ctx, grouped, deadline)
+        return None if isinstance(result, Blocked) else result
+
+    ctx.block([r.key for r in reads], timeout, retry, NULL_ARRAY, first_read_at)
+    return BLOCKED
 
 
 @_handler("xread")
@@ -1152,17 +1293,22 @@ def _nil_or_int(v: int | None) -> Reply:
     return NULL_BULK if v is None else Int(v)
 
 
-def _stream_head(stream: Stream) -> list[tuple[Reply, Reply]]:
-    """The first seven fields of both forms of XINFO STREAM (XINFO-3)."""
-    return [
+def _stream_head(ctx: Context, stream: Stream) -> list[tuple[Reply, Reply]]:
+    """The first seven fields of both forms of XINFO STREAM (XINFO-3); 6.2 has the first four
+    (XINFO-DIALECT-1)."""
+    head = [
         _f(b"length", Int(stream.length)),
         _f(b"radix-tree-keys", Int(len(stream.nodes))),
         _f(b"radix-tree-nodes", Int(stream.rax.nodes)),
         _f(b"last-generated-id", _id_reply(stream.last_id)),
-        _f(b"max-deleted-entry-id", _id_reply(stream.max_deleted)),
-        _f(b"entries-added", Int(as_i64(stream.entries_added))),  # LAG-6
-        _f(b"recorded-first-entry-id", _id_reply(stream.first_id)),
     ]
+    if ctx.dialect.stream_counters:
+        head += [
+            _f(b"max-deleted-entry-id", _id_reply(stream.max_deleted)),
+            _f(b"entries-added", Int(as_i64(stream.entries_added))),  # LAG-6
+            _f(b"recorded-first-entry-id", _id_reply(stream.first_id)),
+        ]
+    return head
 
 
 def _entry_at(at: tuple[Node, int] | None) -> Reply:
@@ -1173,8 +1319,13 @@ def _entry_at(at: tuple[Node, int] | None) -> Reply:
     return _entry(node.key(i), node, i)
 
 
-def _entries_read(group: Group) -> Reply:
-    return NULL_BULK if group.entries_read == INVALID_ENTRIES_READ else Int(group.entries_read)
+def _group_counters(ctx: Context, stream: Stream, group: Group) -> tuple[tuple[Reply, Reply], ...]:
+    """entries-read and lag of a group record (XINFO-5, XINFO-6); none in 6.2 (XINFO-DIALECT-1)."""
+    dialect = ctx.dialect
+    if not dialect.stream_counters:
+        return ()
+    read = NULL_BULK if group.entries_read == INVALID_ENTRIES_READ else Int(group.entries_read)
+    return _f(b"entries-read", read), _f(b"lag", _nil_or_int(stream.lag(group, dialect.lag_fixes)))
 
 
 @_handler("xinfo|stream")
@@ -1185,7 +1336,7 @@ def xinfo_stream(ctx: Context) -> Reply:
         first = stream.first_live_at()  # LAYOUT-2: the first live entry of a forward walk
         if first is None:
             ctx.errno = 0  # the first/last-entry walks find no live entry
-        return Map((*_stream_head(stream),
+        return Map((*_stream_head(ctx, stream),
                     _f(b"groups", Int(len(stream.groups))),
                     _f(b"first-entry", _entry_at(first)),
                     _f(b"last-entry", _entry_at(stream.last_live_at()))))
@@ -1199,6 +1350,7 @@ def xinfo_stream(ctx: Context) -> Reply:
         count = FULL_DEFAULT_COUNT if n < 0 else n
     if not count or stream.length - stream.lost < count or stream.groups_allocated:
         ctx.errno = 0  # the entry walk, then the groups' walk, ran off their trees
+    active = ctx.dialect.consumer_active_time
     entries: list[Reply] = []
     for node, i in stream.forward(0):  # XINFO-5
         if count and len(entries) == count:
@@ -1213,6 +1365,7 @@ def xinfo_stream(ctx: Context) -> Reply:
         consumers = [Map((
             _f(b"name", Bulk(c.name)),
             _f(b"seen-time", Int(c.seen)),
+            *((_f(b"active-time", Int(c.active)),) if active else ()),  # XINFO-DIALECT-3
             _f(b"pel-count", Int(len(c.pel))),
             _f(b"pending", Array(tuple(Array((_id_reply(k), Int(n.time), Int(n.shown_count())))
                                        for k, n in c.pel.items_head(count)))),
@@ -1220,13 +1373,12 @@ def xinfo_stream(ctx: Context) -> Reply:
         groups.append(Map((
             _f(b"name", Bulk(group.name)),
             _f(b"last-delivered-id", _id_reply(group.last_id)),
-            _f(b"entries-read", _entries_read(group)),
-            _f(b"lag", _nil_or_int(stream.lag(group))),
+            *_group_counters(ctx, stream, group),
             _f(b"pel-count", Int(len(group.pel))),
             _f(b"pending", Array(tuple(pending))),
             _f(b"consumers", Array(tuple(consumers))),
         )))
-    return Map((*_stream_head(stream), _f(b"entries", Array(tuple(entries))),
+    return Map((*_stream_head(ctx, stream), _f(b"entries", Array(tuple(entries))),
                 _f(b"groups", Array(tuple(groups)))))
 
 
@@ -1240,8 +1392,7 @@ def xinfo_groups(ctx: Context) -> Reply:
         _f(b"consumers", Int(len(g.consumers))),
         _f(b"pending", Int(len(g.pel))),
         _f(b"last-delivered-id", _id_reply(g.last_id)),
-        _f(b"entries-read", _entries_read(g)),
-        _f(b"lag", _nil_or_int(stream.lag(g))),
+        *_group_counters(ctx, stream, g),
     )) for g in (stream.groups[n] for n in sorted(stream.groups))))
 
 
@@ -1254,6 +1405,13 @@ def xinfo_consumers(ctx: Context) -> Reply:
                          f"'{_shown(ctx.argv[2])}'")
     now = ctx.now_ms()
     ctx.errno = 0  # the walk over the consumers ends off the tree
+    if ctx.dialect.consumer_active_time:  # XINFO-DIALECT-3: 7.2+ adds inactive
+        return Array(tuple(Map((
+            _f(b"name", Bulk(c.name)),
+            _f(b"pending", Int(len(c.pel))),
+            _f(b"idle", Int(max(now - c.seen, 0))),
+            _f(b"inactive", Int(-1 if c.active == -1 else now - c.active)),
+        )) for c in group.consumers_in_order()))
     return Array(tuple(Map((
         _f(b"name", Bulk(c.name)),
         _f(b"pending", Int(len(c.pel))),
@@ -1263,7 +1421,28 @@ def xinfo_consumers(ctx: Context) -> Reply:
 
 @_handler("xinfo|help")
 def xinfo_help(ctx: Context) -> Reply:
-    return _help(ctx, XINFO_HELP)  # XINFO-1
+    head = f"{_container(ctx)} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    return _help(ctx, head, XINFO_HELP)  # XINFO-1
+
+
+@_handler("xinfo")
+def xinfo_container(ctx: Context) -> Reply | Blocked:
+    """XINFO where the dialect has no subcommand table (6.2): HELP with any arguments, else the key
+    checks, then the subcommand and its argument count (DISPATCH-DIALECT-1, XINFO-DIALECT-2)."""
+    argv = ctx.argv
+    sub = _word(argv[1])
+    if sub == b"help":
+        return xinfo_help(ctx)
+    if len(argv) < 3:
+        raise _subcommand_syntax(ctx)
+    _info_stream(ctx)
+    if sub == b"stream":
+        return xinfo_stream(ctx)
+    if sub == b"groups" and len(argv) == 3:
+        return xinfo_groups(ctx)
+    if sub == b"consumers" and len(argv) == 4:
+        return xinfo_consumers(ctx)
+    raise _subcommand_syntax(ctx)
 
 
 __all__ = ["HANDLERS", "Node", "Stream"]

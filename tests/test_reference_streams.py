@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xspec.models import ManualClock
+from xspec.models.dialect import REDIS_70
 from xspec.models.server import Server
 from xspec.reference.api import BLOCKED, Blocked, ReplyError
 from xspec.reference.streams import MAX_KEY as MAX_ID_KEY
@@ -64,6 +65,8 @@ class Waiter:
 
 class FakeContext:
     """What xspec.reference.api.Context promises, over a :class:`FakeCore`."""
+
+    dialect = REDIS_70
 
     def __init__(self, core: FakeCore, client: FakeClient, argv: list[bytes], can_block: bool = True) -> None:
         self.core = core
