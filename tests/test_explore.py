@@ -19,11 +19,15 @@ from xspec.models.explore.abstraction import (
     BASE_MS,
     COVERED_CLIENT_FIELDS,
     COVERED_SLOTS,
+    Abstraction,
+    TimeReads,
+    TracedStream,
 )
 from xspec.models.explore.cli import explore_command
 from xspec.models.explore.concrete import concretize
 from xspec.models.explore.config import GROUP, STREAM, ConfigSystem, Configuration, entry_id
 from xspec.models.explore.engine import explore
+from xspec.models.explore.execution import Executor
 from xspec.models.explore.report import check_protocol, explore_configuration
 from xspec.models.state import Client, Stream
 from xspec.spec.resp import Array
@@ -171,6 +175,10 @@ def test_symmetry_reduction_counts_every_orbit_once(config: Configuration) -> No
     full_system = ConfigSystem(config, symmetry=False)
     full, _ = explore(full_system)
     reduced_system = ConfigSystem(config, symmetry=True)
+    # Keys are numbered by their abstraction: both walks share one numbering, so their keys compare.
+    reduced_system.abstraction = copy.copy(full_system.abstraction)
+    reduced_system.abstraction.symmetry = True
+    reduced_system.executor = Executor(reduced_system.abstraction)
     reduced, _ = explore(reduced_system)
     canon = reduced_system.abstraction
     representatives = {canon.canonical(key, local)[:2] for key, local, _ in full.states}
@@ -201,6 +209,28 @@ def test_thawing_a_key_gives_back_the_state_it_came_from() -> None:
         assert twin.freeze() == server.freeze()
 
 
+def test_ages_follow_the_keys_byte_order_whatever_order_the_streams_were_made_in() -> None:
+    """EXPLORE-KEY-1: a key's ages are in key order, also when a later stream sorts first."""
+    a = Abstraction(names=(b"c1",), classes=(0,), horizon_ms=10_000, count_cap=5)
+    server = Server(clock=ManualClock(BASE_MS))
+    server.connect(1)
+    for stream in (b"s", b"a"):  # "s" is made (and read) first, 300 ms before "a"
+        server.execute(1, [b"XGROUP", b"CREATE", stream, b"g", b"0", b"MKSTREAM"])
+        server.execute(1, [b"XADD", stream, b"1-0", b"f", b"v"])
+        server.execute(1, [b"XREADGROUP", b"GROUP", b"g", b"c1", b"STREAMS", stream, b">"])
+        clock = server.clock
+        assert isinstance(clock, ManualClock)
+        clock.advance(300)
+    key = a.key(server)
+    assert key[1] == (300, 600)  # "a", then "s"
+    thawed = a.thaw(key)
+    assert a.key(thawed) == key
+    executor = Executor(a)
+    argv = (b"XCLAIM", b"a", b"g", b"c1", b"500", b"1-0")  # "a"'s entry is not idle enough: nothing moves
+    reply, new, _ = executor.command(key, 0, argv)
+    assert reply == Array(()) and new == key
+
+
 def test_memoised_steps_agree_with_running_the_model() -> None:
     """EXPLORE-MEMO-2: memoised steps against fresh runs of the model."""
     system = ConfigSystem(Configuration("memo", consumers=2, entries=3), symmetry=False)
@@ -218,6 +248,49 @@ def test_memoised_steps_agree_with_running_the_model() -> None:
             assert a.key(server) == new
             checked += 1
     assert checked > 50
+
+
+def test_steps_remembered_by_the_parts_they_touched_agree_with_running_the_model() -> None:
+    """EXPLORE-MEMO-4: XDEL (header only), XACK (groups only) and crashes (no stream) answered from
+    states that differ elsewhere, against fresh runs of the model."""
+    system = ConfigSystem(Configuration("parts", consumers=2, entries=3), symmetry=False)
+    result, _ = explore(system, max_states=800)
+    a = system.abstraction
+    executor = Executor(a)
+    steps = [(2, (b"XDEL", STREAM, b"2-0")), (0, (b"XACK", STREAM, GROUP, b"1-0")), (1, (b"XACK", STREAM, GROUP, b"3-0"))]
+    calls = 0
+    for key, _, _ in result.states[::3]:
+        for proc, argv in steps:
+            reply, new, _ = executor.command(key, proc, argv)
+            server = a.thaw(key)
+            assert server.execute(proc + 1, list(argv)).reply == reply
+            assert a.key(server) == new
+            calls += 1
+        new = executor.crash(key, 0)[0]
+        server = a.thaw(key)
+        server.close(1)
+        server.connect(1)
+        assert a.key(server) == new
+        calls += 1
+    assert calls > 200
+    assert executor.executed < calls // 3  # most came from steps remembered by parts
+
+
+def test_a_thawed_stream_marks_the_parts_a_step_touches() -> None:
+    """EXPLORE-MEMO-4: every field of the model's Stream is traced, as part of the header or the groups."""
+    system = ConfigSystem(Configuration("marks", consumers=1, entries=1), symmetry=False)
+    (key, _, _), _ = system.initial()
+    for argv, touched in (((b"XDEL", STREAM, b"1-0"), (True, False)), ((b"XACK", STREAM, GROUP, b"1-0"), (False, True)),
+                          ((b"XREADGROUP", b"GROUP", GROUP, b"c1", b"STREAMS", STREAM, b">"), (True, True)),
+                          ((b"PING",), (False, False))):
+        server = system.abstraction.thaw(key)
+        stream = server.dbs[0][STREAM]
+        assert isinstance(stream, TracedStream)
+        TimeReads.step += 1
+        server.execute(1, list(argv))
+        assert (stream.header_step == TimeReads.step, stream.groups_step == TimeReads.step) == touched, argv
+    assert {name for name in Stream.__slots__ if isinstance(getattr(TracedStream, name), property)} == \
+        set(Stream.__slots__)
 
 
 # -- counterexamples of configurations -------------------------------------------------------------

@@ -1,8 +1,11 @@
 """Abstract states of the model: compact keys, their materialisation, and symmetry.
 
 The explorer never keeps :class:`~xspec.models.server.Server` objects. A state
-is a *key*, a nested tuple that holds everything ``Server.freeze()`` holds
-(spec/exploration.md, "The key") with these abstractions applied:
+is a *key*: the number of its *shape*, a nested tuple that holds everything
+``Server.freeze()`` holds but the pending entries' ages, and those ages
+(spec/exploration.md, "The key"). Small keys hash and compare fast, and what
+depends on the shape only (memoised steps, symmetry signatures, plans) is
+looked up by its number. These abstractions are applied:
 
 * times are ages relative to the clock, capped at the horizon: two states whose
   pending entries and consumers differ only in ages at or past the horizon are
@@ -39,8 +42,14 @@ from xspec.models.state import Client, Consumer, Group, Nack, Stream
 BASE_MS = 1_700_000_000_000
 """The clock of every materialised state; times are ``BASE_MS - age``."""
 
-Key = tuple[Any, ...]
-"""A labelled server key: (databases, clients, errno, configuration)."""
+Shape = tuple[Any, ...]
+"""A key without its ages: (databases, clients, errno, configuration), every pending entry as
+(entry ID, capped delivery count, owner's process label)."""
+Parts = tuple[int, tuple[tuple[Any, Any, int, int], ...], tuple[tuple[int, bytes], ...]]
+"""A shape taken apart: (base number, per stream (header, groups, first age's position, ages), per
+stream (database, key))."""
+Key = tuple[int, tuple[int, ...]]
+"""A labelled server key: the number of its shape, and the ages of its pending entries in shape order."""
 
 
 class Unsupported(Exception):
@@ -70,9 +79,12 @@ _SHAREABLE = (int, str, bytes, bool, type(None), tuple, frozenset, Dialect)
 
 
 class TimeReads:
-    """Which thawed pending entries' delivery times the model read before writing them (EXPLORE-MEMO-2)."""
+    """What the step running reads: which thawed pending entries' delivery times it read before
+    writing them (EXPLORE-MEMO-2), and its number, with which thawed streams mark the parts it
+    touched (:class:`TracedStream`, EXPLORE-MEMO-4)."""
 
     origins: list[int] = []
+    step = 0
 
 
 class TracedNack(Nack):
@@ -99,6 +111,43 @@ class TracedNack(Nack):
         self._time = value
         self._fresh = True
 
+
+
+class TracedStream(Stream):
+    """A thawed stream that notes which of its two parts a step touched (read or wrote): its header
+    (every field but ``groups``: entries, IDs, counters, layout) or its groups. ``header_step`` and
+    ``groups_step`` hold the number (:attr:`TimeReads.step`) of the last step that touched each, -1
+    until one does (EXPLORE-MEMO-4)."""
+
+    __slots__ = ("header_step", "groups_step")
+    header_step: int
+    groups_step: int
+
+
+def _traced_field(name: str, mark: str) -> property:
+    """A property standing in for ``Stream``'s field ``name`` that marks the part ``mark`` touched."""
+    field_slot = Stream.__dict__[name]
+    get, put = field_slot.__get__, field_slot.__set__
+    put_mark = TracedStream.__dict__[mark].__set__
+
+    def read(self: TracedStream) -> Any:
+        put_mark(self, TimeReads.step)
+        return get(self)
+
+    def write(self: TracedStream, value: Any) -> None:
+        put_mark(self, TimeReads.step)
+        put(self, value)
+
+    return property(read, write)
+
+
+for _field in Stream.__slots__:  # every field, also one the model may gain: none escapes the marks
+    setattr(TracedStream, _field, _traced_field(_field, "groups_step" if _field == "groups" else "header_step"))
+# A stream's fields read and written past a traced stream's marks, for thawing and reading keys.
+_entries_of, _last_id_of, _first_id_of, _max_deleted_of, _added_of, _allocated_of, _layout_of, _groups_of = (
+    Stream.__dict__[name].__get__ for name in ("entries", "last_id", "first_id", "max_deleted_id", "entries_added",
+                                               "groups_allocated", "layout", "groups"))
+_PUT_FIELD = {name: Stream.__dict__[name].__set__ for name in Stream.__slots__}
 
 
 class _BindOnUse:
@@ -136,20 +185,28 @@ for _name, _binding in _list_bindings().items():
     setattr(ThawedSortedDict, _name, _binding)
 
 
+_LOAD = SortedList.DEFAULT_LOAD_FACTOR
+_new = object.__new__
+
+
 def sorted_dict(items: tuple[tuple[Any, Any], ...]) -> SortedDict:
-    """A SortedDict of ``items``, which must already be in key order."""
-    d = SortedDict.__new__(ThawedSortedDict)
-    d._key = None
-    keys = [k for k, _ in items]
-    lst = SortedList()
-    if 0 < len(keys) <= lst._load:
-        # One sublist, as SortedList.update would leave it (its ``_index`` is rebuilt lazily).
-        lst._lists.append(keys)
-        lst._maxes.append(keys[-1])
-        lst._len = len(keys)
-    elif keys:
-        lst.update(keys)
-    d._list = lst
+    """A SortedDict of ``items``, which must already be in key order.
+
+    Built field by field, as ``SortedList.__init__`` and ``update`` would leave it (one sublist,
+    its ``_index`` rebuilt lazily), which is several times cheaper than through them.
+    """
+    d = dict.__new__(ThawedSortedDict)
+    lst = _new(SortedList)
+    if not items:
+        lst.__dict__ = {"_len": 0, "_load": _LOAD, "_lists": [], "_maxes": [], "_index": [], "_offset": 0}
+    elif len(items) <= _LOAD:
+        keys = [k for k, _ in items]
+        lst.__dict__ = {"_len": len(keys), "_load": _LOAD, "_lists": [keys], "_maxes": [keys[-1]], "_index": [],
+                        "_offset": 0}
+    else:
+        lst.__init__()  # type: ignore[misc]
+        lst.update(k for k, _ in items)
+    d.__dict__ = {"_key": None, "_list": lst}
     dict.update(d, items)
     return d
 
@@ -182,6 +239,13 @@ class Abstraction:
     _template: Server = field(init=False, repr=False)
     _client_template: dict[str, Any] = field(init=False, repr=False)
     _class_ranges: list[tuple[int, int]] = field(init=False, repr=False)
+    # Per shape, what symmetry, relabelling and the configurations read off it: computed once.
+    _skeletons: dict[int, Any] = field(init=False, repr=False, default_factory=dict)
+    _relabelled: dict[tuple[int, tuple[int, ...]], int] = field(init=False, repr=False, default_factory=dict)
+    _views: dict[tuple[int, bytes, bytes], GroupView] = field(init=False, repr=False, default_factory=dict)
+    _parts: dict[int, Parts] = field(init=False, repr=False, default_factory=dict)
+    # Canonical states -> their ties (EXPLORE-SYM-3), found while canonicalising, until asked for.
+    _ties: dict[tuple[Key, tuple[Any, ...]], tuple[bool, ...]] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.names) != len(self.classes):
@@ -206,10 +270,11 @@ class Abstraction:
         if len({self.classes[lo] for lo, _ in ranges}) != len(ranges):
             raise ValueError("processes of one symmetry class must be listed contiguously")
         self._class_ranges = [r for r in ranges if r[1] - r[0] > 1]
+        self._symmetric = [i for lo, hi in self._class_ranges for i in range(lo, hi)]
 
     # -- reading a key off a server -------------------------------------------------------
     def key(self, server: Server, sources: list[int] | None = None) -> Key:
-        """The labelled key of ``server`` (EXPLORE-KEY-1).
+        """The labelled key of ``server`` (EXPLORE-KEY-1): its shape's number and its ages.
 
         With ``sources``, also appends for every pending entry, in key order,
         the ``origin`` of the thawed entry whose delivery time it still holds,
@@ -218,7 +283,8 @@ class Abstraction:
         if server.blocking or server.ready_keys:
             raise Unsupported("a client is blocked: blocking commands are outside the explorer's scope")
         now = server.clock.now_ms()
-        dbs = tuple((i, tuple(sorted((k, self._value_key(v, now, sources)) for k, v in db.items())))
+        ages: list[int] = []  # in key order, as ``sources``: keys are read in byte order
+        dbs = tuple((i, tuple([(k, self._value_key(db[k], now, ages, sources)) for k in sorted(db)]))
                     for i, db in enumerate(server.dbs) if db)
         clients = [0] * len(self.names)  # 0: not connected
         for cid, c in server.clients.items():
@@ -234,24 +300,31 @@ class Abstraction:
             config = self._config_number
         else:
             config = self.number(tuple(sorted(server.config.items())))
-        return (dbs, tuple(clients), server.errno, config)
+        return (self.number((dbs, tuple(clients), server.errno, config)), tuple(ages))
 
-    def _value_key(self, v: Stream | bytes, now: int, sources: list[int] | None) -> Any:
+    def _value_key(self, v: Stream | bytes, now: int, ages: list[int], sources: list[int] | None) -> Any:
         if not isinstance(v, Stream):
             return v
         cap = self.horizon_ms
         count_cap = self.count_cap
         labels = self._labels
         groups = []
-        for g in v.groups.values():
+        # The fields are read past a traced stream's marks (and a traced entry's): reading the key is no step.
+        for g in _groups_of(v).values():
             pel = []
             for entry_id, n in g.pel.items():
                 owner = labels.get(n.consumer.name) if n.consumer is not None else None
                 if owner is None:
                     raise Unsupported(f"consumer {n.consumer.name if n.consumer else None!r} belongs to no process")
-                pel.append((entry_id, min(now - n.delivery_time, cap), min(n.delivery_count, count_cap), owner))
-                if sources is not None:
-                    sources.append(n.origin if type(n) is TracedNack and not n._fresh else -1)
+                pel.append((entry_id, min(n.delivery_count, count_cap), owner))
+                if type(n) is TracedNack:
+                    ages.append(min(now - n._time, cap))
+                    if sources is not None:
+                        sources.append(-1 if n._fresh else n.origin)
+                else:
+                    ages.append(min(now - n.delivery_time, cap))
+                    if sources is not None:
+                        sources.append(-1)
             consumers = []
             for name, c in g.consumers.items():
                 label = labels.get(name)
@@ -264,16 +337,52 @@ class Abstraction:
                     consumers.append((label, 0, None))
             consumers.sort()
             groups.append((g.name, g.last_id, g.entries_read, tuple(pel), tuple(consumers)))
-        frozen = v.layout.freeze()  # cached by the layout until it changes, and shared by its copies
+        node_layout = _layout_of(v)
+        frozen = node_layout.freeze()  # cached by the layout until it changes, and shared by its copies
         known = self._layout_ids.get(id(frozen))
         if known is not None and known[1] is frozen:
             layout = known[0]
         else:
             layout = self.number(frozen)
-            self._layouts.setdefault(layout, (frozen, v.layout.copy()))
+            self._layouts.setdefault(layout, (frozen, node_layout.copy()))
             self._layout_ids[id(frozen)] = (layout, frozen)  # holding ``frozen`` keeps its id from reuse
-        return (self.number(tuple(v.entries.items())), v.last_id, v.first_id, v.max_deleted_id,
-                v.entries_added, v.groups_allocated, layout, tuple(groups))
+        return (self.number(tuple(_entries_of(v).items())), _last_id_of(v), _first_id_of(v), _max_deleted_of(v),
+                _added_of(v), _allocated_of(v), layout, tuple(groups))
+
+    def shape(self, key: Key) -> Shape:
+        """The shape of ``key``: its structure, every pending entry without its age."""
+        return self._values[key[0]]
+
+    def parts(self, shape: int) -> Parts:
+        """A shape taken apart (EXPLORE-MEMO-4): the number of its *base* (the databases' keys and
+        their non-stream values, the clients, errno, the configuration); per stream in key order,
+        its header, its groups, and where its pending entries' ages start in the key's ages and
+        how many there are; and where the streams are (database, key)."""
+        found = self._parts.get(shape)
+        if found is None:
+            dbs_key, clients, errno, config = self._values[shape]
+            streams = []
+            places = []
+            at = 0
+            for dbi, items in dbs_key:
+                for k, v in items:
+                    if isinstance(v, tuple):
+                        count = sum(len(group[3]) for group in v[7])
+                        streams.append((v[:7], v[7], at, count))
+                        places.append((dbi, k))
+                        at += count
+            base = (tuple((dbi, tuple((k, None if isinstance(v, tuple) else v) for k, v in items))
+                          for dbi, items in dbs_key), clients, errno, config)
+            found = self._parts[shape] = (self.number(base), tuple(streams), tuple(places))
+        return found
+
+    def compose(self, base: int, streams: Sequence[tuple[Any, ...]]) -> int:
+        """The shape number of ``base`` with ``streams`` (each a stream's value: header + (groups,)) in
+        its streams' places, in key order: the inverse of :meth:`parts`."""
+        dbs_key, clients, errno, config = self._values[base]
+        values = iter(streams)
+        dbs = tuple((dbi, tuple((k, next(values) if v is None else v) for k, v in items)) for dbi, items in dbs_key)
+        return self.number((dbs, clients, errno, config))
 
     def number(self, value: Any) -> int:
         """The number standing for ``value`` in keys (EXPLORE-KEY-1); equal values, equal numbers."""
@@ -290,7 +399,8 @@ class Abstraction:
     # -- materialising a key ------------------------------------------------------------
     def thaw(self, key: Key) -> Server:
         """A real server in the state ``key`` names, its clock at :data:`BASE_MS` (EXPLORE-KEY-2)."""
-        dbs_key, clients_key, errno, config = key
+        dbs_key, clients_key, errno, config = self._values[key[0]]
+        ages = key[1]
         server = Server.__new__(Server)
         server.__dict__.update(self._template.__dict__)
         server.clock = ManualClock(BASE_MS)
@@ -301,7 +411,7 @@ class Abstraction:
             db = server.dbs[dbi]
             for k, v in items:
                 if isinstance(v, tuple):
-                    db[k] = self._thaw_value(v, origin)
+                    db[k] = self._thaw_value(v, ages, origin)
                     origin += sum(len(group[3]) for group in v[7])
                 else:
                     db[k] = v
@@ -325,16 +435,17 @@ class Abstraction:
         server.errno = errno
         return server
 
-    def _thaw_value(self, v: tuple[Any, ...], origin: int) -> Stream:
+    def _thaw_value(self, v: tuple[Any, ...], ages: tuple[int, ...], origin: int) -> Stream:
         entries, last_id, first_id, max_deleted, added, allocated, layout, groups = v
-        s = Stream.__new__(Stream)
-        s.entries = sorted_dict(self._values[entries])
-        s.last_id = last_id
-        s.first_id = first_id
-        s.max_deleted_id = max_deleted
-        s.entries_added = added
-        s.groups_allocated = allocated
-        s.layout = self._layouts[layout][1].copy()
+        s = TracedStream.__new__(TracedStream)
+        put = _PUT_FIELD
+        put["entries"](s, sorted_dict(self._values[entries]))
+        put["last_id"](s, last_id)
+        put["first_id"](s, first_id)
+        put["max_deleted_id"](s, max_deleted)
+        put["entries_added"](s, added)
+        put["groups_allocated"](s, allocated)
+        put["layout"](s, self._layouts[layout][1].copy())
         names = self.names
         thawed_groups = []
         for gname, glast, entries_read, pel, consumers_key in groups:
@@ -352,9 +463,9 @@ class Abstraction:
                 consumers[label] = c
                 owned[label] = []
             group_pel = []
-            for entry_id, age, count, owner in pel:
+            for entry_id, count, owner in pel:
                 n = TracedNack.__new__(TracedNack)
-                n._time = BASE_MS - age
+                n._time = BASE_MS - ages[origin]
                 n._fresh = False
                 n.origin = origin
                 origin += 1
@@ -367,46 +478,25 @@ class Abstraction:
             g.pel = sorted_dict(tuple(group_pel))
             g.consumers = sorted_dict(tuple(sorted((c.name, c) for c in consumers.values())))
             thawed_groups.append((gname, g))
-        s.groups = sorted_dict(tuple(thawed_groups))
+        put["groups"](s, sorted_dict(tuple(thawed_groups)))
+        s.header_step = s.groups_step = -1  # untouched by any step yet
         return s
 
     # -- time ------------------------------------------------------------------------------
     def advance(self, key: Key, ms: int) -> Key:
         """The key of the same state ``ms`` milliseconds later: every age grows, capped (EXPLORE-ABS-1)."""
         cap = self.horizon_ms
-
-        def older(age: int | None) -> int | None:
-            return None if age is None else min(age + ms, cap)
-
-        def group(g: tuple[Any, ...]) -> tuple[Any, ...]:
-            gname, glast, er, pel, cons = g
-            if self.consumer_times:
-                cons = tuple((label, min(seen + ms, cap), older(active)) for label, seen, active in cons)
-            return (gname, glast, er, tuple((i, min(age + ms, cap), n, o) for i, age, n, o in pel), cons)
-
-        return map_groups(key, group)
-
-    # -- delivery times apart ---------------------------------------------------------------
-    def split_ages(self, key: Key) -> tuple[Key, tuple[int, ...]]:
-        """``key`` with every pending entry's age set to 0, and the ages in key order (EXPLORE-MEMO-2)."""
-        ages: list[int] = []
+        shape, ages = key
+        older = tuple([a + ms if a + ms < cap else cap for a in ages])
+        if not self.consumer_times:
+            return (shape, older)
 
         def group(g: tuple[Any, ...]) -> tuple[Any, ...]:
             gname, glast, er, pel, cons = g
-            ages.extend(p[1] for p in pel)
-            return (gname, glast, er, tuple((i, 0, n, o) for i, _, n, o in pel), cons)
+            return (gname, glast, er, pel, tuple((label, min(seen + ms, cap), None if active is None
+                                                  else min(active + ms, cap)) for label, seen, active in cons))
 
-        return map_groups(key, group), tuple(ages)
-
-    def with_ages(self, key: Key, ages: list[int]) -> Key:
-        """The inverse of :meth:`split_ages`: put ``ages`` (key order) back into ``key``."""
-        it = iter(ages)
-
-        def group(g: tuple[Any, ...]) -> tuple[Any, ...]:
-            gname, glast, er, pel, cons = g
-            return (gname, glast, er, tuple((i, next(it), n, o) for i, _, n, o in pel), cons)
-
-        return map_groups(key, group)
+        return (self.number(map_groups(self._values[shape], group)), older)
 
     # -- symmetry ----------------------------------------------------------------------------
     def canonical(self, key: Key, local: Sequence[Any]) -> tuple[Key, tuple[Any, ...], tuple[int, ...] | None]:
@@ -423,6 +513,7 @@ class Abstraction:
             return key, tuple(local), None
         signatures = self._signatures(key, local)
         perm = list(range(len(self.names)))
+        skip = [False] * len(self.names)
         identity = True
         for lo, hi in self._class_ranges:
             order = sorted(range(lo, hi), key=signatures.__getitem__)
@@ -430,10 +521,15 @@ class Abstraction:
                 perm[old] = new
                 if new != old:
                     identity = False
+                if new > lo:
+                    skip[new] = signatures[old] == signatures[order[new - lo - 1]]
         if identity:
-            return key, tuple(local), None
-        p = tuple(perm)
-        return self.relabel(key, p), permute(local, p), p
+            canonical: tuple[Key, tuple[Any, ...], tuple[int, ...] | None] = (key, tuple(local), None)
+        else:
+            p = tuple(perm)
+            canonical = (self.relabel(key, p), permute(local, p), p)
+        self._ties[canonical[:2]] = tuple(skip)  # the signatures are at hand: :meth:`ties` will need them
+        return canonical
 
     def ties(self, key: Key, local: Sequence[Any]) -> tuple[bool, ...]:
         """For a canonical state: ``True`` for each process indistinguishable from the one before it.
@@ -444,6 +540,9 @@ class Abstraction:
         skip = [False] * len(self.names)
         if not self.symmetry or not self._class_ranges:
             return tuple(skip)
+        known = self._ties.pop((key, tuple(local)), None)
+        if known is not None:
+            return known
         signatures = self._signatures(key, local)
         for lo, hi in self._class_ranges:
             for i in range(lo + 1, hi):
@@ -451,45 +550,74 @@ class Abstraction:
         return tuple(skip)
 
     def _signatures(self, key: Key, local: Sequence[Any]) -> list[tuple[Any, ...]]:
+        shape, ages = key
+        skeleton = self._skeletons.get(shape)
+        if skeleton is None:
+            skeleton = self._skeletons[shape] = self._skeleton(self._values[shape])
+        clients, member, owned = skeleton
+        signatures: list[tuple[Any, ...]] = [()] * len(self.names)  # only processes with twins need one
+        for i in self._symmetric:
+            signatures[i] = (local[i], clients[i], member[i],
+                             tuple([(k, gname, entry_id, ages[at], count) for k, gname, entry_id, at, count in owned[i]]))
+        return signatures
+
+    def _skeleton(self, shape: Shape) -> tuple[tuple[int, ...], list[tuple[Any, ...]], list[list[Any]]]:
+        """What a shape says about each process for its signature: client, memberships, pending entries
+        (each with the position of its age in the key's ages)."""
         owned: list[list[Any]] = [[] for _ in self.names]
         member: list[list[Any]] = [[] for _ in self.names]
-        dbs_key, clients, _, _ = key
+        dbs_key, clients, _, _ = shape
+        at = 0
         for _, items in dbs_key:
             for k, v in items:
                 if not isinstance(v, tuple):
                     continue
                 for gname, _, _, pel, consumers in v[7]:
-                    for entry_id, age, count, owner in pel:
-                        owned[owner].append((k, gname, entry_id, age, count))
+                    for entry_id, count, owner in pel:
+                        owned[owner].append((k, gname, entry_id, at, count))
+                        at += 1
                     for label, seen, active in consumers:
                         member[label].append((k, gname, seen, -1 if active is None else active))
-        return [(local[i], clients[i], tuple(member[i]), tuple(owned[i])) for i in range(len(self.names))]
+        return clients, [tuple(m) for m in member], owned
 
     def relabel(self, key: Key, perm: tuple[int, ...]) -> Key:
-        """``key`` with process ``i`` renamed ``perm[i]``: consumers, PEL owners and clients follow."""
-        def group(g: tuple[Any, ...]) -> tuple[Any, ...]:
-            gname, glast, er, pel, cons = g
-            return (gname, glast, er, tuple((i, age, n, perm[o]) for i, age, n, o in pel),
-                    tuple(sorted((perm[label], seen, active) for label, seen, active in cons)))
+        """``key`` with process ``i`` renamed ``perm[i]``: consumers, PEL owners and clients follow.
 
-        dbs, clients, errno, config = map_groups(key, group)
-        return (dbs, permute(clients, perm), errno, config)
+        Pending entries keep their places (they are in ID order), so the ages do not move.
+        """
+        shape, ages = key
+        done = self._relabelled.get((shape, perm))
+        if done is None:
+            def group(g: tuple[Any, ...]) -> tuple[Any, ...]:
+                gname, glast, er, pel, cons = g
+                return (gname, glast, er, tuple((i, n, perm[o]) for i, n, o in pel),
+                        tuple(sorted((perm[label], seen, active) for label, seen, active in cons)))
+
+            dbs, clients, errno, config = map_groups(self._values[shape], group)
+            done = self._relabelled[(shape, perm)] = self.number((dbs, permute(clients, perm), errno, config))
+        return (done, ages)
 
     # -- reading keys --------------------------------------------------------------------------
     def stream_ids(self, key: Key, stream: bytes) -> tuple[Any, ...]:
         """The live entry IDs of ``stream`` in database 0 (empty when missing)."""
-        value = _stream_value(key, stream)
+        value = _stream_value(self._values[key[0]], stream)
         return () if value is None else tuple(e for e, _ in self._values[value[0]])
 
     def group_view(self, key: Key, stream: bytes, group: bytes) -> GroupView:
         """The :class:`GroupView` of ``stream`` and ``group`` in database 0."""
-        value = _stream_value(key, stream)
+        found = self._views.get((key[0], stream, group))
+        if found is None:
+            found = self._views[(key[0], stream, group)] = self._group_view(self._values[key[0]], stream, group)
+        return found
+
+    def _group_view(self, shape: Shape, stream: bytes, group: bytes) -> GroupView:
+        value = _stream_value(shape, stream)
         if value is None:
             return GroupView((), 0, None, {})
         live = tuple(e for e, _ in self._values[value[0]])
         for gname, last, _, pel, _ in value[7]:
             if gname == group:
-                return GroupView(live, value[4], last, {entry: (owner, count) for entry, _, count, owner in pel})
+                return GroupView(live, value[4], last, {entry: (owner, count) for entry, count, owner in pel})
         return GroupView(live, value[4], None, {})
 
     def orbit(self, key: Key, local: Sequence[Any]) -> set[tuple[Key, tuple[Any, ...]]]:
@@ -510,9 +638,9 @@ class Abstraction:
             yield tuple(perm)
 
 
-def map_groups(key: Key, group: Callable[[tuple[Any, ...]], tuple[Any, ...]]) -> Key:
-    """``key`` with every consumer group's part replaced by ``group(part)``, in key order."""
-    dbs_key, clients, errno, config = key
+def map_groups(shape: Shape, group: Callable[[tuple[Any, ...]], tuple[Any, ...]]) -> Shape:
+    """``shape`` with every consumer group's part replaced by ``group(part)``, in key order."""
+    dbs_key, clients, errno, config = shape
     dbs = []
     for dbi, items in dbs_key:
         new_items = []
@@ -549,8 +677,8 @@ class GroupView:
     pending: dict[Any, tuple[int, int]]  # entry ID -> (owner process, capped delivery count)
 
 
-def _stream_value(key: Key, stream: bytes) -> tuple[Any, ...] | None:
-    for dbi, items in key[0]:
+def _stream_value(shape: Shape, stream: bytes) -> tuple[Any, ...] | None:
+    for dbi, items in shape[0]:
         if dbi == 0:
             for k, v in items:
                 if k == stream and isinstance(v, tuple):

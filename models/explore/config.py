@@ -154,7 +154,8 @@ class ConfigSystem:
             count_cap=config.count_cap, symmetry=symmetry, config=config.server_config)
         self.executor = Executor(self.abstraction)
         self.tick_ms = config.tick_ms
-        self._plans: dict[tuple[Any, ...], list[Step]] = {}
+        self._plans: dict[tuple[int, tuple[bool, ...]], list[Step]] = {}
+        self._steps: dict[Step, Step] = {}
         actions = set(config.actions)
         self._consumer_actions = [a for a in CONSUMER_ACTIONS if a in actions]
         self._admin_actions = [a for a in ADMIN_ACTIONS if a in actions]
@@ -179,11 +180,10 @@ class ConfigSystem:
 
     def successors(self, state: State, skip: tuple[bool, ...]) -> Iterable[Successor]:
         key, local, ghost = state
-        views = tuple(self.abstraction.group_view(key, STREAM, group) for group in self.config.group_names)
-        plan_key = (tuple(tuple(view.pending.items()) for view in views), views[0].live, views[0].entries_added, skip)
-        plan = self._plans.get(plan_key)
-        if plan is None:
-            plan = self._plans[plan_key] = self._plan(views, skip)
+        plan = self._plans.get((key[0], skip))
+        if plan is None:  # the plan depends on the shape only
+            views = tuple(self.abstraction.group_view(key, STREAM, group) for group in self.config.group_names)
+            plan = self._plans[(key[0], skip)] = self._plan(views, skip)
         execute = self.executor.command
         out: list[Successor] = []
         for step in plan:
@@ -198,7 +198,13 @@ class ConfigSystem:
         return out
 
     def _plan(self, views: tuple[GroupView, ...], skip: tuple[bool, ...]) -> list[Step]:
-        """The steps the processes can take where the stream and its groups look like ``views`` (EXPLORE-CFG-1)."""
+        """The steps the processes can take where the stream and its groups look like ``views`` (EXPLORE-CFG-1).
+
+        Equal steps of different plans are one object, so that dictionaries keyed by steps find them by identity.
+        """
+        return [self._steps.setdefault(step, step) for step in self._new_plan(views, skip)]
+
+    def _new_plan(self, views: tuple[GroupView, ...], skip: tuple[bool, ...]) -> list[Step]:
         live = list(views[0].live)
         plan: list[Step] = []
         for proc, name in enumerate(self.names):

@@ -60,7 +60,7 @@ class Step:
         return f"{who}: {self.text or self.kind}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Successor:
     """A raw (not yet canonical) successor, with the live server that reached it when there is one."""
 

@@ -9,20 +9,27 @@ Two shortcuts keep it cheap without changing what runs:
   unchanged (a read that finds nothing, an XACK of an entry nobody holds),
   instead of being rebuilt for the next step from the same state;
 * with ``memo`` on (the default), the reply and successor of
-  ``(key, process, argv)`` are remembered with the pending entries' ages taken
-  out of the key, together with the ages the model actually read
-  (:class:`TracedNack` records them): the step does the same in every state
-  that differs only in the ages it did not read, and the ages it leaves are
-  either ones it found or ones it wrote (EXPLORE-MEMO-1, EXPLORE-MEMO-2). States that
-  differ only in process programs or ghosts share the server's transitions too.
+  ``(key, process, argv)`` are remembered under the key's shape (the key
+  without the pending entries' ages), together with the ages the model
+  actually read (:class:`TracedNack` records them): the step does the same in
+  every state that differs only in the ages it did not read, and the ages it
+  leaves are either ones it found or ones it wrote (EXPLORE-MEMO-1,
+  EXPLORE-MEMO-2). States that differ only in process programs or ghosts share
+  the server's transitions too;
+* a step that left a stream's header or groups untouched (:class:`TracedStream`
+  marks what each step touches) is also remembered under the parts it touched,
+  and answers for every state that differs only in the others (EXPLORE-MEMO-4):
+  a crash, an XDEL or an XACK runs a handful of times, not once per shape.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
+from typing import Any
 
 from xspec.models.clock import ManualClock
-from xspec.models.explore.abstraction import BASE_MS, Abstraction, Key, TimeReads
+from xspec.models.explore.abstraction import BASE_MS, Abstraction, Key, TimeReads, TracedStream
 from xspec.models.server import Server
 from xspec.spec.invariants import violations as invariant_violations
 from xspec.spec.resp import Reply
@@ -30,11 +37,35 @@ from xspec.spec.resp import Reply
 CRASH = (b"<crash>",)
 """The memo's name for a crash-and-restart, which sends no command."""
 
-MemoEntry = tuple[tuple[int, ...], tuple[int, ...], Reply | None, Key, tuple[tuple[int, int], ...] | None]
-"""(entries whose delivery time was read, their ages, reply, successor without ages, where its ages come
-from: None when the step changes nothing)."""
-Memo = dict[Key, dict[tuple[int, tuple[bytes, ...]], list[MemoEntry]]]
-"""Key without ages -> (process, argv) -> what running it did, per combination of ages it read."""
+Outcome = tuple[Reply | None, int, tuple[tuple[int, int], ...] | None]
+"""What a step did: (reply, successor's shape, where its ages come from: None when the step changes
+nothing, :data:`SAME_AGES` when they are the ages it started from)."""
+SAME_AGES: tuple[tuple[int, int], ...] = ((-1, -1),)
+"""The template of a step whose successor has the ages of the state it started from, unchanged."""
+ByAges = list[tuple[tuple[int, ...], Callable[[tuple[int, ...]], Any] | None, dict[Any, Any]]]
+"""Steps remembered per set of ages read: (positions read, what picks them out of a key's ages (None
+for none), the ages picked -> what the step did)."""
+Memo = dict[int, dict[tuple[int, tuple[bytes, ...]], ByAges]]
+"""Shape (key without ages) -> (process, argv) -> what running it did, per combination of ages it read."""
+
+
+def _recall(by_ages: ByAges, ages: tuple[int, ...]) -> Any:
+    """What a step remembered in ``by_ages`` did in a state with ``ages``, or None (EXPLORE-MEMO-1)."""
+    for _, pick, done in by_ages:
+        found = done.get(None if pick is None else pick(ages))
+        if found is not None:
+            return found
+    return None
+
+
+def _note(by_ages: ByAges, read: tuple[int, ...], ages: tuple[int, ...], what: Any) -> None:
+    """Remember ``what`` a step did that read the ages at positions ``read`` of ``ages``."""
+    group = next((g for g in by_ages if g[0] == read), None)
+    if group is None:
+        group = (read, itemgetter(*read) if read else None, {})
+        by_ages.append(group)
+    _, pick, done = group
+    done[None if pick is None else pick(ages)] = what
 
 
 class Executor:
@@ -43,11 +74,9 @@ class Executor:
         self.memo: Memo | None = {} if memo else None
         self._live_key: Key | None = None
         self._live: Server | None = None
-        self._split_key: Key | None = None
-        self._untimed: Key = ()
-        self._ages: tuple[int, ...] = ()
-        self._table: dict[tuple[int, tuple[bytes, ...]], list[MemoEntry]] = {}
-        self._verdicts: dict[Key, list[str]] = {}
+        self._verdicts: dict[int, list[str]] = {}
+        # (process, argv, base) -> parts touched -> those parts' values -> steps (EXPLORE-MEMO-4)
+        self._partial_memo: dict[tuple[int, tuple[bytes, ...], int], dict[Any, dict[Any, ByAges]]] = {}
         self.executed = 0
 
     def command(self, key: Key, proc: int, argv: tuple[bytes, ...]) -> tuple[Reply | None, Key, Server | None]:
@@ -74,8 +103,7 @@ class Executor:
         only in ages, or only in program states and ghosts, are checked once
         (EXPLORE-2, EXPLORE-MEMO-3).
         """
-        untimed, _ = self.abstraction.split_ages(key)
-        verdict = self._verdicts.get(untimed)
+        verdict = self._verdicts.get(key[0])
         if verdict is None:
             server = live if live is not None else self.abstraction.thaw(key)
             read_log: list[int] = []
@@ -83,51 +111,148 @@ class Executor:
             verdict = invariant_violations(server)
             TimeReads.origins = []
             if not read_log:
-                self._verdicts[untimed] = verdict
+                self._verdicts[key[0]] = verdict
         return verdict
 
     def _step(self, key: Key, proc: int, argv: tuple[bytes, ...],
               act: Callable[[Server], Reply | None]) -> tuple[Reply | None, Key, Server | None]:
-        abstraction = self.abstraction
+        shape, ages = key
+        table = None
         if self.memo is not None:
-            if key is not self._split_key:
-                # Steps come in runs from one state: split it and find its memo table once per run.
-                self._split_key = key
-                self._untimed, self._ages = abstraction.split_ages(key)
-                self._table = self.memo.setdefault(self._untimed, {})
-            ages = self._ages
-            table = self._table
-            for read, seen, reply, out, template in table.get((proc, argv), ()):
-                if all(ages[i] == age for i, age in zip(read, seen, strict=True)):
+            table = self.memo.get(shape)
+            if table is None:
+                table = self.memo[shape] = {}
+            by_ages = table.get((proc, argv))
+            if by_ages is not None:
+                done = _recall(by_ages, ages)
+                if done is not None:
+                    reply, out, template = done
                     if template is None:  # the step leaves the state as it found it
                         return reply, key, None
-                    return reply, abstraction.with_ages(out, [ages[i] if i >= 0 else a for i, a in template]), None
+                    if template is SAME_AGES:
+                        return reply, (out, ages), None
+                    return reply, (out, tuple([ages[i] if i >= 0 else a for i, a in template])), None
+            found = self._partial(key, proc, argv, table)
+            if found is not None:
+                return found[0], found[1], None
+        abstraction = self.abstraction
         if self._live is not None and self._live_key is key:
             server = self._live
         else:
             server = abstraction.thaw(key)
         self.executed += 1
+        _, streams_in, places = abstraction.parts(shape)
+        thawed = [v for v in (server.dbs[dbi][k] for dbi, k in places) if isinstance(v, TracedStream)]
         read_log: list[int] = []
         TimeReads.origins = read_log
+        TimeReads.step += 1
+        step = TimeReads.step
         reply = act(server)
+        TimeReads.step += 1  # what reads the server from here on is no part of the step
         TimeReads.origins = []
+        touched = tuple((s.header_step == step, s.groups_step == step) for s in thawed)
         sources: list[int] = []
         new = abstraction.key(server, sources)
-        if self.memo is not None:
-            untimed = self._untimed
-            read = tuple(dict.fromkeys(read_log))
-            out, out_ages = abstraction.split_ages(new)
-            unchanged = out == untimed and sources == list(range(len(ages)))
-            template = None if unchanged else \
-                tuple((src, age if src < 0 else 0) for src, age in zip(sources, out_ages, strict=True))
-            table.setdefault((proc, argv), []).append((read, tuple(ages[i] for i in read), reply, out, template))
         # The server still stands for ``key`` when nothing changed and every pending entry is the
         # one thawed at its place, time unwritten: the next step from ``key`` can reuse it.
-        if new == key and sources == list(range(len(sources))):
+        unchanged = new == key and sources == list(range(len(sources)))
+        if table is not None:
+            read = tuple(dict.fromkeys(read_log))
+            template = None if unchanged else tuple((src, age if src < 0 else 0)
+                                                    for src, age in zip(sources, new[1], strict=True))
+            _remember(table, proc, argv, read, ages, reply, new[0], template)
+            if not all(h and g for h, g in touched) and len(thawed) == len(places):
+                self._remember_partial(key, proc, argv, server, thawed, touched, read, reply, new, sources)
+        if unchanged:
             self._live_key, self._live = key, server
             return reply, key, server  # the very key object: callers recognise a step that changed nothing
         self._live_key, self._live = None, None
         return reply, new, server
+
+    # -- steps that left parts of the state untouched (EXPLORE-MEMO-4) -----------------------------------
+    def _remember_partial(self, key: Key, proc: int, argv: tuple[bytes, ...], server: Server,
+                          thawed: list[TracedStream], touched: tuple[tuple[bool, bool], ...],
+                          read: tuple[int, ...], reply: Reply | None, new: Key, sources: list[int]) -> None:
+        """Remember a step that left some streams' header or groups untouched, under the parts it touched.
+
+        The step did the same in every state with the same base (which it may have read), the same
+        touched parts, the same number of pending entries in each stream (so ages keep their
+        places) and the same ages read: the parts it did not touch it left as they were.
+        """
+        abstraction = self.abstraction
+        base, streams_in, _ = abstraction.parts(key[0])
+        base_out, streams_out, places_out = abstraction.parts(new[0])
+        where = {id(s): j for j, s in enumerate(thawed)}
+        outcome = []
+        for (dbi, k), (header, groups, start, count) in zip(places_out, streams_out, strict=True):
+            j = where.get(id(server.dbs[dbi][k]), -1)
+            head_from: Any = header
+            groups_from: Any = (groups, tuple((src, age if src < 0 else 0) for src, age in
+                                              zip(sources[start:start + count], new[1][start:start + count],
+                                                  strict=True)))
+            if j >= 0:
+                untouched_header, untouched_groups = not touched[j][0], not touched[j][1]
+                if untouched_header:
+                    if streams_in[j][0] != header:
+                        return  # a part the step did not touch changed: not a step to remember by parts
+                    head_from = j
+                if untouched_groups:
+                    if streams_in[j][1] != groups or sources[start:start + count] != list(
+                            range(streams_in[j][2], streams_in[j][2] + streams_in[j][3])):
+                        return
+                    groups_from = j
+            outcome.append((head_from, groups_from))
+        projection = tuple((part[0] if h else None, part[1] if g else None, part[3])
+                           for part, (h, g) in zip(streams_in, touched, strict=True))
+        patterns = self._partial_memo.setdefault((proc, argv, base), {})
+        _note(patterns.setdefault(touched, {}).setdefault(projection, []), read, key[1],
+              (read, reply, base_out, tuple(outcome)))
+
+    def _partial(self, key: Key, proc: int, argv: tuple[bytes, ...],
+                 table: dict[tuple[int, tuple[bytes, ...]], ByAges]) -> tuple[Reply | None, Key] | None:
+        """The step from a step remembered by the parts it touched, or None; also remembered for ``key``'s shape."""
+        abstraction = self.abstraction
+        shape, ages = key
+        base, streams, _ = abstraction.parts(shape)
+        patterns = self._partial_memo.get((proc, argv, base))
+        if not patterns:
+            return None
+        for touched, by_projection in patterns.items():
+            projection = tuple((part[0] if h else None, part[1] if g else None, part[3])
+                               for part, (h, g) in zip(streams, touched, strict=True))
+            by_ages = by_projection.get(projection)
+            done = None if by_ages is None else _recall(by_ages, ages)
+            if done is not None:
+                read, reply, base_out, outcome = done
+                values = []
+                template: list[tuple[int, int]] = []
+                for head_from, groups_from in outcome:
+                    header = streams[head_from][0] if type(head_from) is int else head_from
+                    if type(groups_from) is int:
+                        _, groups, start, count = streams[groups_from]
+                        template.extend((i, 0) for i in range(start, start + count))
+                    else:
+                        groups, ages_from = groups_from
+                        template.extend(ages_from)
+                    values.append(header + (groups,))
+                out = abstraction.compose(base_out, values)
+                new_ages = tuple([ages[i] if i >= 0 else a for i, a in template])
+                if out == shape and new_ages == ages:
+                    _remember(table, proc, argv, read, ages, reply, out, None)
+                    return reply, key
+                _remember(table, proc, argv, read, ages, reply, out, tuple(template))
+                return reply, (out, new_ages)
+        return None
+
+
+def _remember(table: dict[tuple[int, tuple[bytes, ...]], ByAges], proc: int, argv: tuple[bytes, ...],
+              read: tuple[int, ...], ages: tuple[int, ...], reply: Reply | None, out: int,
+              template: tuple[tuple[int, int], ...] | None) -> None:
+    """Remember a step under its shape (EXPLORE-MEMO-1): ``read`` are the positions of the ages it read."""
+    if template is not None and all(src == at for at, (src, _) in enumerate(template)) \
+            and len(template) == len(ages):
+        template = SAME_AGES
+    _note(table.setdefault((proc, argv), []), read, ages, (reply, out, template))
 
 
 def initial_server(abstraction: Abstraction, setup: list[tuple[int, tuple[bytes, ...]]]) -> Server:
