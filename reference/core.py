@@ -43,6 +43,7 @@ from typing import Any, Protocol
 from xspec.models.dialect import Dialect, get_dialect
 from xspec.reference.api import BLOCKED, Blocked, ReplyError
 from xspec.reference.clock import VirtualClock, WallClock
+from xspec.reference.tracking import Tracking
 from xspec.spec import commands as table
 from xspec.spec.commands import CommandSpec
 from xspec.spec.ids import c_string
@@ -197,6 +198,10 @@ class Connection(Protocol):
 
     def close_now(self) -> None: ...
 
+    def write(self, out: list[bytes]) -> None:
+        """Queue bytes for the client in order with its replies (CLIENT TRACKING's push messages)."""
+        ...
+
     def resume(self) -> None:
         """Run the commands held back (CLIENT PAUSE ended)."""
         ...
@@ -303,6 +308,8 @@ class Context:
     def modified(self, key: bytes) -> None:
         if self.core.watchers:
             self.core.touch(self.client.db, key)
+        if self.core.tracking.table or self.core.tracking.prefixes:
+            self.core.tracking.invalidate(self.client, key)  # signalModifiedKey's trackingInvalidateKey
 
     def ready(self, key: bytes) -> None:
         if self.core.blocking:
@@ -314,6 +321,8 @@ class Context:
             core.touch(self.client.db, key)
         if core.blocking and core.signal_deletions:  # BLOCK-DIALECT-1: not in 6.2
             core.signal_ready(self.client.db, key)
+        if core.tracking.table or core.tracking.prefixes:
+            core.tracking.invalidate(self.client, key)
 
     def block(self, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | None],
               timeout_reply: Reply, read_at: int | None = None) -> Blocked:
@@ -446,6 +455,7 @@ class Core:
         self.started = time.time()
         self.run_id = os.urandom(20).hex()
         self.errno = 0  # the C errno of 7.0's main thread, which one XADD error shows (XADD-14)
+        self.tracking = Tracking(self)  # CLIENT TRACKING (reference/tracking.py)
         self.reset_stats()
 
     def reset_stats(self) -> None:
@@ -480,6 +490,7 @@ class Core:
         if c.blocked is not None:
             self.unblock(c)
         self.unwatch_all(c)
+        self.tracking.disable(c)
         c.in_multi = False
         c.multi_queue = []
         if self.observer is not None:
@@ -501,7 +512,8 @@ class Core:
         """Run one command of client ``c``; returns its reply (None when it blocked)."""
         self.stat_commands += 1
         if self.observer is not None:
-            return self._execute_observed(c, argv)
+            observed = self._execute_observed(c, argv)
+            return self.tracking.finish(c, observed) if c.tracking or self.tracking.owed else observed
         fast = self.fast_commands.get(argv[0])
         if fast is not None and c.authenticated and not c.in_multi and not self.error_faults \
                 and not self.pause_until:
@@ -519,6 +531,8 @@ class Core:
             self.handle_ready()
         if type(result) is Error:
             self.stat_errors += 1
+        if c.tracking or self.tracking.owed:
+            return self.tracking.finish(c, result)  # CLIENT CACHING lapses; invalidations join the reply
         return result
 
     def _execute_with_snapshot(self, c: Client, argv: list[bytes]) -> Result:
@@ -640,9 +654,11 @@ class Core:
         try:
             r = handler(ctx)
         except ReplyError as e:
-            return Error(e.text)
+            r = Error(e.text)
         except Exception as e:
             return internal_error(spec, argv, e)
+        if c.tracking and "readonly" in spec.flags:
+            self.tracking.remember(c, spec, argv)  # call()'s trackingRememberKeys, whatever the reply
         if r is BLOCKED:
             return None
         return r  # type: ignore[return-value]

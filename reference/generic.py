@@ -212,7 +212,7 @@ def reset(ctx: Context) -> Reply:
     if version_at_least(core.dialect, 7, 2):  # 7.0 keeps NO-EVICT across RESET
         c.no_evict = False
     c.no_touch = False
-    c.tracking = False
+    core.tracking.disable(c)
     c.reply_mode = "on"
     c.authenticated = core.requirepass is None
     return Simple("RESET")
@@ -265,6 +265,7 @@ def _flush_mode(argv: list[bytes]) -> None:
 def flushdb(ctx: Context) -> Reply:
     _flush_mode(ctx.argv)
     ctx.core.flush_db(ctx.client.db)
+    ctx.core.tracking.flushed(ctx.client)
     return OK
 
 
@@ -273,6 +274,7 @@ def flushall(ctx: Context) -> Reply:
     _flush_mode(ctx.argv)
     for dbid in range(len(ctx.core.dbs)):
         ctx.core.flush_db(dbid)
+    ctx.core.tracking.flushed(ctx.client)  # one null invalidation per FLUSHALL
     return OK
 
 
@@ -327,6 +329,10 @@ def rename(ctx: Context) -> Reply:
         raise _err(table.NO_SUCH_KEY)
     if src == dst:
         return OK
+    # 7.0 signals src, then dst; a stream dst is also signalled as deleted first (below) for blocked
+    # readers, so src is signalled now: tracking clients hear about src first. Signalling a key twice
+    # changes nothing.
+    ctx.modified(src)
     old = db.pop(dst, None)
     if old is not None and type(old) is not bytes:
         ctx.deleted(dst)
@@ -336,7 +342,6 @@ def rename(ctx: Context) -> Reply:
     del db[src]
     if type(value) is not bytes:
         ctx.deleted(src)
-    ctx.modified(src)
     ctx.modified(dst)
     return OK
 
@@ -539,6 +544,11 @@ def client_flags(c: Client) -> str:
         letters += "b"
     if c.tracking:
         letters += "t"
+        st = c.ctx.core.tracking.of(c)
+        if st.broken:
+            letters += "R"
+        if st.bcast:
+            letters += "B"
     if c.dirty_cas:
         letters += "d"
     if c.no_evict:
@@ -810,36 +820,85 @@ def client_no_evict(ctx: Context) -> Reply:
 
 @command("client|tracking")
 def client_tracking(ctx: Context) -> Reply:
-    """Options checked as 7.0 does, then recorded; no key is ever invalidated (nothing is tracked)."""
+    """CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p ...] [OPTIN] [OPTOUT] [NOLOOP], checked in
+    7.0.15's order: the options as they come, ON/OFF, then (for ON) how they combine."""
     argv = ctx.argv
-    on = _on_off(argv[2])
+    core = ctx.core
     redirect = 0
+    options: set[bytes] = set()
+    prefixes: list[bytes] = []
     i = 3
     while i < len(argv):
         opt = lower(argv[i])
-        if opt == b"redirect" and i + 1 < len(argv):
+        more = i + 1 < len(argv)
+        if opt == b"redirect" and more:
+            if redirect:
+                raise _err("ERR A client can only redirect to a single other client")
             target = string2ll(argv[i + 1])
             if target is None:
                 raise _err(table.NOT_INTEGER)
-            if target not in ctx.core.clients:
+            if target not in core.clients:
                 raise _err("ERR The client ID you want redirect to does not exist")
             redirect = target
-            i += 2
-        elif opt == b"prefix" and i + 1 < len(argv):
-            i += 2
+            i += 1
         elif opt in (b"bcast", b"optin", b"optout", b"noloop"):
+            options.add(opt)
+        elif opt == b"prefix" and more:
+            prefixes.append(argv[i + 1])
             i += 1
         else:
             raise _err(table.SYNTAX)
-    ctx.client.tracking = on
-    ctx.client.redirect = redirect
+        i += 1
+    c = ctx.client
+    on = _on_off(argv[2])
+    if not on:
+        core.tracking.disable(c)
+        return OK
+    bcast = b"bcast" in options
+    optin, optout = b"optin" in options, b"optout" in options
+    if prefixes and not bcast:
+        raise _err("ERR PREFIX option requires BCAST mode to be enabled")
+    current = core.tracking.options.get(c)
+    if current is not None and current.bcast != bcast:
+        raise _err("ERR You can't switch BCAST mode on/off before disabling tracking for this client, "
+                   "and then re-enabling it with a different mode.")
+    if bcast and (optin or optout):
+        raise _err("ERR OPTIN and OPTOUT are not compatible with BCAST")
+    if optin and optout:
+        raise _err("ERR You can't specify both OPTIN mode and OPTOUT mode")
+    if current is not None and ((optin and current.optout) or (optout and current.optin)):
+        raise _err("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, "
+                   "and then re-enabling it with a different mode.")
+    if bcast:
+        error, go_on = core.tracking.overlap_error(c, prefixes)
+        if error is not None and not go_on:
+            raise _err(error)
+        if error is not None:
+            core.tracking.say_before_reply(c, Error(error))  # 7.0.15 answers the error, then goes on
+    core.tracking.enable(c, redirect, bcast, optin, optout, b"noloop" in options, prefixes)
     return OK
 
 
 @command("client|trackinginfo")
 def client_trackinginfo(ctx: Context) -> Reply:
-    flags = Set((Bulk(b"on" if ctx.client.tracking else b"off"),))
-    return Map(((Bulk(b"flags"), flags), (Bulk(b"redirect"), client_getredir(ctx)), (Bulk(b"prefixes"), Array(()))))
+    c = ctx.client
+    st = ctx.core.tracking.options.get(c)
+    flags = [b"on" if c.tracking else b"off"]
+    prefixes: list[bytes] = []
+    if st is not None:
+        if st.bcast:
+            flags.append(b"bcast")
+        if st.optin:
+            flags += [b"optin", b"caching-yes"] if st.caching else [b"optin"]
+        if st.optout:
+            flags += [b"optout", b"caching-no"] if st.caching else [b"optout"]
+        if st.noloop:
+            flags.append(b"noloop")
+        if st.broken:
+            flags.append(b"broken_redirect")
+        prefixes = sorted(st.prefixes)
+    return Map(((Bulk(b"flags"), Set(tuple(Bulk(f) for f in flags))), (Bulk(b"redirect"), client_getredir(ctx)),
+                (Bulk(b"prefixes"), Array(tuple(Bulk(p) for p in prefixes)))))
 
 
 @command("client|getredir")
@@ -849,8 +908,21 @@ def client_getredir(ctx: Context) -> Reply:
 
 @command("client|caching")
 def client_caching(ctx: Context) -> Reply:
-    raise _err("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or "
-               "OPTOUT mode enabled")
+    st = ctx.core.tracking.options.get(ctx.client)
+    if st is None:
+        raise _err("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or "
+                   "OPTOUT mode enabled")
+    answer = lower(ctx.argv[2])
+    if answer == b"yes":
+        if not st.optin:
+            raise _err("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+    elif answer == b"no":
+        if not st.optout:
+            raise _err("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+    else:
+        raise _err(table.SYNTAX)
+    st.caching = True  # for the next command, or the next transaction (Tracking.finish)
+    return OK
 
 
 @command("client|reply")

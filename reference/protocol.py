@@ -336,6 +336,28 @@ def _verbatim(r: Verbatim, out: list[bytes]) -> None:
     out.append(b"=%d\r\n%b\r\n" % (len(data), data))
 
 
+class Raw:
+    """Bytes already in RESP, written as they are (7.0 puts the tracking client's null in a
+    push it redirects, whatever the receiving connection's protocol)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+class Pushed:
+    """A command's reply with the push messages 7.0 writes to the same connection just
+    before it (``before``) and just after it (``after``): CLIENT TRACKING invalidations."""
+
+    __slots__ = ("before", "reply", "after")
+
+    def __init__(self, before: list[Any], reply: Any, after: list[Any]) -> None:
+        self.before = before
+        self.reply = reply
+        self.after = after
+
+
 def _make_encoders(proto: int) -> dict[type, _Encoder]:
     """The encoder of each reply class for one protocol (RESP2 flattens, RESP3 keeps types)."""
     table: dict[type, _Encoder] = {}
@@ -373,8 +395,13 @@ def _make_encoders(proto: int) -> dict[type, _Encoder]:
             table[type(k)](k, out)
             table[type(v)](v, out)
 
+    def pushed(r: Pushed, out: list[bytes]) -> None:
+        for item in (*r.before, r.reply, *r.after):
+            table[type(item)](item, out)
+
     table.update({Bulk: _bulk, Int: _int, Simple: _simple, Error: _error, Array: array,
-                  Verbatim: _verbatim if proto == 3 else _verbatim_as_bulk})
+                  Verbatim: _verbatim if proto == 3 else _verbatim_as_bulk,
+                  Raw: lambda r, out: out.append(r.data), Pushed: pushed})
     if proto == 2:
         def map2(r: Map, out: list[bytes]) -> None:
             out.append(b"*%d\r\n" % (2 * len(r.pairs)))
