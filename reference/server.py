@@ -9,6 +9,27 @@ write (Redis's ``beforeSleep``), so waking clients does not interrupt the work.
 A blocked client stops there: the commands it pipelined after the blocking one
 wait, parsed, until it is served or times out, and then run.
 
+Fairness and flow control (Redis reads at most ``PROTO_IOBUF_LEN`` per client per
+event-loop turn and answers in ``beforeSleep``; uvloop would read a ready socket up
+to 32 times, 256 KB each, per turn):
+
+* one loop turn runs at most ``TURN_COMMANDS`` commands of a client (or until
+  its replies reach ``TURN_REPLY_PIECES`` pieces); the rest wait, parsed, for the
+  next turn, with reading paused meanwhile, so every other ready client is served
+  and the replies so far leave in between. A read of ``TURN_INPUT`` bytes or more
+  also pauses reading until the next turn.
+* a client whose unsent replies pass ``OUTPUT_HIGH_WATER`` (a slow reader) has
+  no further command run until they drain below ``OUTPUT_LOW_WATER``. Its input
+  is still read and kept (up to ``client-query-buffer-limit``, Redis's rule):
+  a client that writes a whole pipeline before reading any reply (redis-py's
+  pipelines do) is never left waiting on a server that waits on it.
+* ``client-output-buffer-limit``'s ``normal`` class, as Redis: a client whose
+  unsent replies reach the hard limit, or stay over the soft limit longer than
+  its seconds, is closed without a further reply (0 0 0, the default: never).
+  A hard limit above the high-water mark raises the mark to it, so a slow reader
+  is closed where Redis closes it rather than held. Both are checked when
+  replies are written, as Redis checks when it adds them.
+
 Limits, with Redis's defaults and CONFIG control: ``proto-max-bulk-len`` and
 the multibulk length (protocol errors), ``client-query-buffer-limit`` (a client
 whose unprocessed input grows past it is closed, as Redis does, without a
@@ -64,6 +85,13 @@ PARENT_DEATH_SIGNAL = signal.SIGHUP  # what the kernel sends when the parent's t
 PARENT_POLL_SECONDS = 0.5  # where PR_SET_PDEATHSIG is missing: how often the parent pid is looked at
 SHUTDOWN_DEADLINE_SECONDS = 3  # after a shutdown signal, SIGALRM ends the process whatever it is doing
 PR_SET_PDEATHSIG = 1
+TURN_COMMANDS = 512  # commands of one client per loop turn (about 20 KB of small pipelined commands)
+TURN_REPLY_PIECES = 16384  # reply pieces (bulk strings, headers) of one client per loop turn
+TURN_INPUT = 65536  # a read this large pauses reading until the next loop turn
+OUTPUT_HIGH_WATER = 1 << 20  # unsent reply bytes past which a client's commands wait (pause_writing)
+OUTPUT_LOW_WATER = 1 << 18  # ... until they are down to this (resume_writing)
+_MEMORY_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000 ** 2, "mb": 1024 ** 2, "g": 1000 ** 3,
+                 "gb": 1024 ** 3}
 
 
 def _addr(sockaddr: Any) -> str:
@@ -103,6 +131,11 @@ class ClientConnection(asyncio.Protocol):
         self.closed_by_server = False
         self.delayed_until = 0.0
         self.queued: list[bytes] | None = None  # replies waiting for the end of the loop turn (flush)
+        self.deferred = False  # the turn's budget is used: reading paused, the rest runs on the next turn
+        self.output_full = False  # unsent replies over the high-water mark: no command runs
+        self.high_water = OUTPUT_HIGH_WATER  # raised to let the buffer reach client-output-buffer-limit
+        self.over_soft_limit_since = 0.0  # loop time the soft output limit was first exceeded (0: it is not)
+        self.eof = False  # the client half-closed while commands it sent were held for a later turn
 
     # -- asyncio callbacks ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -120,6 +153,7 @@ class ClientConnection(asyncio.Protocol):
             return
         self.client = core.connect(self, _addr(peer), _addr(transport.get_extra_info("sockname")),
                                    sock.fileno() if sock is not None else -1)
+        self._set_high_water(OUTPUT_HIGH_WATER)
         self.server.connections.add(self)
 
     def _refuse(self, text: bytes) -> None:
@@ -136,15 +170,25 @@ class ClientConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.client is None or self.closing or self.server.shutdown_asap:
             return
+        if len(data) >= TURN_INPUT:
+            self._defer()  # one full read per loop turn; this one still runs now
+        c = self.client
+        takes_input = (c.blocked is None and not self.pending and not self.output_full
+                       and c not in self.core.postponed)
         if self.parts is not None:
             self.parts.append(data)
             self.parts_len += len(data)
-            if self.parts_len < self.need:
+            if self.parts_len < self.need or not takes_input:
                 self._check_query_buffer(self.parts_len)
                 return
             data = b"".join(self.parts)
             self.parts = None
         elif self.buf:
+            if not takes_input:  # held input is collected in parts, joined once when it runs
+                self.parts, self.parts_len = [self.buf, data], len(self.buf) + len(data)
+                self.buf = b""
+                self._check_query_buffer(self.parts_len)
+                return
             data = self.buf + data
         self.buf = data
         if len(data) < self.need:
@@ -153,10 +197,68 @@ class ClientConnection(asyncio.Protocol):
                 self.parts, self.parts_len = [data], len(data)
                 self.buf = b""
             return
-        if self.client.blocked is not None or self.pending or self.client in self.core.postponed:
+        if not takes_input:
             self._check_query_buffer(len(data))
             return
         self.process()
+
+    def eof_received(self) -> bool:
+        """The client half-closed: the commands it sent before still run, then the connection closes.
+
+        Redis runs all it reads before it reads again, so every command that came before the end
+        of input has run (and its reply was sent) when Redis sees the end and frees the client.
+        Input held back here (a slow reader's) therefore still runs, output high-water mark or
+        not, a turn's budget at a time; a client blocked or paused is closed now, as Redis does.
+        """
+        self.flush()
+        c = self.client
+        if c is None or c.blocked is not None or c in self.core.postponed or not self._has_input():
+            return False
+        self.eof = True
+        self.resume()
+        return True  # the transport stays open until _finish_after_eof
+
+    def _finish_after_eof(self) -> None:
+        self.flush()
+        if self.transport is not None:
+            self.transport.close()
+
+    def pause_writing(self) -> None:
+        """The transport holds more than ``OUTPUT_HIGH_WATER`` unsent bytes: run nothing more for now."""
+        self.output_full = True
+
+    def resume_writing(self) -> None:
+        """The unsent replies are down to ``OUTPUT_LOW_WATER``: run what was held back."""
+        self.output_full = False
+        if self._has_input():
+            self.resume()
+
+    def _runnable(self) -> bool:
+        """Whether this client's next command may run now (not blocked, paused, closing or output-full)."""
+        c = self.client
+        return (c is not None and c.blocked is None and not self.closing
+                and (not self.output_full or self.eof) and c not in self.core.postponed)
+
+    def _has_input(self) -> bool:
+        return bool(self.pending or self.pending_error or self.buf or self.parts)
+
+    def _defer(self) -> None:
+        """Stop reading for the rest of this loop turn; carry on at the next one (``_next_turn``)."""
+        if not self.deferred and self.transport is not None:
+            self.deferred = True
+            self.transport.pause_reading()
+            asyncio.get_running_loop().call_soon(self._next_turn)
+
+    def _next_turn(self) -> None:
+        self.deferred = False
+        if self.transport is None or self.transport.is_closing() or self.client is None or self.closing:
+            return  # closed meanwhile (CLIENT KILL, XSPEC.FAULT CLOSE): what it sent is dropped, as in Redis
+        if not self.eof:
+            self.transport.resume_reading()
+        if self._runnable() and self._has_input():
+            self.process()
+        elif self.eof:
+            self._finish_after_eof()
 
     # -- running commands ----------------------------------------------------------------------
     def process(self) -> None:
@@ -166,7 +268,16 @@ class ClientConnection(asyncio.Protocol):
         core = self.core
         server = self.server
         out: list[bytes] = []
-        while c.blocked is None and not self.closing and not server.shutdown_asap:
+        if self.parts is not None and self.parts_len >= self.need:  # input held while the client waited
+            self.buf = b"".join(self.parts)
+            self.parts = None
+        budget = TURN_COMMANDS
+        more = False  # the turn's budget ran out with commands left
+        while (c.blocked is None and not self.closing and not server.shutdown_asap
+               and (self.eof or not self.output_full)):
+            if budget <= 0 or len(out) >= TURN_REPLY_PIECES:
+                more = True
+                break
             if self.pending or self.pending_error:
                 cmds, error = self.pending, self.pending_error
                 self.pending, self.pending_error = [], None
@@ -177,10 +288,15 @@ class ClientConnection(asyncio.Protocol):
                 cmds = []
                 error = None
                 auth_required = not c.authenticated and core.requirepass is not None
-                # The canonical commands first; the exact parser only for what they leave.
-                consumed = 0 if auth_required else parse_fast(buf, cmds)
+                # The canonical commands first; the exact parser only for what they leave. A long
+                # buffer is parsed a turn's input at a time (what is parsed runs this turn).
+                window = buf if len(buf) <= TURN_INPUT else buf[:TURN_INPUT]
+                consumed = 0 if auth_required else parse_fast(window, cmds)
                 if consumed == len(buf):
                     self.buf = b""
+                    self.need = 0
+                elif consumed and window is not buf:
+                    self.buf = buf[consumed:]
                     self.need = 0
                 else:
                     try:
@@ -194,9 +310,11 @@ class ClientConnection(asyncio.Protocol):
                     self.buf = buf[consumed:] if consumed < len(buf) else b""
                     if not cmds and error is None and not consumed:
                         break
-            done = self.run(cmds, out)
+            done = self.run(cmds, out, budget)
+            budget -= done
             if done < len(cmds) or c.blocked is not None or c in core.postponed:
                 self.pending, self.pending_error = cmds[done:], error
+                more = c.blocked is None and c not in core.postponed
                 break
             if error is not None:
                 out.append(b"-%s\r\n" % error.text.encode("utf-8", "surrogateescape"))
@@ -207,15 +325,22 @@ class ClientConnection(asyncio.Protocol):
             self.write(out)
         if self.closing:
             self.close_after_writes()
-        elif self.buf:
+            return
+        if more:
+            self._defer()  # after write(): this turn's replies are flushed before the next batch runs
+        elif self.eof:
+            self._finish_after_eof()
+        if self.buf:
             self._check_query_buffer(len(self.buf))
 
-    def run(self, cmds: list[list[bytes]], out: list[bytes]) -> int:
-        """Run parsed commands in order; stop after one that blocks or closes. Returns how many ran."""
+    def run(self, cmds: list[list[bytes]], out: list[bytes], budget: int = TURN_COMMANDS) -> int:
+        """Run parsed commands in order; stop after one that blocks or closes, or when ``budget``
+        commands ran or ``TURN_REPLY_PIECES`` reply pieces are out. Returns how many ran."""
         c = self.client
         assert c is not None
         execute = self.core.execute
         server = self.server
+        max_pieces = TURN_REPLY_PIECES
         n = 0
         for argv in cmds:
             n += 1
@@ -239,6 +364,8 @@ class ClientConnection(asyncio.Protocol):
                     ENCODERS[c.proto][t](r, out)
             if c.blocked is not None or self.closing or server.shutdown_asap:
                 break  # a shutdown signal stops the pipeline between two commands
+            if n >= budget or len(out) >= max_pieces:
+                break
         return n
 
     @staticmethod
@@ -265,7 +392,7 @@ class ClientConnection(asyncio.Protocol):
         else:
             encode_into(reply, c.proto, out)
         self.write(out)
-        if self.pending or self.pending_error or self.buf:
+        if self._has_input():
             self.resume()
 
     def resume(self) -> None:
@@ -273,7 +400,7 @@ class ClientConnection(asyncio.Protocol):
         asyncio.get_running_loop().call_soon(self._resume)
 
     def _resume(self) -> None:
-        if self.client is not None and self.client.blocked is None and not self.closing:
+        if self._runnable() and self.transport is not None and not self.transport.is_closing():
             self.process()
 
     def close_after_reply(self) -> None:
@@ -338,8 +465,41 @@ class ClientConnection(asyncio.Protocol):
         out = self.queued
         if out is not None:
             self.queued = None
-            if self.transport is not None and not self.transport.is_closing():
-                self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+            transport = self.transport
+            if transport is not None and not transport.is_closing():
+                transport.write(out[0] if len(out) == 1 else b"".join(out))
+                unsent = transport.get_write_buffer_size()  # 0 unless the socket is full: no limit is near
+                if unsent:
+                    self._check_output_limits(unsent)
+                elif self.over_soft_limit_since:
+                    self.over_soft_limit_since = 0.0
+
+    def _set_high_water(self, high: int) -> None:
+        assert self.transport is not None
+        self.high_water = high
+        self.transport.set_write_buffer_limits(high, OUTPUT_LOW_WATER)
+
+    def _check_output_limits(self, unsent: int) -> None:
+        """``checkClientOutputBufferLimits`` for the normal class: close a client over the hard limit,
+        or over the soft limit for longer than its seconds (Redis frees it without a reply)."""
+        limits = self.server.output_limits()
+        hard, soft, soft_seconds = limits if limits is not None else (0, 0, 0)
+        high = max(OUTPUT_HIGH_WATER, hard + 1)  # the buffer may reach the hard limit (Redis lets it)
+        if high != self.high_water:
+            self._set_high_water(high)
+            if self.output_full and unsent < high:
+                self.resume_writing()  # paused at the old mark, on this very write
+        if hard and unsent >= hard:
+            self.close_now()
+            return
+        if not soft or unsent < soft:
+            self.over_soft_limit_since = 0.0
+            return
+        now = asyncio.get_running_loop().time()
+        if not self.over_soft_limit_since:
+            self.over_soft_limit_since = now
+        elif now - self.over_soft_limit_since > soft_seconds:
+            self.close_now()
 
     def _write_later(self, data: bytes, due: float) -> None:
         if self.transport is not None and not self.transport.is_closing():
@@ -368,6 +528,15 @@ class ReferenceServer:
         self._stopped: asyncio.Event | None = None
         self.shutdown_asap = False  # a shutdown was asked for: no further command runs
         self.to_flush: list[ClientConnection] = []  # connections with queued replies, in queuing order
+        self._output_limits: tuple[str, tuple[int, int, int] | None] = ("", None)
+
+    def output_limits(self) -> tuple[int, int, int] | None:
+        """``client-output-buffer-limit``'s normal class as (hard bytes, soft bytes, soft seconds);
+        None when it sets no limit (Redis's default ``normal 0 0 0``) or cannot be read."""
+        text = self.core.config.get("client-output-buffer-limit", "")
+        if text != self._output_limits[0]:
+            self._output_limits = (text, normal_output_limits(text))
+        return self._output_limits[1]
 
     def queue_flush(self, conn: ClientConnection) -> None:
         if not self.to_flush:
@@ -421,6 +590,25 @@ class ReferenceServer:
             observer.finish()
         if self._stopped is not None:
             self._stopped.set()
+
+
+def normal_output_limits(text: str) -> tuple[int, int, int] | None:
+    """The ``normal`` class of a ``client-output-buffer-limit`` value (``class hard soft seconds ...``)."""
+    words = text.lower().split()
+    for i in range(0, len(words) - 3, 4):
+        if words[i] == "normal":
+            try:
+                hard, soft = (_memory_bytes(w) for w in words[i + 1:i + 3])
+                seconds = int(words[i + 3])
+            except (ValueError, KeyError):
+                return None
+            return (hard, soft, seconds) if hard or soft else None
+    return None
+
+
+def _memory_bytes(word: str) -> int:
+    digits = word.rstrip("kmgb")
+    return int(digits) * _MEMORY_UNITS[word[len(digits):]]
 
 
 def raise_open_files_limit(maxclients: int) -> int:
