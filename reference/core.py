@@ -411,7 +411,8 @@ class Core:
         self.config["enable-debug-command"] = enable_debug
         if config:
             self.config.update(config)
-        self.requirepass = requirepass
+        # As in Redis, an empty requirepass means no password (CONFIG SET requirepass "" does the same).
+        self.requirepass = requirepass or None
         if requirepass is not None:
             self.config["requirepass"] = requirepass
         self.dbs: list[dict[bytes, Any]] = [{} for _ in range(NUM_DATABASES)]
@@ -434,7 +435,7 @@ class Core:
             self.execute = self._execute_with_snapshot  # type: ignore[method-assign]
         # BLOCK-DIALECT-1: 6.2 wakes nobody when a key is deleted or overwritten.
         self.signal_deletions = self.dialect.deleted_key_wakes_readgroup
-        self.auth_first = self.dialect.server == "valkey"
+        self.auth_first = self.dialect.auth_before_lookup  # DISPATCH-DIALECT-2
         # 6.2: DEBUG is always allowed (enable-debug-command came with 7.0); SET's own rules.
         self.before_70 = not version_at_least(self.dialect, 7, 0)
         # argv[0] as sent -> (name, arity, handler, table entry), for plain commands already seen.
@@ -569,7 +570,8 @@ class Core:
         spec = self.lookup(argv)
         if self.auth_first and not c.authenticated and self.requirepass is not None and (
                 spec is None or "no_auth" not in spec.flags):
-            # Valkey refuses an unauthenticated client before saying whether the command exists.
+            # DISPATCH-DIALECT-2: Valkey refuses an unauthenticated client before the lookup and
+            # arity checks; 6.2 and 7.0 after them (DISPATCH-8, below).
             c.last_cmd = "NULL" if spec is None else spec.fullname
             return self.reject(c, NOAUTH, spec)
         if spec is None:
