@@ -1,8 +1,9 @@
 """Handlers of the connection and server-administration commands (spec/rules/server.md).
 
 HELLO, AUTH, RESET, QUIT, CLIENT ID/SETNAME/GETNAME/INFO/LIST, INFO and
-CONFIG GET/SET/RESETSTAT as Redis 7.0.15 answers them on a server without
-``requirepass``, ACL users or modules.
+CONFIG GET/SET/RESETSTAT as Redis 7.0.15 answers them on a server without ACL
+users or modules; the only user is ``default``, whose password is
+``requirepass`` (none when it is empty).
 
 Some replies describe the host rather than the semantics (HELLO's ``id`` and
 ``version``, CLIENT ID, CLIENT LIST/INFO, INFO's figures, the order of CONFIG
@@ -13,7 +14,8 @@ GET pairs). The model gives one plausible value for them and
 
 from __future__ import annotations
 
-from errno import ENOENT
+from collections.abc import Callable
+from errno import EINVAL, ENOENT
 
 from xspec.models.cerrno import note_iterator_end, note_strtoull
 from xspec.models.dialect import Dialect
@@ -26,17 +28,26 @@ from xspec.spec.resp import NULL_BULK, OK, Array, Bulk, Int, Map, Reply, Simple,
 
 
 # -- HELLO, AUTH, RESET, QUIT ------------------------------------------------------
-def _auth_ok(call: Call, username: bytes, password: bytes) -> bool:
-    """``ACLAuthenticateUser`` with only the ``default`` user, which has ``nopass``.
+def _authenticate(call: Call, username: bytes, password: bytes) -> bool:
+    """``ACLAuthenticateUser`` with only the ``default`` user (AUTH-3, AUTH-4).
 
-    A failure is an unknown user, for which ``ACLCheckUserCredentials`` sets
-    errno to ENOENT (XADD-14).
+    Without ``requirepass`` the user has ``nopass`` and any password works;
+    with it, the password must be exactly ``requirepass``. Success
+    authenticates the connection; failure leaves it as it was. An unknown user
+    sets errno to ENOENT, a wrong password to EINVAL (``ACLCheckUserCredentials``,
+    XADD-14).
     """
-    del password  # nopass: any password is accepted
-    if username == b"default":
-        return True
-    call.server.errno = ENOENT
-    return False
+    if username != b"default":
+        call.server.errno = ENOENT
+        return False
+    if call.server.password_required() and password != call.server.config["requirepass"].encode("latin-1"):
+        call.server.errno = EINVAL
+        return False
+    call.server.set_authenticated(call.client.id, True)
+    return True
+
+
+_WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 
 
 def valid_client_name(name: bytes) -> bool:
@@ -44,9 +55,12 @@ def valid_client_name(name: bytes) -> bool:
     return all(0x21 <= b <= 0x7E for b in name)
 
 
+_BAD_CLIENT_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
+
+
 def set_client_name(c: Client, name: bytes) -> None:
     if not valid_client_name(name):  # CLIENT-3
-        raise CommandError("ERR Client names cannot contain spaces, newlines or special characters.")
+        raise CommandError(_BAD_CLIENT_NAME)
     c.name = name or None  # CLIENT-4: the empty name clears it
 
 
@@ -64,21 +78,39 @@ def hello(call: Call) -> Reply:
             raise CommandError("NOPROTO unsupported protocol version")
         version = parsed
         i = 2
+    dialect = call.server.dialect
+    # HELLO-DIALECT-2: Valkey parses every option first, then authenticates, then names
+    deferred = dialect.hello_options_then_auth
+    credentials: tuple[bytes, bytes] | None = None
+    name: bytes | None = None
     while i < len(argv):  # HELLO-3: each option is checked and applied in turn, left to right
         opt = c_string(argv[i]).lower()
         more = len(argv) - 1 - i
         if opt == b"auth" and more >= 2:
-            if not _auth_ok(call, argv[i + 1], argv[i + 2]):  # HELLO-4
-                raise CommandError("WRONGPASS invalid username-password pair or user is disabled.")
+            credentials = (argv[i + 1], argv[i + 2])
+            if not deferred and not _authenticate(call, *credentials):  # HELLO-4
+                raise CommandError(_WRONGPASS)
             i += 3
         elif opt == b"setname" and more >= 1:
-            set_client_name(c, argv[i + 1])  # HELLO-5: kept even if a later option fails
+            name = argv[i + 1]
+            if deferred:
+                if not valid_client_name(name):  # HELLO-DIALECT-2: checked here, set at the end
+                    raise CommandError(_BAD_CLIENT_NAME)
+            else:
+                set_client_name(c, name)  # HELLO-5: kept even if a later option fails
             i += 2
         else:  # HELLO-3
             raise CommandError(f"ERR Syntax error in HELLO option '{c_string(argv[i]).decode('latin-1')}'")
+    if deferred and credentials is not None and not _authenticate(call, *credentials):  # HELLO-DIALECT-2
+        raise CommandError(_WRONGPASS)
+    if c.id in call.server.unauthenticated:  # HELLO-8
+        raise CommandError(f"NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+                           f"{dialect.hello_auth_form} option can be used to authenticate the client and select "
+                           f"the RESP protocol version at the same time")
+    if deferred and name is not None:
+        set_client_name(c, name)  # HELLO-DIALECT-2
     if version:  # HELLO-6: the reply is already in the new protocol
         c.proto = version
-    dialect = call.server.dialect
     modules: tuple[Reply, ...] = ()
     if dialect.lua_module:  # HELLO-DIALECT-1: Valkey lists its Lua scripting engine as a module
         modules = (Map(((Bulk(b"name"), Bulk(b"lua")), (Bulk(b"ver"), Int(1)), (Bulk(b"path"), Bulk(b"lua")),
@@ -99,11 +131,12 @@ def auth(call: Call) -> Reply:
     argv = call.argv
     if len(argv) > 3:  # AUTH-1
         raise CommandError(table.SYNTAX)
-    if len(argv) == 2:  # AUTH-2: no password is configured for the default user
+    if len(argv) == 2 and not call.server.password_required():  # AUTH-2: the default user has no password
         raise CommandError("ERR AUTH <password> called without any password configured for the default user. "
                            "Are you sure your configuration is correct?")
-    if not _auth_ok(call, argv[1], argv[2]):  # AUTH-3
-        raise CommandError("WRONGPASS invalid username-password pair or user is disabled.")
+    username, password = (b"default", argv[1]) if len(argv) == 2 else (argv[1], argv[2])
+    if not _authenticate(call, username, password):  # AUTH-3
+        raise CommandError(_WRONGPASS)
     return OK  # AUTH-3
 
 
@@ -115,6 +148,8 @@ def reset(call: Call) -> Reply:
     c.proto = 2
     discard_transaction(c)
     c.name = None
+    # RESET-3: back to the default user, who must authenticate if it has a password
+    call.server.set_authenticated(c.id, not call.server.password_required())
     return Simple("RESET")  # RESET-2: rendered in RESP2, the protocol just restored
 
 
@@ -340,6 +375,8 @@ def info_text(server: Server, sections: list[str]) -> str:
 
 @command("info")
 def info(call: Call) -> Reply:
+    if len(call.argv) > 2 and not call.server.dialect.info_multiple_sections:  # INFO-DIALECT-2
+        raise CommandError(table.SYNTAX)
     sections = info_sections(call.argv, info_layout(call.server)[0])
     if "errorstats" in sections:
         note_iterator_end(call)  # XADD-14: the walk over the error-count tree ends off it
@@ -549,7 +586,7 @@ CONFIG_DEFAULTS: dict[str, str] = {
     for line in _CONFIG_DEFAULTS_TEXT.strip().splitlines()
 }
 # The parameters the model can change with CONFIG SET.
-_SETTABLE = ("stream-node-max-entries", "stream-node-max-bytes")
+_SETTABLE = ("stream-node-max-entries", "stream-node-max-bytes", "requirepass")
 _RANGE_ERROR = "argument must be between 0 and 9223372036854775807 inclusive"
 
 
@@ -564,7 +601,8 @@ def config_get(call: Call) -> Reply:
     matches: dict[str, tuple[str, str]] = {}  # lowercased name -> (name as replied, value)
     for arg in call.argv[2:]:
         text = c_string(arg).decode("latin-1")
-        if not any(ch in text for ch in "[*?"):  # CONFIG-1: a plain name is looked up as given
+        # CONFIG-1: a plain name is looked up as given; CONFIG-DIALECT-2: 6.2 matches it as a pattern
+        if call.server.dialect.config_get_plain_names and not any(ch in text for ch in "[*?"):
             if text.lower() in CONFIG_DEFAULTS and text.lower() not in matches:
                 matches[text.lower()] = (text, config_value(call.server, text.lower()))
             continue
@@ -607,7 +645,12 @@ def _parse_memory(value: bytes) -> int:
     return result
 
 
-_PARSERS = {"stream-node-max-entries": _parse_integer, "stream-node-max-bytes": _parse_memory}
+def _parse_string(value: bytes) -> str:
+    return value.decode("latin-1")
+
+
+_PARSERS: dict[str, Callable[[bytes], int | str]] = {
+    "stream-node-max-entries": _parse_integer, "stream-node-max-bytes": _parse_memory, "requirepass": _parse_string}
 
 
 @command("config|set")
@@ -630,7 +673,7 @@ def config_set(call: Call) -> Reply:
     for n in names:
         if n.lower() not in _SETTABLE:
             raise CommandError(f"ERR xspec model: CONFIG SET {n} is not modelled")
-    parsed: list[tuple[str, int]] = []
+    parsed: list[tuple[str, int | str]] = []
     for n, v in zip(names, values, strict=True):  # CONFIG-7: all or nothing
         if _PARSERS[n.lower()] is _parse_memory:
             # XADD-14: memtoull sets errno before its strtoull; 0 and ERANGE word XADD alike.
@@ -643,7 +686,8 @@ def config_set(call: Call) -> Reply:
                                    f"'{n}' - {e}") from None
             raise CommandError(f"ERR CONFIG SET failed (possibly related to argument '{n}') - {e}") from None
     for name, number in parsed:
-        call.server.config[name] = str(number)  # CONFIG-8: CONFIG GET shows the number in bytes
+        # CONFIG-8: CONFIG GET shows the number in bytes; an empty requirepass removes the password (AUTH-4)
+        call.server.config[name] = str(number)
     return OK
 
 

@@ -62,6 +62,29 @@ class Dialect:
     # 7.0 wraps whatever one command propagates when it is more than one op.
     wraps_transactions_only: bool = False
 
+    # SET accepts GET together with NX (7.0+); 6.2 refuses the pair as a syntax error.
+    set_nx_with_get: bool = True
+    # SET's error for an expiry out of range (SET-2, SET-DIALECT-1).
+    set_invalid_expire_error: str = "ERR invalid expire time in 'set' command"
+    # How a SET with an expiry is propagated (SET-6, SET-DIALECT-2): "pxat" (7.0: every
+    # expiry as ``SET key value PXAT <absolute ms>``), "px" (6.2: EX and PX as
+    # ``PX <ms>``, EXAT and PXAT as ``PXAT <absolute ms>``), "pxat-verbatim" (Valkey:
+    # as 7.0, but a PXAT SET is propagated as typed).
+    set_expiry_propagation: str = "pxat"
+    # INFO takes several section names (7.0+); 6.2 takes at most one (INFO-DIALECT-2).
+    info_multiple_sections: bool = True
+    # CONFIG GET looks up an argument without glob characters as given and replies it under
+    # that spelling (7.0+); 6.2 matches every argument as a pattern (CONFIG-DIALECT-2).
+    config_get_plain_names: bool = True
+    # An unauthenticated client gets NOAUTH only after the lookup and arity checks (7.0);
+    # Valkey refuses it before them (DISPATCH-DIALECT-2).
+    auth_before_lookup: bool = False
+    # HELLO applies each option as it parses it (7.0); Valkey parses them all, then
+    # authenticates, then sets the name (HELLO-DIALECT-2).
+    hello_options_then_auth: bool = False
+    # How HELLO's NOAUTH error writes the AUTH form (HELLO-8, HELLO-DIALECT-2).
+    hello_auth_form: str = "HELLO AUTH <user> <pass>"
+
     # CLIENT LIST/INFO field names when they are not 7.0's (CLIENT-DIALECT-1).
     client_list_fields: tuple[str, ...] = ()
     # Commands (``name`` or ``container|subcommand``, lowercase) whose behaviour in this
@@ -371,6 +394,11 @@ REDIS_62 = replace(
     wraps_transactions_only=True,
     approx_limit_bounded=False,
     info_layout=_INFO_62,
+    set_nx_with_get=False,
+    set_invalid_expire_error="ERR invalid expire time in set",
+    set_expiry_propagation="px",
+    info_multiple_sections=False,
+    config_get_plain_names=False,
     unsupported={"client|help": "6.2's help text is not modelled"},
     client_list_fields=tuple(
         "id addr laddr fd name age idle flags db sub psub multi qbuf qbuf-free argv-mem obl oll omem "
@@ -423,6 +451,10 @@ VALKEY_91 = replace(
     lag_fixes=True,
     multi_watch_are_no_multi=True,
     client_multi_kept=True,
+    set_expiry_propagation="pxat-verbatim",
+    auth_before_lookup=True,
+    hello_options_then_auth=True,
+    hello_auth_form="HELLO <proto> AUTH <user> <pass>",
     client_list_fields=tuple(
         "id addr laddr fd name age idle flags capa db sub psub ssub multi watch qbuf qbuf-free argv-mem "
         "multi-mem rbs rbp obl oll omem tot-mem events cmd user redir resp lib-name lib-ver tot-net-in "

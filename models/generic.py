@@ -468,17 +468,19 @@ def set_(call: Call) -> Reply:
     argv = call.argv
     key, value = argv[1], argv[2]
     nx = xx = get = keepttl = False
+    # SET-DIALECT-1: 6.2 refuses GET and NX together
+    nx_with_get = call.server.dialect.set_nx_with_get
     expire_unit: bytes | None = None
     expire_arg = b""
     i = 3
     while i < len(argv):  # SET-1: option parsing, in order
         opt = c_string(argv[i]).lower()
         has_next = i + 1 < len(argv)
-        if opt == b"nx" and not xx:
+        if opt == b"nx" and not xx and (nx_with_get or not get):
             nx = True
         elif opt == b"xx" and not nx:
             xx = True
-        elif opt == b"get":
+        elif opt == b"get" and (nx_with_get or not nx):
             get = True
         elif opt == b"keepttl" and expire_unit is None:
             keepttl = True
@@ -489,9 +491,9 @@ def set_(call: Call) -> Reply:
         else:
             raise CommandError(table.SYNTAX)
         i += 1
-    expire_at: int | None = None
+    expire_ms: tuple[int, int] | None = None
     if expire_unit is not None:  # SET-2
-        expire_at = _expire_time(call, expire_unit, expire_arg)
+        expire_ms = _expire_time(call, expire_unit, expire_arg)
     if get:  # SET-3
         reply = get_value(call, key)
     found = key in call.db
@@ -503,16 +505,16 @@ def set_(call: Call) -> Reply:
         _removed(call, key, old)
     else:
         call.modified(key)
-    call.propagate(_set_propagation(argv, expire_unit, expire_at, get))  # SET-6
+    call.propagate(_set_propagation(call, expire_unit, expire_ms, get))  # SET-6
     return reply if get else OK
 
 
-def _expire_time(call: Call, unit: bytes, arg: bytes) -> int:
-    """``getExpireMillisecondsOrReply`` for SET: the absolute expiry in ms."""
+def _expire_time(call: Call, unit: bytes, arg: bytes) -> tuple[int, int]:
+    """``getExpireMillisecondsOrReply`` for SET: the expiry in ms (relative for EX/PX) and as an absolute time."""
     ms = parse_ll(arg)
     if ms is None:  # SET-2
         raise CommandError(table.NOT_INTEGER)
-    invalid = "ERR invalid expire time in 'set' command"
+    invalid = call.server.dialect.set_invalid_expire_error  # SET-DIALECT-1: 6.2's text
     seconds = unit in (b"ex", b"exat")
     if ms <= 0 or (seconds and ms > I64_MAX // 1000):
         raise CommandError(invalid)
@@ -522,19 +524,24 @@ def _expire_time(call: Call, unit: bytes, arg: bytes) -> int:
         when = ms + call.now()
         if when > I64_MAX:  # the C sum overflows and turns negative
             raise CommandError(invalid)
-        return when
-    return ms
+        return ms, when
+    return ms, ms
 
 
-def _set_propagation(argv: list[bytes], unit: bytes | None, expire_at: int | None,
+def _set_propagation(call: Call, unit: bytes | None, expire_ms: tuple[int, int] | None,
                      get: bool) -> list[bytes | int]:
-    if unit is not None and unit != b"pxat":
-        assert expire_at is not None
-        return [b"SET", argv[1], argv[2], b"PXAT", expire_at]  # SET-6: relative times become PXAT
-    if get:
+    """The argv a SET that wrote sends to replicas and the AOF (SET-6, SET-DIALECT-2)."""
+    argv = call.argv
+    style = call.server.dialect.set_expiry_propagation
+    if expire_ms is not None and not (unit == b"pxat" and style == "pxat-verbatim"):
+        relative, absolute = expire_ms
+        if style == "px" and unit in (b"ex", b"px"):  # SET-DIALECT-2: 6.2 sends EX and PX as PX <ms>
+            return [b"SET", argv[1], argv[2], b"PX", relative]
+        return [b"SET", argv[1], argv[2], b"PXAT", absolute]  # SET-6: every expiry becomes PXAT
+    if get and expire_ms is None:
         # SET-6: every GET option is dropped (matched as C does, up to the first NUL)
         return [a for n, a in enumerate(argv) if n < 3 or c_string(a).lower() != b"get"]
-    return list[bytes | int](argv)
+    return list[bytes | int](argv)  # SET-DIALECT-2: Valkey sends a PXAT SET as typed, GET included
 
 
 def get_value(call: Call, key: bytes) -> Reply:

@@ -24,9 +24,10 @@ from xspec.models.dialect import REDIS_70, Dialect
 from xspec.models.state import BlockState, Client, Stream, Value, freeze_value
 from xspec.spec import commands as table
 from xspec.spec.resp import QUEUED as _QUEUED
-from xspec.spec.resp import Error, NullArray, Reply, for_protocol
+from xspec.spec.resp import Bulk, Error, Int, NullArray, Reply, Simple, for_protocol
 
 NUM_DATABASES = 16
+NOAUTH = "NOAUTH Authentication required."
 
 
 class CommandError(Exception):
@@ -189,6 +190,9 @@ class Server:
             self.config.update(config)
         self.dbs: list[dict[bytes, Value]] = [{} for _ in range(NUM_DATABASES)]
         self.clients: dict[int, Client] = {}
+        # Connections that have not authenticated (AUTH-4); they must while requirepass is set.
+        # Immutable, replaced at each change (the explorer shares immutable attributes).
+        self.unauthenticated: frozenset[int] = frozenset()
         self.next_client_id = 1
         # (db, key) -> client ids blocked on it, in the order they blocked
         self.blocking: dict[tuple[int, bytes], list[int]] = {}
@@ -215,6 +219,21 @@ class Server:
             return self._snapshot
         return self.clock.now_ms()
 
+    def password_required(self) -> bool:
+        """``requirepass`` is set: the default user has a password (AUTH-4)."""
+        return bool(self.config.get("requirepass"))
+
+    def set_authenticated(self, client_id: int, authenticated: bool) -> None:
+        if authenticated:
+            self.unauthenticated = self.unauthenticated - {client_id}
+        else:
+            self.unauthenticated = self.unauthenticated | {client_id}
+
+    def auth_required(self, c: Client, spec: table.CommandSpec | None) -> bool:
+        """``authRequired``: the client must authenticate before it may run ``spec`` (DISPATCH-8)."""
+        return c.id in self.unauthenticated and self.password_required() and (
+            spec is None or "no_auth" not in spec.flags)
+
     # -- clients ----------------------------------------------------------
     def connect(self, client_id: int | None = None) -> int:
         """Open a connection (CONN-2: RESP2, database 0, no name); returns its client id."""
@@ -223,6 +242,8 @@ class Server:
             raise ValueError(f"client {cid} already connected")
         self.next_client_id = max(self.next_client_id, cid) + 1
         self.clients[cid] = Client(id=cid)
+        # AUTH-4: a connection made while requirepass is set must authenticate
+        self.set_authenticated(cid, not self.password_required())
         # The accept loop stops at the accept4() that fails with EAGAIN (XADD-14).
         self.errno = EAGAIN
         return cid
@@ -232,6 +253,7 @@ class Server:
         c = self.clients.pop(client_id, None)
         if c is None:
             return
+        self.set_authenticated(client_id, True)
         if c.blocked is not None:
             self._unblock(c)
         c.watched.clear()
@@ -250,8 +272,9 @@ class Server:
         c = self.clients.get(client_id) or self.client(client_id)
         if c.blocked is not None:
             raise RuntimeError(f"client {client_id} is blocked and cannot send commands")
-        if self.dialect.time_snapshot_per_command:
-            self._snapshot = self.clock.now_ms()
+        if not self.dialect.time_snapshot_per_command:
+            return self._execute(c, argv)
+        self._snapshot = self.clock.now_ms()
         try:
             return self._execute(c, argv)
         finally:
@@ -262,10 +285,15 @@ class Server:
         # CONN-5: the client's last command (CLIENT LIST cmd=) is set by the
         # lookup, before any check; NULL when the lookup fails.
         c.last_cmd = spec.fullname if spec is not None else "NULL"
+        if self.unauthenticated and self.dialect.auth_before_lookup and self.auth_required(c, spec):
+            # DISPATCH-DIALECT-2: Valkey refuses before the lookup and arity checks
+            return self._reject(c, NOAUTH, spec)
         if spec is None:  # DISPATCH-1
             return self._reject(c, self.dialect.unknown_command_error(argv))
         if not spec.arity_ok(len(argv)):  # DISPATCH-2
             return self._reject(c, table.arity_error(spec), spec)
+        if self.unauthenticated and self.auth_required(c, spec):  # DISPATCH-8
+            return self._reject(c, NOAUTH, spec)
         name = spec.fullname
         if c.in_multi and name not in _RUN_INSIDE_MULTI:
             if "no_multi" in spec.flags:  # DISPATCH-3
@@ -285,12 +313,14 @@ class Server:
             result = handler(call)
         except CommandError as e:
             result = Error(e.text)
-        if isinstance(result, _Blocked):
+        if result is BLOCKED:
             out = Outcome(None, blocked=True)
-        elif isinstance(result, PreRendered):
-            out = Outcome(result.reply)
+        elif type(result) is PreRendered:
+            out = Outcome(result.reply)  # type: ignore[union-attr]
+        elif result is None or type(result) in _SAME_IN_EVERY_PROTOCOL:
+            out = Outcome(result)  # type: ignore[arg-type]
         else:
-            out = Outcome(None if result is None else for_protocol(result, c.proto))
+            out = Outcome(for_protocol(result, c.proto))  # type: ignore[arg-type]
         if ops:
             out.propagated = self._wrap(ops, name == "exec")  # DISPATCH-6, PROP-1
         if c.closed:  # CONN-3: QUIT closes the connection after its reply
@@ -486,5 +516,8 @@ def render_op(argv: list[bytes | int]) -> list[bytes]:
     """A propagated command as bytes (integers in decimal)."""
     return [a if isinstance(a, bytes) else b"%d" % a for a in argv]
 
+
+# Replies that for_protocol renders as themselves on RESP2 and RESP3 alike.
+_SAME_IN_EVERY_PROTOCOL = frozenset({Simple, Error, Int, Bulk})
 
 _RUN_INSIDE_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})

@@ -123,9 +123,14 @@ def password_ok(core: Core, user: bytes, password: bytes) -> bool:
     return False
 
 
-def set_name(c: Client, name: bytes) -> None:
+def check_name(name: bytes) -> None:
+    """``validateClientName``: printable ASCII without spaces (CLIENT-3)."""
     if not all(0x21 <= b <= 0x7E for b in name):
         raise _err(BAD_CLIENT_NAME)
+
+
+def set_name(c: Client, name: bytes) -> None:
+    check_name(name)
     c.name = name
 
 
@@ -144,27 +149,39 @@ def hello(ctx: Context) -> Reply:
             raise _err("NOPROTO unsupported protocol version")
         version = v
         i = 2
+    dialect = core.dialect
+    # HELLO-DIALECT-2: Valkey parses every option first (the last AUTH and SETNAME win),
+    # then authenticates, then sets the name; 7.0 applies each option as it comes (HELLO-3).
+    deferred = dialect.hello_options_then_auth
+    credentials: tuple[bytes, bytes] | None = None
+    name: bytes | None = None
     while i < len(argv):
         opt = lower(argv[i])
         more = len(argv) - 1 - i
         if opt == b"auth" and more >= 2:
-            if not password_ok(core, argv[i + 1], argv[i + 2]):
-                raise _err(WRONGPASS)
-            c.authenticated = True
+            credentials = (argv[i + 1], argv[i + 2])
+            if not deferred:
+                _hello_authenticate(c, core, credentials)  # HELLO-4
             i += 3
         elif opt == b"setname" and more >= 1:
-            set_name(c, argv[i + 1])
+            name = argv[i + 1]
+            if deferred:
+                check_name(name)  # HELLO-DIALECT-2: a bad name is reported before a bad password
+            else:
+                set_name(c, name)  # HELLO-5: kept even if a later option fails
             i += 2
         else:
             raise _err(f"ERR Syntax error in HELLO option '{text_of(argv[i])}'")
-    if not c.authenticated and core.requirepass is not None:
-        usage = "HELLO <proto> AUTH" if core.dialect.server == "valkey" else "HELLO AUTH"
+    if deferred and credentials is not None:
+        _hello_authenticate(c, core, credentials)  # HELLO-DIALECT-2
+    if not c.authenticated:  # HELLO-8: the connection's own flag, whether or not a password is set now
         raise _err(f"NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-                   f"{usage} <user> <pass> option can be used to authenticate the client and select the "
+                   f"{dialect.hello_auth_form} option can be used to authenticate the client and select the "
                    "RESP protocol version at the same time")
+    if deferred and name is not None:
+        c.name = name  # HELLO-DIALECT-2: only a HELLO that succeeds names the connection
     if version:
         c.proto = version
-    dialect = core.dialect
     return Map((
         (Bulk(b"server"), Bulk(dialect.server_name.encode())),  # HELLO-DIALECT-1
         (Bulk(b"version"), Bulk(dialect.version.encode())),
@@ -174,6 +191,13 @@ def hello(ctx: Context) -> Reply:
         (Bulk(b"role"), Bulk(b"master")),
         (Bulk(b"modules"), _LUA_MODULES if dialect.lua_module else _NO_MODULES),
     ))
+
+
+def _hello_authenticate(c: Client, core: Core, credentials: tuple[bytes, bytes]) -> None:
+    """HELLO's AUTH option: WRONGPASS, or the connection is authenticated (HELLO-4)."""
+    if not password_ok(core, *credentials):
+        raise _err(WRONGPASS)
+    c.authenticated = True
 
 
 _NO_MODULES = Array(())

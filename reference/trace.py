@@ -13,8 +13,9 @@ CLIENT KILL, XSPEC.FAULT, protocol errors). With ``--clock virtual`` each
 judges it against that dialect without options.
 
 :class:`ModelChecker` runs every command on the model too
-(``xspec.models.server.Server``), feeding the model's clock the readings the
-server's own handlers made for that command, and compares replies, blocking,
+(``xspec.models.server.Server``, with the server's ``--requirepass``), feeding
+the model's clock the readings the server's own handlers made for that command,
+and compares replies, blocking,
 the clients each command served and timeouts. Replies that describe the host
 (HELLO's id, CLIENT LIST, INFO, ...) are compared by shape
 (``xspec.spec.environment``); commands the model does not run (COMMAND,
@@ -174,6 +175,8 @@ class ModelChecker:
         self.report_dir = report_dir
         self.clock = FedClock(core)
         config = {k: core.config[k] for k in core.dialect.config_defaults}
+        if core.requirepass is not None:  # --requirepass: the model's clients must authenticate too (AUTH-4)
+            config["requirepass"] = core.requirepass
         self.model = Server(get_dialect(core.dialect.name), clock=self.clock, config=config)
         self.just_served: list[tuple[int, Reply]] = []
         self.divergences = 0

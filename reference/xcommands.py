@@ -1093,7 +1093,7 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
     dialect = ctx.dialect
     count = 0
     timeout: int | None = None
-    read_at: int | None = None  # the clock reading of a positive timeout, where 7.4+ checks it
+    read_at: int | None = None  # the clock reading of a positive timeout (XREAD-2)
     group_name: bytes | None = None
     consumer_name = b""
     noack = False
@@ -1107,9 +1107,11 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
             t = _int(argv[i], TIMEOUT_NOT_INTEGER)  # XREAD-2
             if t < 0:
                 raise ReplyError(TIMEOUT_NEGATIVE)
-            if t > 0 and dialect.block_timeout_range_check:
+            if t > 0:
+                # XREAD-2: the timeout becomes a deadline while parsing, so the clock is read here,
+                # before any delivery or seen-time reading, whether or not the command then blocks.
                 read_at = ctx.now_ms()
-                if t > I64_MAX - read_at:  # XREAD-DIALECT-3
+                if dialect.block_timeout_range_check and t > I64_MAX - read_at:  # XREAD-DIALECT-3
                     raise ReplyError("ERR timeout is out of range")
             timeout = t
         elif opt == b"count" and more:
@@ -1199,7 +1201,7 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
         after_by_key.setdefault(r.key, r.after)  # BLOCK-1: a key's first pair decides
     retry = _blocked_retry(count or BLOCKED_DEFAULT_COUNT, group_name, consumer_name, noack, after_by_key,
                            dialect.deleted_key_wakes_readgroup)
-    ctx.block(list(after_by_key), timeout, retry, NULL_ARRAY)  # BLOCK-1: each key once
+    ctx.block(list(after_by_key), timeout, retry, NULL_ARRAY, read_at)  # BLOCK-1: each key once
     return BLOCKED
 
 
@@ -1247,7 +1249,8 @@ def _block_for_reexecution(ctx: Context, grouped: bool, reads: list[_Read], time
                                   for r, arg in zip(reads, argv[ids_at:], strict=True))]
     if timeout:
         if deadline is None:
-            deadline = (ctx.now_ms() if read_at is None else read_at) + timeout
+            assert read_at is not None  # a positive timeout was read while parsing (XREAD-2)
+            deadline = read_at + timeout
         first_read_at: int | None = deadline - timeout
     else:
         first_read_at = None

@@ -8,6 +8,7 @@ why, when a package is not installed. Expectations are the servers' replies;
 
 from __future__ import annotations
 
+import shlex
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +30,7 @@ from xspec.models.dialect import (
     dialect_for_server,
 )
 from xspec.models.server import render_op
-from xspec.spec.resp import Array, Bulk, Error, Int, NullArray
+from xspec.spec.resp import Array, Bulk, Error, Int, NullArray, NullBulk, Reply, Simple
 from xspec.traces import CORPUS_DIR
 from xspec.traces.checker import check_trace
 from xspec.traces.client import RespConnection
@@ -497,3 +498,185 @@ def test_6_2_findings_are_exactly_the_6_2_to_7_0_differences():
         assert expect.get("verdict") == "diverge" and expect.get("dialect") == "redis-7.0", path
         verdict = check_trace(trace, dialect="redis-7.0")
         assert (verdict.status, verdict.event) == ("diverge", expect.get("event")), f"{path}: {verdict.describe()}"
+
+
+# -- SET, INFO, CONFIG GET and requirepass across the dialects ---------------------------------------
+
+SET_SCRIPT = (
+    "SET k v NX GET", "SET k v GET NX", "SET k v XX GET", "SET k v GET", "SET k w GET XX", "SET k v NX XX",
+    "SET k v EX 0", "SET k v PX -5", "SET k v EXAT 0", "SET k v PXAT -1", "SET k v EX 9223372036854775",
+    "SET k v EX 9223372036854776", "SET k v PX 9223372036854775807", "SET k v EXAT 9223372036854776",
+    "SET k v EX x", "SET k v EX 1.5", "SET k v EX", "SET k v EX 5 PX 5", "SET k v EX 5 EX 100",
+    "SET k v KEEPTTL EX 5", "SET k v EX 5 KEEPTTL", "SET k v KEEPTTL KEEPTTL", "SET k v GET GET",
+    "SET k v EXAT 5 PXAT 5", "SET k v foo", "SET k v EX 0 GET", "SET k v GET EX 0", "SET k v EX x NX GET",
+    "SET k v EX 0 XX", "XADD s 1-0 f v", "SET s v GET NX", "SET s v GET EX 0", "SET s v GET EX 100",
+    "SET s v GET XX", "SET n v nx get", "GET k",
+)
+
+
+def _set_script(server: RealRedis) -> list[Reply]:
+    s = server.scenario()
+    replies = [s.call(1, *line.split()) for line in SET_SCRIPT]
+    s.check()
+    return replies
+
+
+def test_62_set_refuses_nx_with_get_and_names_set_in_expire_errors(r62: DialectServer):
+    """SET-DIALECT-1: every SET error path of SET_SCRIPT, as 6.2.14 answers it."""
+    replies = _set_script(r62)
+    assert replies[0] == replies[1] == Error("ERR syntax error")
+    assert replies[6] == Error("ERR invalid expire time in set")
+
+
+def test_valkey_set_takes_nx_with_get(vk: DialectServer):
+    replies = _set_script(vk)
+    assert replies[0] == NullBulk() and replies[6] == Error("ERR invalid expire time in 'set' command")
+
+
+# (command, whether the propagated PXAT time is the clock's, which the model cannot know)
+SET_PROPAGATION = (
+    ("SET k v EX 100", True), ("SET k v PX 100000 GET", True), ("SET k v GET", False), ("SET k v gEt XX", False),
+    ("SET k v EXAT 99999999999", False), ("SET k v PXAT 99999999999999 GET", False),
+    ("SET k v xx pxat 99999999999999 get", False), ("SET k3 v pxat 99999999999999 NX", False),
+    ("SET k v KEEPTTL", False), ("SET k2 v NX", False), ("SET k v EX 5 EX 100", True), ("SET k v NX", False),
+)
+
+
+def _set_propagation_matches(server: RealRedis, dialect: str) -> list[list[list[bytes]]]:
+    conn = RespConnection(server.host, server.port)
+    tap = ReplicaTap(server.host, server.port)
+    model = Server(DIALECTS[dialect], ManualClock(1))
+    seen = []
+    try:
+        for line, timed in SET_PROPAGATION:
+            argv = line.encode().split()
+            conn.call(argv)
+            real = tap.take()
+            modelled = [render_op(op) for op in model.execute(1, argv).propagated]
+            if timed:  # the absolute time of a relative expiry is the server's reading
+                real, modelled = ([[b"<t>" if n and op[n - 1] == b"PXAT" else a for n, a in enumerate(op)]
+                                   for op in ops] for ops in (real, modelled))
+            assert modelled == real, line
+            seen.append(real)
+    finally:
+        tap.close()
+        conn.close()
+    return seen
+
+
+def test_62_set_propagates_relative_expiry_as_px(r62: DialectServer):
+    """SET-DIALECT-2: 6.2 sends EX/PX as PX <ms>, EXAT/PXAT as PXAT, and drops GET."""
+    seen = _set_propagation_matches(r62, "redis-6.2")
+    assert seen[0][-1] == [b"SET", b"k", b"v", b"PX", b"100000"]
+
+
+def test_70_set_propagates_every_expiry_as_pxat(redis: RealRedis):
+    """SET-6: a PXAT SET is rewritten too (its other options dropped)."""
+    seen = _set_propagation_matches(redis, "redis-7.0")
+    assert seen[7] == [[b"SET", b"k3", b"v", b"PXAT", b"99999999999999"]]
+
+
+def test_valkey_set_propagates_pxat_as_typed(vk: DialectServer):
+    """SET-DIALECT-2: Valkey keeps a PXAT SET's argv, GET included."""
+    seen = _set_propagation_matches(vk, "valkey-9.1")
+    assert seen[6] == [[b"SET", b"k", b"v", b"xx", b"pxat", b"99999999999999", b"get"]]
+
+
+def test_62_info_takes_one_section_and_config_get_only_patterns(r62: DialectServer):
+    """INFO-DIALECT-2, CONFIG-DIALECT-2."""
+    s = r62.scenario()
+    s.call(1, "SET", "k", "v")
+    assert s.call(1, "INFO", "keyspace", "clients") == Error("ERR syntax error")
+    for args in (["a", "b"], ["KEYSPACE"], ["foo"], ["default", "default"]):
+        s.call(1, "INFO", *args)
+    got = s.call(1, "CONFIG", "GET", "STREAM-NODE-MAX-entries")
+    assert got == Array((Bulk(b"stream-node-max-entries"), Bulk(b"100")))
+    for name in ("SLAVE-READ-ONLY", "SAVE", "stream-node-max-entrie?", "[s]tream-node-max-bytes", "*read-only",
+                 "nosuch", "Stream-Node-Max-Bytes"):
+        s.call(1, "CONFIG", "GET", name)
+    s.check()
+
+
+def _clear_password(server: RealRedis) -> None:
+    c = server.connection()
+    try:
+        if c.call([b"AUTH", b"pw"]) == Simple("OK"):
+            c.call([b"CONFIG", b"SET", b"requirepass", b""])
+    finally:
+        c.close()
+
+
+def _requirepass_script(server: RealRedis) -> list[Reply]:
+    """Clients connected before, while and after ``requirepass`` is set (AUTH-4, DISPATCH-8, HELLO-8)."""
+    s = server.scenario()
+    steps: list[tuple[int, str]] = [
+        (1, "CONFIG SET requirepass pw"), (1, "CONFIG GET requirepass"),
+        (3, "PING"), (3, "FOO x"), (3, "GET"), (3, "CLIENT FOO"), (3, "CLIENT ID x"), (3, "XADD s"), (3, "MULTI"),
+        (3, "EXEC"), (3, "HELLO"), (3, "HELLO 4"), (3, "HELLO 3 SETNAME early"), (3, "AUTH"), (3, "AUTH x"),
+        (3, "AUTH bob pw"), (3, "AUTH a b c"), (3, "RESET x"), (3, "HELLO 2 AUTH default pw SETNAME 'a b'"),
+        (3, "PING"), (3, "AUTH pw"), (3, "CLIENT GETNAME"), (3, "RESET"), (3, "PING"), (3, "HELLO 3 AUTH default pw"),
+        (3, "PING"), (2, "PING"), (2, "AUTH default x"), (2, "PING"), (4, "AUTH default x"), (4, "PING"),
+        (5, "HELLO 2 SETNAME n5 AUTH default pw"), (5, "CLIENT GETNAME"), (1, "CONFIG SET requirepass ''"),
+        (4, "PING"), (4, "HELLO"), (4, "AUTH x"), (4, "HELLO 2 AUTH default x"), (1, "CONFIG SET requirepass pw"),
+        (4, "PING"), (6, "PING"), (1, "CONFIG SET requirepass ''"),
+    ]
+    s.rec.connect(2)  # connected before the password: authenticated
+    replies = []
+    try:
+        for client, line in steps:
+            replies.append(s.call(client, *shlex.split(line)))
+    finally:
+        _clear_password(server)
+    s.check()
+    return replies
+
+
+def test_62_requirepass(r62: DialectServer):
+    replies = _requirepass_script(r62)
+    assert replies[3] == Error("ERR unknown command `FOO`, with args beginning with: `x`, ")
+    assert replies[5] == Error("NOAUTH Authentication required.")  # CLIENT's arity is -2 in 6.2
+
+
+def test_70_requirepass(redis: RealRedis):
+    replies = _requirepass_script(redis)
+    assert replies[2] == Error("NOAUTH Authentication required.")
+    assert replies[3] == Error("ERR unknown command 'FOO', with args beginning with: 'x' ")
+    assert replies[21] == Bulk(b"early")  # HELLO set the name before refusing
+
+
+def test_valkey_refuses_unauthenticated_clients_first(vk: DialectServer):
+    """DISPATCH-DIALECT-2, HELLO-DIALECT-2."""
+    replies = _requirepass_script(vk)
+    assert replies[3] == replies[4] == replies[5] == Error("NOAUTH Authentication required.")
+    assert isinstance(replies[10], Error) and "HELLO <proto> AUTH <user> <pass>" in replies[10].text
+    assert replies[21] == NullBulk()  # HELLO names the client only once it is authenticated
+
+
+@pytest.mark.parametrize("which", ["redis-6.2", "valkey-9.1"])
+def test_hello_options_order(which: str, request: pytest.FixtureRequest):
+    """HELLO-3, HELLO-5 (6.2 as 7.0) and HELLO-DIALECT-2 (Valkey parses every option, then authenticates)."""
+    server: DialectServer = request.getfixturevalue("r62" if which == "redis-6.2" else "vk")
+    s = server.scenario()
+    for line in ("HELLO 2 SETNAME n1 AUTH bob x", "CLIENT GETNAME", "HELLO 2 SETNAME n2 FOO", "CLIENT GETNAME",
+                 "HELLO 3 AUTH bob x SETNAME 'a b'", "HELLO 2 SETNAME n3 SETNAME 'a b'", "CLIENT GETNAME",
+                 "HELLO 2 FOO SETNAME 'a b'", "HELLO 3 SETNAME n4 AUTH default x", "CLIENT GETNAME",
+                 "HELLO 2 SETNAME a SETNAME b", "HELLO 2 AUTH bob x AUTH default y", "HELLO 2 AUTH default y AUTH bob x",
+                 "CLIENT GETNAME"):
+        s.call(1, *shlex.split(line))
+    s.check()
+
+
+def test_62_block_timeout_is_read_while_parsing():
+    """6.2's getTimeoutFromObjectOrReply reads the clock for a positive BLOCK timeout as it parses it
+    (6.2's timeout.c and xreadCommand), whether the command then blocks, is served at once or runs in
+    EXEC; creating or refreshing the consumer reads it again. The traces cannot show these readings."""
+    clock = ManualClock(1000)  # counts its readings
+    model = Server(REDIS_62, clock)
+    counts = []
+    for line in ("XADD s 1-0 f v", "XGROUP CREATE s g $", "XREAD BLOCK 30 STREAMS s 0",
+                 "XREADGROUP GROUP g c BLOCK 5000 STREAMS s 0", "MULTI", "XREAD BLOCK 100 STREAMS s $",
+                 "XREADGROUP GROUP g c BLOCK 100 STREAMS s >", "EXEC", "XREAD BLOCK 0 STREAMS s 0"):
+        before = clock.readings
+        model.execute(1, line.encode().split())
+        counts.append(clock.readings - before)
+    assert counts == [0, 0, 1, 2, 0, 0, 0, 2, 0]

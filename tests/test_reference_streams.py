@@ -100,9 +100,10 @@ class FakeContext:
         self.core.signal(self.client.db, key)
 
     def block(self, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | None],
-              timeout_reply: Reply) -> Blocked:
+              timeout_reply: Reply, read_at: int | None = None) -> Blocked:
         core = self.core
-        core.waiters[self.client.id] = Waiter(keys, None if timeout_ms == 0 else core.now + timeout_ms,
+        start = core.now if read_at is None else read_at
+        core.waiters[self.client.id] = Waiter(keys, None if timeout_ms == 0 else start + timeout_ms,
                                               retry, timeout_reply)
         for k in dict.fromkeys(keys):
             core.queues.setdefault((self.client.db, k), []).append(self.client.id)
