@@ -21,7 +21,7 @@ from errno import ERANGE
 from typing import TYPE_CHECKING
 
 from xspec.models.ordered import first_key_from
-from xspec.spec.ids import c_string, canonical_id, string2ll, strtoull
+from xspec.spec.ids import c_string, canonical_id, parse_strict, string2ll, strtoull
 
 if TYPE_CHECKING:
     from xspec.models.server import Call, Server
@@ -56,6 +56,15 @@ def note_id_parse(call: Call, arg: bytes, *, allow_auto_seq: bool = False) -> No
         return
     if string2ll(seq_part) is None:
         note_strtoull(call.server, strtoull(seq_part) is None)
+
+
+def strict_id(call: Call, arg: bytes) -> StreamID | None:
+    """``parse_strict(arg)``, with the errno that parse leaves (``note_id_parse``)."""
+    fast = canonical_id(arg)
+    if fast is not None:  # both parts pass the strict signed parse: errno untouched
+        return fast
+    note_id_parse(call, arg)
+    return parse_strict(arg)
 
 
 def note_interval_parse(call: Call, arg: bytes) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from xspec.models import pel
-from xspec.models.cerrno import note_id_parse, note_iterator_end
+from xspec.models.cerrno import note_id_parse, note_iterator_end, strict_id
 from xspec.models.intervals import interval_bounds, interval_start
 from xspec.models.ordered import first_key, first_key_from, keys_from, last_key
 from xspec.models.reads import lookup_entry
@@ -30,7 +30,6 @@ from xspec.spec.ids import (
     c_string,
     parse_ll,
     parse_loose,
-    parse_strict,
     successor,
 )
 from xspec.spec.resp import OK, Array, Bulk, Int, NullArray, NullBulk, Reply, Simple
@@ -201,8 +200,7 @@ def xgroup_create(call: Call) -> Reply:
     if c_string(argv[4]) == b"$":  # XGROUP-7
         last_id = stream.last_id if stream is not None else MIN_ID
     else:
-        note_id_parse(call, argv[4])  # XADD-14
-        parsed = parse_strict(argv[4])
+        parsed = strict_id(call, argv[4])  # XADD-14
         if parsed is None:
             raise CommandError(table.INVALID_ID)
         last_id = parsed
@@ -322,8 +320,7 @@ def xack(call: Call) -> Reply:
         return Int(0)
     ids: list[StreamID] = []
     for arg in argv[3:]:  # XACK-2
-        note_id_parse(call, arg)  # XADD-14
-        parsed = parse_strict(arg)
+        parsed = strict_id(call, arg)  # XADD-14
         if parsed is None:
             raise CommandError(table.INVALID_ID)
         ids.append(parsed)
@@ -459,8 +456,7 @@ def _claim_options(call: Call, first: int, now: int) -> _ClaimOptions:
             opts.retry_count = retry
         elif opt == b"lastid" and more:
             j += 1
-            note_id_parse(call, argv[j])  # XADD-14
-            last_id = parse_strict(argv[j])
+            last_id = strict_id(call, argv[j])  # XADD-14
             if last_id is None:
                 raise CommandError(table.INVALID_ID)
             opts.last_id = last_id
@@ -482,8 +478,7 @@ def xclaim(call: Call) -> Reply:
     ids: list[tuple[StreamID, bytes]] = []
     j = 5
     while j < len(argv):  # XCLAIM-3
-        note_id_parse(call, argv[j])  # XADD-14: the option word that ends the IDs is parsed too
-        parsed = parse_strict(argv[j])
+        parsed = strict_id(call, argv[j])  # XADD-14: the option word that ends the IDs is parsed too
         if parsed is None:
             break
         ids.append((parsed, argv[j]))

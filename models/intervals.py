@@ -12,23 +12,40 @@ from __future__ import annotations
 from xspec.models.cerrno import note_interval_parse
 from xspec.models.server import Call, CommandError
 from xspec.spec import commands as table
-from xspec.spec.ids import U64_MAX, IntervalID, StreamID, canonical_id, parse_interval, predecessor, successor
+from xspec.spec.ids import (
+    MAX_ID,
+    MIN_ID,
+    U64_MAX,
+    IntervalID,
+    StreamID,
+    canonical_id,
+    parse_interval,
+    predecessor,
+    successor,
+)
 
 ERR_START_INTERVAL = "ERR invalid start ID for the interval"
 ERR_END_INTERVAL = "ERR invalid end ID for the interval"
+_SPECIAL_BOUNDS = {b"-": MIN_ID, b"+": MAX_ID}  # ID-4
 
 
 def parse_interval_noting_errno(call: Call, arg: bytes, missing_seq: int) -> IntervalID | None:
-    """``parse_interval``, with the errno that parse leaves (``note_interval_parse``, XADD-14)."""
-    fast = canonical_id(arg, missing_seq)
-    if fast is not None:  # no ``(``, and both parts pass the strict signed parse: errno untouched
-        return IntervalID(fast, False)
+    """``parse_interval``, with the errno that parse leaves (``note_interval_parse``, XADD-14).
+
+    The callers first try the lone ``-`` and ``+`` (ID-4) and :func:`canonical_id`:
+    neither has a ``(``, so both are inclusive, and neither leaves errno changed
+    (the special IDs read no number; both parts of a canonical ID pass the
+    strict signed parse).
+    """
     note_interval_parse(call, arg)
     return parse_interval(arg, missing_seq)
 
 
 def interval_start(call: Call, arg: bytes) -> StreamID:
     """The first ID a range starting at ``arg`` includes."""
+    fast = _SPECIAL_BOUNDS.get(arg) or canonical_id(arg)
+    if fast is not None:  # inclusive, errno untouched (see parse_interval_noting_errno)
+        return fast
     start = parse_interval_noting_errno(call, arg, 0)
     if start is None:
         raise CommandError(table.INVALID_ID)
@@ -42,6 +59,9 @@ def interval_start(call: Call, arg: bytes) -> StreamID:
 
 def interval_end(call: Call, arg: bytes) -> StreamID:
     """The last ID a range ending at ``arg`` includes."""
+    fast = _SPECIAL_BOUNDS.get(arg) or canonical_id(arg, U64_MAX)
+    if fast is not None:  # inclusive, errno untouched (see parse_interval_noting_errno)
+        return fast
     end = parse_interval_noting_errno(call, arg, U64_MAX)
     if end is None:
         raise CommandError(table.INVALID_ID)

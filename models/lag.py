@@ -30,7 +30,7 @@ def range_has_tombstones(stream: Stream, start: StreamID | None, end: StreamID |
     is inside the range". 7.0 also answers False when that deletion is older
     than the recorded first entry; the ``fixed`` code (LAG-DIALECT-1) does not.
     """
-    if stream.length == 0 or stream.max_deleted_id == MIN_ID:
+    if stream.max_deleted_id == MIN_ID or stream.length == 0:
         return False
     if not fixed and stream.first_id > stream.max_deleted_id:
         return False

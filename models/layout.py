@@ -83,7 +83,10 @@ class _Node:
 
     def lp_bytes(self) -> int:
         """lpBytes: the listpack's total size."""
-        return self.body_bytes + int_element_size(self.live) + int_element_size(self.deleted)
+        live, deleted = self.live, self.deleted
+        # counts up to 127 (all of a default-sized node's) are 2-byte 7-bit integers
+        return (self.body_bytes + (2 if live <= 127 else int_element_size(live))
+                + (2 if deleted <= 127 else int_element_size(deleted)))
 
     def kill(self, index: int) -> None:
         """Flag live entry ``index`` deleted."""
@@ -286,8 +289,12 @@ class NodeLayout:
         else:
             same_fields = names == tail.master_fields
         master = tail.master
-        size = (_FLAGS_SIZE + _delta_size(entry_id.ms, master.ms) + _delta_size(entry_id.seq, master.seq)
-                + sum(map(element_size, fields[1::2])))
+        ms_delta = entry_id.ms - master.ms
+        seq_delta = entry_id.seq - master.seq
+        size = (_FLAGS_SIZE + sum(map(element_size, fields[1::2]))
+                # a small forward step, the common case, inline: a 2-byte 7-bit integer
+                + (2 if 0 <= ms_delta <= 127 else _delta_size(entry_id.ms, master.ms))
+                + (2 if 0 <= seq_delta <= 127 else _delta_size(entry_id.seq, master.seq)))
         elements = len(names) + 3  # values, flags, ms delta, seq delta
         if not same_fields:
             size += int_element_size(len(names)) + sum(map(element_size, names))

@@ -70,7 +70,9 @@ def element_size(data: bytes) -> int:
     """Bytes of the element ``lpAppend`` makes of ``data`` (encoding and backlen)."""
     n = len(data)
     if n <= _LONGEST_INT64_TEXT:
-        return _short_element_size(data)
+        if n and (48 <= data[0] <= 57 or data[0] == 45):  # starts with a digit or "-": maybe an integer
+            return _short_element_size(data)
+        return n + 2  # a 6-bit length string
     if n < 64:
         encoded = 1 + n  # 6-bit length string
     elif n < 4096:

@@ -19,7 +19,7 @@ from itertools import islice
 from typing import cast
 
 from xspec.models import lag, pel
-from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_iterator_end
+from xspec.models.cerrno import note_entry_lookup, note_iterator_end, strict_id
 from xspec.models.ordered import keys_from
 from xspec.models.server import BLOCKED, Call, CommandError, HandlerResult, command
 from xspec.models.state import Consumer, Fields, Group, Nack, Stream
@@ -31,7 +31,6 @@ from xspec.spec.ids import (
     StreamID,
     c_string,
     parse_ll,
-    parse_strict,
     predecessor,
     successor,
 )
@@ -201,8 +200,7 @@ def check_streams(call: Call, opts: ReadOptions) -> list[StreamRead]:
                 raise CommandError(GT_IN_XREAD)
             after = MAX_ID  # XREADGROUP-4
         else:
-            note_id_parse(call, id_arg)  # XADD-14
-            parsed = parse_strict(id_arg)
+            parsed = strict_id(call, id_arg)  # XADD-14
             if parsed is None:  # XREAD-9
                 raise CommandError(table.INVALID_ID)
             after = parsed
@@ -330,8 +328,10 @@ def lookup_entry(call: Call, stream: Stream, entry_id: StreamID) -> Fields | Non
         if ran_off:
             note_iterator_end(call)  # XADD-14
         return fields
-    note_entry_lookup(call, stream, entry_id)  # XADD-14
-    return stream.entries.get(entry_id)
+    fields = stream.entries.get(entry_id)
+    if fields is None:
+        note_entry_lookup(call, stream, entry_id)  # XADD-14: the lookup may run off the tree
+    return fields
 
 
 def range_after(call: Call, stream: Stream, after: StreamID, count: int) -> tuple[Reply, ...]:

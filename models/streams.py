@@ -21,9 +21,17 @@ from errno import EDOM, ERANGE
 
 from sortedcontainers import SortedDict
 
-from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_iterator_end
+from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_iterator_end, strict_id
 from xspec.models.intervals import interval_bounds
-from xspec.models.ordered import first_key, first_key_from, keys_down_from, keys_from, last_key_to
+from xspec.models.ordered import (
+    discard_all,
+    first_key,
+    first_key_from,
+    keys_down_from,
+    keys_from,
+    last_key_to,
+    put,
+)
 from xspec.models.reads import entry_reply
 from xspec.models.server import Call, CommandError, HandlerResult, command
 from xspec.models.state import Fields, Stream
@@ -40,7 +48,6 @@ from xspec.spec.ids import (
     canonical_id,
     parse_id,
     parse_ll,
-    parse_strict,
     successor,
 )
 from xspec.spec.resp import OK, Array, Bulk, Int, NullArray, NullBulk, Reply
@@ -109,9 +116,10 @@ def parse_add_trim_args(call: Call, xadd: bool) -> AddTrimArgs:
     argv = call.argv
     args = AddTrimArgs()
     limit_given = False
+    argc = len(argv)
     i = 2
-    while i < len(argv):
-        more = len(argv) - 1 - i
+    while i < argc:
+        more = argc - 1 - i
         opt = _lower(argv[i])
         if xadd and opt == b"*":  # XADD-2: the auto-ID fast path ends the options
             break
@@ -130,8 +138,7 @@ def parse_add_trim_args(call: Call, xadd: bool) -> AddTrimArgs:
                 if args.maxlen < 0:
                     raise CommandError(ERR_MAXLEN_NEGATIVE)
             else:
-                note_id_parse(call, argv[i + 1])
-                minid = parse_strict(argv[i + 1])
+                minid = strict_id(call, argv[i + 1])
                 if minid is None:
                     raise CommandError(table.INVALID_ID)
                 args.minid = minid
@@ -191,8 +198,8 @@ def trim(call: Call, stream: Stream, args: AddTrimArgs) -> int:
         if removed or not stream.length:  # XTRIM-10: a trim that removed nothing leaves it, LAYOUT-3
             stream.first_id = first_live_id(stream)
         return len(removed)
-    for entry_id in removed:
-        del stream.entries[entry_id]
+    if removed:
+        discard_all(stream.entries, removed)
     # XTRIM-10: the first live entry, 0-0 for an empty stream; max-deleted-entry-id stays.
     stream.first_id = first_key(stream.entries) if stream.entries else MIN_ID
     return len(removed)
@@ -285,7 +292,7 @@ def xadd(call: Call) -> HandlerResult:
         note_iterator_end(call)  # the seek for the tail node finds an empty tree
     stream.layout.append(new_id, fields, call.server.config_int("stream-node-max-entries"),
                          call.server.config_int("stream-node-max-bytes"), stream.entries)
-    stream.entries[new_id] = fields  # XADD-17
+    put(stream.entries, new_id, fields)  # XADD-17
     if stream.layout.disordered:
         sync_entries(stream)  # LAYOUT-1, LAYOUT-4: a replaced node's entries are gone from every walk
     stream.last_id = new_id
@@ -411,8 +418,7 @@ def xdel(call: Call) -> Reply:
         return Int(0)
     ids: list[StreamID] = []
     for arg in call.argv[2:]:  # XDEL-2: every ID before any deletion
-        note_id_parse(call, arg)
-        entry_id = parse_strict(arg)
+        entry_id = strict_id(call, arg)
         if entry_id is None:
             raise CommandError(table.INVALID_ID)
         ids.append(entry_id)
@@ -471,8 +477,7 @@ def xsetid(call: Call) -> Reply:
     argv = call.argv
     if not call.server.dialect.stream_counters and call.stream(argv[1]) is None:
         raise CommandError(table.NO_SUCH_KEY)  # XSETID-DIALECT-1: 6.2 checks the key before the ID
-    note_id_parse(call, argv[2])
-    last_id = parse_strict(argv[2])  # XSETID-1
+    last_id = strict_id(call, argv[2])  # XSETID-1
     if last_id is None:
         raise CommandError(table.INVALID_ID)
     entries_added = -1
@@ -486,8 +491,7 @@ def xsetid(call: Call) -> Reply:
             if entries_added < 0:
                 raise CommandError(ERR_ENTRIES_ADDED_NEGATIVE)
         elif opt == b"maxdeletedid" and more:
-            note_id_parse(call, argv[i + 1])
-            parsed = parse_strict(argv[i + 1])
+            parsed = strict_id(call, argv[i + 1])
             if parsed is None:
                 raise CommandError(table.INVALID_ID)
             if last_id < parsed:

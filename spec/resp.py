@@ -204,8 +204,16 @@ def _same_in_resp2(r: Reply) -> bool:
             if ti is Bulk:
                 continue
             if ti is Array:
-                if not _same_in_resp2(i):
-                    return False
+                # One level inline: most arrays nest once (stream entries: [id, [field, value ...]]).
+                for j in i.items:  # type: ignore[union-attr]
+                    tj = type(j)
+                    if tj is Bulk:
+                        continue
+                    if tj is Array:
+                        if not _same_in_resp2(j):
+                            return False
+                    elif tj not in _RESP2_AS_IS:
+                        return False
             elif ti not in _RESP2_AS_IS:
                 return False
         return True

@@ -61,3 +61,43 @@ def test_ordered_helpers_agree_with_sorted_semantics(ks, lo, hi):
     assert list(ordered.keys_from(sd, lo, hi)) == [k for k in srt if lo <= k <= hi]
     assert list(ordered.keys_from(sd, lo)) == [k for k in srt if k >= lo]
     assert list(ordered.keys_down_from(sd, hi, lo)) == [k for k in reversed(srt) if lo <= k <= hi]
+
+
+ops = st.lists(st.tuples(st.sampled_from(["put", "discard", "trim", "index"]), st.integers(0, 120)), max_size=200)
+
+
+@settings(max_examples=300)
+@given(ks=st.lists(st.integers(0, 100), unique=True, max_size=60), steps=ops)
+def test_ordered_updates_agree_with_sorted_dict(ks, steps):
+    """put, discard and discard_all leave the same dict as SortedDict's own methods, index included."""
+    sd = small_lists(SortedDict({k: k for k in ks}))
+    ref = SortedDict({k: k for k in ks})
+    for op, k in steps:
+        if op == "put":
+            ordered.put(sd, k, -k)
+            ref[k] = -k
+        elif op == "discard":
+            assert ordered.discard(sd, k) == ref.pop(k, None)
+        elif op == "trim":  # the k smallest keys, as a trim removes them, or any keys
+            head = list(ref.keys())[:k % 7]
+            chosen = head if k % 2 else [x for x in ref.keys() if x % 3 == k % 3][:4]
+            ordered.discard_all(sd, chosen)
+            for x in chosen:
+                del ref[x]
+        else:
+            sd.peekitem(len(sd) // 2) if sd else None  # builds the positional index the updates must keep
+        sd._list._check()
+        assert list(sd.items()) == list(ref.items())
+
+
+@settings(max_examples=2000)
+@given(data=st.one_of(st.binary(max_size=20), st.integers(-(1 << 64), 1 << 64).map(lambda n: str(n).encode())))
+def test_element_size_shortcut_agrees_with_the_listpack_encoding(data):
+    """A short element that does not start like an integer skips the integer check, with the same size."""
+    from xspec.models import listpack
+
+    if len(data) > 20:
+        return
+    value = listpack.as_listpack_int(data)
+    expected = listpack.int_element_size(value) if value is not None else len(data) + 2
+    assert listpack.element_size(data) == expected
