@@ -265,16 +265,19 @@ def test_virtual_clock_with_blocked_clients_and_timeouts(serve: Callable[..., Se
 
 
 def test_a_second_signal_during_shutdown_exits_at_once_with_status_1(serve: Callable[..., Served]) -> None:
-    served = serve()
+    served = serve("--enable-debug-command", "yes")
     for _ in range(5):
         served.connect().sendall(command("XREAD", "BLOCK", "0", "STREAMS", "s", "$"))
     served.wait_for("blocked_clients", 5)
-    # Stopped, the process gets both signals at once when it goes on: SIGINT's handler runs first
-    # (lower number) and starts the shutdown, SIGTERM's then finds it under way.
-    os.kill(served.proc.pid, signal.SIGSTOP)
+    # A command that runs for seconds holds the shutdown the first signal starts (the handler runs
+    # at once, the shutdown waits for the command), so the second signal surely lands inside it,
+    # however slowly a loaded machine schedules the process.
+    served.connect().sendall(command("DEBUG", "SLEEP", "5"))
+    time.sleep(0.2)
     os.kill(served.proc.pid, signal.SIGINT)
-    os.kill(served.proc.pid, signal.SIGTERM)
-    status, took = stop_with(served, signal.SIGCONT)
+    time.sleep(0.3)
+    assert served.proc.poll() is None, served.log()  # still shutting down
+    status, took = stop_with(served, signal.SIGTERM)
     assert (status, took <= BOUND) == (1, True), (took, served.log())
     assert "You insist... exiting now." in served.log()
 
