@@ -61,6 +61,17 @@ def test_the_whole_corpus_replays_conforming(redis: RealRedis, tmp_path: Path) -
         assert trace.header.extra["target"] == _url(redis) and trace.header.server_version == "7.0.15"
 
 
+def _replay(redis: RealRedis, original: Trace) -> tuple[Replay, Trace]:
+    """Replay ``original`` on the real server; the replay (its differences) and the live trace."""
+    target = parse_target(_url(redis), allow_flush=True)
+    assert isinstance(target, LiveTarget)
+    try:
+        replay = Replay(target, original)
+        return replay, replay.run()
+    finally:
+        target.close()
+
+
 def _model_trace(steps: list[Step]) -> Trace:
     return parse_target("model:redis-7.0").run(steps)
 
@@ -73,13 +84,7 @@ def test_ids_generated_by_the_original_server_are_rebound(redis: RealRedis, tmp_
     generated_2 = ids[3].items[0].value  # type: ignore[union-attr]
     original = _model_trace(first + [Step(1, (b"XDEL", b"s", generated_1)),
                                      Step(1, (b"XRANGE", b"s", generated_2, generated_2))])
-    target = parse_target(_url(redis), allow_flush=True)
-    assert isinstance(target, LiveTarget)
-    try:
-        replay = Replay(target, original)
-        live = replay.run()
-    finally:
-        target.close()
+    replay, live = _replay(redis, original)
     cmds = [e.cmd for e in live.events if isinstance(e, (Call, Send))]
     replies = [e.reply for e in live.events if isinstance(e, Call)]
     live_1 = replies[0].value  # type: ignore[union-attr]
@@ -106,13 +111,7 @@ def test_an_id_is_rebound_even_when_its_reader_got_it_before_the_writer(redis: R
              {"ev": "recv", "c": 2, "reply": {"bulk": xadd_id.decode()}, "t": t + 1200}]
     path = tmp_path / "reader-first.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    target = parse_target(_url(redis), allow_flush=True)
-    assert isinstance(target, LiveTarget)
-    try:
-        replay = Replay(target, load(path))
-        live = replay.run()
-    finally:
-        target.close()
+    replay, live = _replay(redis, load(path))
     assert replay.translation.ids[xadd_id] != xadd_id  # the live server generated its own ID
     assert replay.differences == []
     assert check_trace(live).status == "conform"
@@ -140,13 +139,7 @@ def test_a_proxy_recording_replays_with_raw_bytes_server_closes_and_rebound_ids(
         time.sleep(0.05)
     original = load(recorded)
     assert sum(isinstance(e, Close) and e.by == "server" for e in original.events) == 2
-    target = parse_target(_url(redis), allow_flush=True)
-    assert isinstance(target, LiveTarget)
-    try:
-        replay = Replay(target, original)
-        live = replay.run()
-    finally:
-        target.close()
+    replay, live = _replay(redis, original)
     assert [type(e).__name__ for e in live.events] == [type(e).__name__ for e in original.events]
     assert replay.differences == []  # the XADD's ID differs, and is rebound in XRANGE's reply
     assert check_trace(live).status == "unsupported"  # raw protocol bytes: the model does not parse them
@@ -156,13 +149,7 @@ def test_replies_are_awaited_as_long_as_the_original_waited(redis: RealRedis, mo
     monkeypatch.setattr(live_module, "REPLY_WAIT", 0.2)
     original = _model_trace([Step(1, (b"XREAD", b"BLOCK", b"500", b"STREAMS", b"s", b"$")), Step(1, (b"PING",))])
     assert [type(e).__name__ for e in original.events] == ["Send", "Recv", "Call"]
-    target = parse_target(_url(redis), allow_flush=True)
-    assert isinstance(target, LiveTarget)
-    try:
-        replay = Replay(target, original)
-        live = replay.run()
-    finally:
-        target.close()
+    replay, live = _replay(redis, original)
     assert [type(e).__name__ for e in live.events] == ["Send", "Recv", "Call"]  # the timeout came after 0.5 s
     assert replay.differences == [] and check_trace(live).status == "conform"
 
