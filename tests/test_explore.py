@@ -22,6 +22,7 @@ from xspec.models.explore.abstraction import (
     Abstraction,
     TimeReads,
     TracedStream,
+    Unsupported,
 )
 from xspec.models.explore.cli import explore_command
 from xspec.models.explore.concrete import concretize
@@ -229,6 +230,20 @@ def test_ages_follow_the_keys_byte_order_whatever_order_the_streams_were_made_in
     argv = (b"XCLAIM", b"a", b"g", b"c1", b"500", b"1-0")  # "a"'s entry is not idle enough: nothing moves
     reply, new, _ = executor.command(key, 0, argv)
     assert reply == Array(()) and new == key
+
+
+def test_a_state_with_an_unauthenticated_client_is_refused_not_conflated() -> None:
+    """A key does not hold which clients must still authenticate (requirepass), so such a state is
+    outside the explorer's scope: the abstraction refuses it rather than thawing it authenticated."""
+    a = Abstraction(names=(b"c1",), classes=(0,), horizon_ms=10_000, count_cap=5)
+    server = Server(clock=ManualClock(BASE_MS))
+    server.connect(1)
+    server.execute(1, [b"CONFIG", b"SET", b"requirepass", b"pw"])
+    a.key(server)  # the client connected before the password: still authenticated
+    server.connect(2)
+    assert server.execute(2, [b"XLEN", b"s"]).reply.text.startswith("NOAUTH")  # type: ignore[union-attr]
+    with pytest.raises(Unsupported, match="not authenticated"):
+        a.key(server)
 
 
 def test_memoised_steps_agree_with_running_the_model() -> None:

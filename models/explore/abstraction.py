@@ -282,6 +282,8 @@ class Abstraction:
         """
         if server.blocking or server.ready_keys:
             raise Unsupported("a client is blocked: blocking commands are outside the explorer's scope")
+        if server.unauthenticated:  # EXPLORE-KEY-3: thaw shares the template's (empty) set, the key would lose it
+            raise Unsupported("a client is not authenticated: requirepass is outside the explorer's scope")
         now = server.clock.now_ms()
         ages: list[int] = []  # in key order, as ``sources``: keys are read in byte order
         dbs = tuple((i, tuple([(k, self._value_key(db[k], now, ages, sources)) for k in sorted(db)]))
