@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -9,8 +10,37 @@ import click
 
 from xspec import __version__
 
+# The commands that live in their own modules, imported only when used: some
+# of those modules pull in z3, networkx or hypothesis, and a ``replay`` or a
+# ``check`` should not wait a second for them.
+_MODULE_COMMANDS = {
+    "check": "xspec.traces.checkjob:check_command",
+    "explain": "xspec.traces.explain:explain_command",
+    "explore": "xspec.models.explore.cli:explore_command",
+    "fuzz": "xspec.traces.fuzz:fuzz_command",
+    "prove": "xspec.spec.proofs.cli:prove_command",
+    "record": "xspec.traces.proxy:record_command",
+    "serve": "xspec.reference.cli:serve_command",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _LazyGroup(click.Group):
+    """A group whose commands from ``_MODULE_COMMANDS`` are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_MODULE_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _MODULE_COMMANDS:
+            module, attr = _MODULE_COMMANDS[cmd_name].split(":")
+            command = getattr(importlib.import_module(module), attr)
+            if command.name != cmd_name:
+                raise RuntimeError(f"{_MODULE_COMMANDS[cmd_name]} is named {command.name!r}, not {cmd_name!r}")
+            self.add_command(command)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="xspec")
 def main() -> None:
     """xspec: the executable formal specification of Redis Streams and consumer groups."""
@@ -66,24 +96,3 @@ def record_corpus(out: Path, only: str | None, redis_server: str | None, list_on
     if list_only:
         argv.append("--list")
     sys.exit(scenarios_main(argv))
-
-
-def _register() -> None:
-    """Commands that live in their own modules."""
-    from xspec.models.explore.cli import explore_command
-    from xspec.reference.cli import serve_command
-    from xspec.spec.proofs.cli import prove_command
-    from xspec.traces.checkjob import check_command
-    from xspec.traces.explain import explain_command
-    from xspec.traces.fuzz import fuzz_command
-    from xspec.traces.proxy import record_command
-    main.add_command(check_command)
-    main.add_command(explain_command)
-    main.add_command(explore_command)
-    main.add_command(fuzz_command)
-    main.add_command(prove_command)
-    main.add_command(serve_command)
-    main.add_command(record_command)
-
-
-_register()
