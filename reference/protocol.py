@@ -288,7 +288,7 @@ _Encoder = Callable[[Any, list[bytes]], None]
 
 # Headers of short bulk strings and arrays, made once: most replies are built from them.
 _TABLED = 4096
-_BULK_HEADERS_OUT = [b"$%d\r\n" % n for n in range(_TABLED)]
+BULK_HEADERS = [b"$%d\r\n" % n for n in range(_TABLED)]
 _ARRAY_HEADERS = [b"*%d\r\n" % n for n in range(_TABLED)]
 
 
@@ -363,7 +363,7 @@ def _make_encoders(proto: int) -> dict[type, _Encoder]:
     table: dict[type, _Encoder] = {}
 
     def array(r: Array, out: list[bytes], headers: list[bytes] = _ARRAY_HEADERS,
-              bulk_headers: list[bytes] = _BULK_HEADERS_OUT) -> None:
+              bulk_headers: list[bytes] = BULK_HEADERS) -> None:
         # The hot shape (entries: arrays of bulks and arrays) without a table lookup or a length test:
         # the tables end at _TABLED, and the rare longer ones take the IndexError branches.
         its: tuple[Any, ...] = r.items

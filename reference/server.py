@@ -63,7 +63,7 @@ from typing import Any
 
 from xspec.reference.clock import make_clock
 from xspec.reference.core import POSTPONED, Client, Core, PreRendered
-from xspec.reference.protocol import ENCODERS, RequestError, encode_into, parse_fast, parse_requests
+from xspec.reference.protocol import BULK_HEADERS, ENCODERS, RequestError, encode_into, parse_fast, parse_requests
 from xspec.spec.resp import Bulk, Int, Reply, encode
 
 MAX_CLIENTS_REACHED = b"-ERR max number of clients reached\r\n"
@@ -341,6 +341,7 @@ class ClientConnection(asyncio.Protocol):
         execute = self.core.execute
         server = self.server
         max_pieces = TURN_REPLY_PIECES
+        bulk_headers = BULK_HEADERS
         n = 0
         for argv in cmds:
             n += 1
@@ -353,7 +354,10 @@ class ClientConnection(asyncio.Protocol):
                     self._skip_reply(c)
                 elif t is Bulk:  # the commonest replies, encoded here (as encode_into does)
                     v = r.value
-                    out.append(b"$%d\r\n%b\r\n" % (len(v), v))
+                    try:
+                        out += (bulk_headers[len(v)], v, b"\r\n")  # no formatting: the header is made
+                    except IndexError:
+                        out.append(b"$%d\r\n%b\r\n" % (len(v), v))
                 elif t is Int:
                     out.append(b":%d\r\n" % r.value)
                 elif t is PreRendered:

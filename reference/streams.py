@@ -154,45 +154,6 @@ class Node:
         """No more appends: keep the entry bytes immutable (slices of them are ready-made ``bytes``)."""
         self.data = bytes(self.data)
 
-    def append(self, key: int, fields: Sequence[bytes], names: tuple[bytes, ...]) -> None:
-        """Add an entry at the end (its ID above every ID of the node)."""
-        ms = key >> 64
-        seq = key & U64
-        data = self.data
-        if type(data) is not bytearray:  # sealed, and the tail again (a later node went, the limits grew)
-            data = self.data = bytearray(data)
-        d = ms - self.master_ms
-        size = 4 if 0 <= d < 128 else 2 + _signed_delta_size(ms, self.master_ms)  # flags, ms delta
-        d = seq - self.master_seq
-        size += 2 if 0 <= d < 128 else _signed_delta_size(seq, self.master_seq)
-        n = len(names)
-        if names == self.fields:
-            data.append(_SAME_FIELDS)
-            for v in fields[1::2]:
-                k = len(v)
-                if k < 64 and (not k or v[0] not in _NUMERIC_START):
-                    size += k + 2
-                    data.append(k)
-                    data += v
-                else:
-                    size += _element_size(v)
-                    _put(data, v)
-            elements = n + 3  # values, flags, ms delta, seq delta
-        else:
-            data.append(_OWN_FIELDS)
-            for f in fields:
-                _put(data, f)
-                size += _element_size(f)
-            size += _int_size(n)
-            elements = 2 * n + 4  # and the field names with their count
-        self.body += size + (2 if elements < 128 else int_element_size(elements))
-        self.ms.append(ms)
-        self.seq.append(seq)
-        self.offs.append(len(data))
-        if self.dead is not None:
-            self.dead.append(0)
-        self.live += 1
-
     def fields_at(self, i: int) -> tuple[bytes, ...]:
         """The flat field, value, ... tuple of entry ``i``."""
         data = self.data
@@ -763,8 +724,12 @@ class Stream:
     # -- changes ------------------------------------------------------------------------
 
     def append(self, key: int, fields: Sequence[bytes], payload: int, max_entries: int, max_bytes: int) -> None:
-        """streamAppendItem: ``payload`` is the total length of fields and values."""
-        names = tuple(fields[0::2])
+        """streamAppendItem: ``payload`` is the total length of fields and values.
+
+        The node's side (encoding the entry, counting its listpack bytes) is done here too:
+        this runs for every XADD, and one call less shows.
+        """
+        names = (fields[0],) if len(fields) == 2 else tuple(fields[0::2])
         tail = self.nodes[-1] if self.nodes else None  # the last node in radix-tree order
         if tail is not None:
             limit = max_bytes if 0 < max_bytes <= LISTPACK_MAX_SIZE else LISTPACK_MAX_SIZE
@@ -775,6 +740,9 @@ class Stream:
             if (max_entries and len(tail.ms) >= max_entries) or lp_bytes + payload >= limit:
                 tail.seal()
                 tail = None
+            elif tail.ordered and key <= (tail.ms[-1] << 64 | tail.seq[-1]):  # not above a tombstone
+                tail.ordered = False  # of its node (last_key(), inline: this runs for every XADD)
+                self.unordered += 1
         if tail is None:
             tail = Node(key, names)
             masters = self.masters
@@ -793,10 +761,44 @@ class Stream:
                 masters.insert(at, key)
                 self.nodes.insert(at, tail)
             self.rax.insert(rax_key(key))
-        elif tail.ordered and key <= tail.last_key():  # not above a tombstone of its node
-            tail.ordered = False
-            self.unordered += 1
-        tail.append(key, fields, names)
+        # The entry goes at the end of the tail, in the node's encoding, its listpack bytes
+        # counted (they decide where the next node starts).
+        ms = key >> 64
+        seq = key & U64
+        data = tail.data
+        if type(data) is not bytearray:  # sealed, and the tail again (a later node went, the limits grew)
+            data = tail.data = bytearray(data)
+        d = ms - tail.master_ms
+        size = 4 if 0 <= d < 128 else 2 + _signed_delta_size(ms, tail.master_ms)  # flags, ms delta
+        d = seq - tail.master_seq  # below the master's when the master came late in its millisecond
+        size += 2 if 0 <= d < 128 else 3 if -4096 <= d < 4096 else _signed_delta_size(seq, tail.master_seq)
+        n = len(names)
+        if names == tail.fields:
+            data.append(_SAME_FIELDS)
+            for v in (fields[1],) if n == 1 else fields[1::2]:
+                k = len(v)
+                if k < 64 and (not k or v[0] not in _NUMERIC_START):
+                    size += k + 2
+                    data.append(k)
+                    data += v
+                else:
+                    size += _element_size(v)
+                    _put(data, v)
+            elements = n + 3  # values, flags, ms delta, seq delta
+        else:
+            data.append(_OWN_FIELDS)
+            for f in fields:
+                _put(data, f)
+                size += _element_size(f)
+            size += _int_size(n)
+            elements = 2 * n + 4  # and the field names with their count
+        tail.body += size + (2 if elements < 128 else int_element_size(elements))
+        tail.ms.append(ms)
+        tail.seq.append(seq)
+        tail.offs.append(len(data))
+        if tail.dead is not None:
+            tail.dead.append(0)
+        tail.live += 1
         self.length += 1
         self.last_id = key
         self.entries_added = (self.entries_added + 1) & U64

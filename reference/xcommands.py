@@ -373,6 +373,20 @@ def _trim(ctx: Context, stream: Stream, t: _Trim) -> int:
 # -- XADD, XTRIM, XLEN, XRANGE, XREVRANGE, XDEL, XSETID ---------------------------------------
 
 
+class _MsText:
+    """The ``ms-`` text of the millisecond part XADD printed last."""
+
+    __slots__ = ("ms", "text")
+
+    def __init__(self) -> None:
+        self.ms = -1
+        self.text = b""
+
+
+_LAST_MS = _MsText()
+_SEQ_TEXT = tuple(b"%d" % n for n in range(1024))
+
+
 @_handler("xadd")
 def xadd(ctx: Context) -> Reply:
     argv = ctx.argv
@@ -420,7 +434,7 @@ def xadd(ctx: Context) -> Reply:
         ctx.errno = EDOM
         raise ReplyError(ERR_ID_NOT_ABOVE_TOP)
     fields = argv[field_at:]
-    payload = sum(map(len, fields))
+    payload = len(fields[0]) + len(fields[1]) if nfields == 2 else sum(map(len, fields))
     if payload > LISTPACK_MAX_SIZE:  # XADD-16
         ctx.errno = ERANGE
         raise ReplyError(ERR_TOO_LARGE)
@@ -432,7 +446,14 @@ def xadd(ctx: Context) -> Reply:
     if t is not None and (t.maxlen is not None or t.minid is not None):  # XADD-18
         _trim(ctx, stream, t)
     ctx.ready(key)  # XADD-20
-    return Bulk(b"%d-%d" % (new >> 64, new & U64))
+    # The ID's text (id_bytes), the millisecond part kept from the XADD before: most IDs share it.
+    ms = new >> 64
+    seq = new & U64
+    shown = _LAST_MS
+    if ms != shown.ms:
+        shown.ms = ms
+        shown.text = b"%d-" % ms
+    return Bulk(shown.text + _SEQ_TEXT[seq] if seq < 1024 else b"%b%d" % (shown.text, seq))
 
 
 @_handler("xtrim")
