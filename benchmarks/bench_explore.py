@@ -1,6 +1,6 @@
 """Explorer speed: distinct states per second, and the time to explore whole configurations.
 
-    python benchmarks/bench_explore.py [--skip-standard] [--rounds 3]
+    python benchmarks/bench_explore.py [--skip-standard] [--rounds 3] [--breakdown]
 
 1. ``compact`` (2 consumers x 3 entries: read, ack, claim, autoclaim, delete, crash, clock),
    explored whole with symmetry reduction: states, transitions, depth, and distinct
@@ -13,13 +13,22 @@
 Times are given as wall clock and as this process's CPU time; on a machine other
 processes share, the CPU time is the figure of the explorer itself. "model runs" counts
 the steps the model actually ran (the rest came from the memo). No assertion is made.
+
+With ``--breakdown``, one more compact run is timed by part (perf_counter around each call,
+so the parts add a little of their own): the model's dispatcher running steps
+(``Server.execute``, crashes), thawing keys, reading keys, the invariants, and the rest
+(the walk, memo look-ups, symmetry). The model's share bounds what the explorer can reach
+while every step it cannot answer from the memo runs through the dispatcher.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -41,10 +50,51 @@ def line(name: str, r: Result, executed: int) -> str:
             f"CPU {r.cpu_seconds:7.2f} s ({r.rate():>8,.0f} states/s)  {executed:>8,} model runs")
 
 
+def breakdown() -> None:
+    """One compact exploration with the time spent in each part (see the module docstring)."""
+    from xspec.models.explore import abstraction, execution
+    from xspec.models.server import Server
+
+    spent: Counter[str] = Counter()
+    patched: list[tuple[Any, str, Any]] = []
+
+    def timed(owner: Any, name: str, part: str) -> None:
+        original = getattr(owner, name)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[part] += time.perf_counter() - started
+
+        patched.append((owner, name, original))
+        setattr(owner, name, run)
+
+    timed(Server, "execute", "model: commands")
+    timed(Server, "close", "model: crashes")
+    timed(Server, "connect", "model: crashes")
+    timed(abstraction.Abstraction, "thaw", "thaw keys")
+    timed(abstraction.Abstraction, "key", "read keys")
+    timed(execution, "invariant_violations", "invariants")
+    try:
+        started = time.perf_counter()
+        report, system = explore_configuration(NAMED["compact"])
+        total = time.perf_counter() - started
+    finally:
+        for owner, name, original in reversed(patched):
+            setattr(owner, name, original)
+    spent["the rest (walk, memo, symmetry)"] = total - sum(spent.values())
+    print(f"   breakdown of one compact run ({total:.2f} s with the timers, {system.executor.executed:,} model runs):")
+    for part, seconds in spent.most_common():
+        print(f"      {part:<34} {seconds:6.3f} s  {100 * seconds / total:5.1f} %")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-standard", action="store_true")
+    parser.add_argument("--breakdown", action="store_true", help="also time one compact run by part")
     args = parser.parse_args()
 
     print("1. compact configuration (target >= 20,000 states/s)")
@@ -57,6 +107,9 @@ def main() -> None:
     whole = covered(system, best)
     print(f"   best: {best.rate():,.0f} states per CPU second; the {len(best.states):,} representatives stand for "
           f"{whole:,} states without symmetry reduction ({whole / best.cpu_seconds:,.0f} per CPU second)")
+
+    if args.breakdown:
+        breakdown()
 
     if not args.skip_standard:
         print("2. standard configuration (target: under 60 s)")

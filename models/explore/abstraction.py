@@ -26,7 +26,7 @@ which states were seen is abstract.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -38,6 +38,7 @@ from xspec.models.dialect import REDIS_70, Dialect
 from xspec.models.layout import NodeLayout
 from xspec.models.server import NUM_DATABASES, Server
 from xspec.models.state import Client, Consumer, Group, Nack, Stream
+from xspec.spec.ids import MIN_ID
 
 BASE_MS = 1_700_000_000_000
 """The clock of every materialised state; times are ``BASE_MS - age``."""
@@ -141,13 +142,43 @@ def _traced_field(name: str, mark: str) -> property:
     return property(read, write)
 
 
+class LazyLayout:
+    """What a thawed stream's ``layout`` holds until the model first uses it: the layout's number in keys
+    and the layout it copies then. A step that never uses the layout (an XACK, a crash, a command
+    refused before it looks at the stream) costs no copy, and the key of its stream reads the number
+    without freezing (EXPLORE-KEY-2)."""
+
+    __slots__ = ("number", "template")
+
+    def __init__(self, number: int, template: NodeLayout) -> None:
+        self.number = number
+        self.template = template
+
+
+def _traced_layout() -> property:
+    """``layout``: traced as the header's other fields, and made real the first time the model uses it."""
+    traced = _traced_field("layout", "header_step")
+    get, write = traced.fget, traced.fset
+    put = Stream.__dict__["layout"].__set__
+    assert get is not None
+
+    def read(self: TracedStream) -> Any:
+        value = get(self)
+        if type(value) is LazyLayout:
+            value = value.template.copy()
+            put(self, value)
+        return value
+
+    return property(read, write)
+
+
 for _field in Stream.__slots__:  # every field, also one the model may gain: none escapes the marks
-    setattr(TracedStream, _field, _traced_field(_field, "groups_step" if _field == "groups" else "header_step"))
+    setattr(TracedStream, _field, _traced_layout() if _field == "layout" else
+            _traced_field(_field, "groups_step" if _field == "groups" else "header_step"))
 # A stream's fields read and written past a traced stream's marks, for thawing and reading keys.
 _entries_of, _last_id_of, _first_id_of, _max_deleted_of, _added_of, _allocated_of, _layout_of, _groups_of = (
     Stream.__dict__[name].__get__ for name in ("entries", "last_id", "first_id", "max_deleted_id", "entries_added",
                                                "groups_allocated", "layout", "groups"))
-_PUT_FIELD = {name: Stream.__dict__[name].__set__ for name in Stream.__slots__}
 
 
 class _BindOnUse:
@@ -189,26 +220,104 @@ _LOAD = SortedList.DEFAULT_LOAD_FACTOR
 _new = object.__new__
 
 
-def sorted_dict(items: tuple[tuple[Any, Any], ...]) -> SortedDict:
+def sorted_dict(items: Sequence[tuple[Any, Any]]) -> SortedDict:
     """A SortedDict of ``items``, which must already be in key order.
 
     Built field by field, as ``SortedList.__init__`` and ``update`` would leave it (one sublist,
     its ``_index`` rebuilt lazily), which is several times cheaper than through them.
     """
+    return _sorted_dict([k for k, _ in items], items)
+
+
+def _sorted_dict(keys: list[Any], items: Iterable[tuple[Any, Any]]) -> SortedDict:
+    """:func:`sorted_dict` of ``items`` whose keys, in order, are ``keys`` (a list the dict may keep)."""
     d = dict.__new__(ThawedSortedDict)
     lst = _new(SortedList)
-    if not items:
+    if not keys:
         lst.__dict__ = {"_len": 0, "_load": _LOAD, "_lists": [], "_maxes": [], "_index": [], "_offset": 0}
-    elif len(items) <= _LOAD:
-        keys = [k for k, _ in items]
+    elif len(keys) <= _LOAD:
         lst.__dict__ = {"_len": len(keys), "_load": _LOAD, "_lists": [keys], "_maxes": [keys[-1]], "_index": [],
                         "_offset": 0}
     else:
         lst.__init__()  # type: ignore[misc]
-        lst.update(k for k, _ in items)
+        lst.update(keys)
     d.__dict__ = {"_key": None, "_list": lst}
     dict.update(d, items)
     return d
+
+
+def _pel_builder() -> Callable[[list[tuple[Any, Any]]], Any]:
+    """How a thaw builds a PEL from its items in key order: as the class the model's PELs are, through
+    its ``from_sorted_items`` when it has one; a ``SortedDict`` field by field (:func:`sorted_dict`)."""
+    build: Callable[[list[tuple[Any, Any]]], Any] | None = getattr(type(Group(b"", MIN_ID, 0).pel),
+                                                                    "from_sorted_items", None)
+    return sorted_dict if build is None else build
+
+
+_new_pel = _pel_builder()
+_DATABASES = range(NUM_DATABASES)
+_chain = itertools.chain.from_iterable
+
+
+def _keys(mapping: Any) -> Sequence[Any]:
+    """The keys of one of the model's ordered mappings, in order, to read and not to keep: read off a
+    ``SortedDict``'s sorted sublists directly (their layout is pinned, see models/ordered.py; a small
+    dict's only sublist itself), any other mapping by iterating it."""
+    if type(mapping) is ThawedSortedDict or type(mapping) is SortedDict:
+        lists = mapping._list._lists
+        return lists[0] if len(lists) == 1 else list(_chain(lists))
+    return list(mapping)
+_put_entries, _put_last_id, _put_first_id, _put_max_deleted, _put_added, _put_allocated, _put_layout, _put_groups = (
+    Stream.__dict__[name].__set__ for name in ("entries", "last_id", "first_id", "max_deleted_id", "entries_added",
+                                               "groups_allocated", "layout", "groups"))
+
+
+def _thaw_stream(recipe: tuple[Any, ...], ages: tuple[int, ...]) -> TracedStream:
+    """A stream from its recipe (:meth:`Abstraction._recipe`): its header (entries, their IDs, IDs, counters,
+    layout), per group (name, last ID, entries read, consumer names and consumers (name, seen, active) in name
+    order, pending entries (ID, count, owner's place among the consumers, position of its age)), group names."""
+    (entries, entry_ids, last_id, first_id, max_deleted, added, allocated, layout), groups, names = recipe
+    s = _new(TracedStream)
+    _put_entries(s, _sorted_dict(list(entry_ids), entries))
+    _put_last_id(s, last_id)
+    _put_first_id(s, first_id)
+    _put_max_deleted(s, max_deleted)
+    _put_added(s, added)
+    _put_allocated(s, allocated)
+    _put_layout(s, layout)  # shared: copied when the model first uses it
+    thawed_groups = []
+    for gname, glast, entries_read, consumer_names, consumers_recipe, nacks in groups:
+        g = _new(Group)
+        g.name = gname
+        g.last_id = glast
+        g.entries_read = entries_read
+        consumers = []
+        owned: list[list[tuple[Any, Nack]]] = []
+        for name, seen, active in consumers_recipe:
+            c = _new(Consumer)
+            c.name = name
+            c.seen_time = seen
+            c.active_time = active
+            consumers.append(c)
+            owned.append([])
+        group_pel = []
+        for entry_id, count, owner, origin in nacks:
+            n = _new(TracedNack)
+            n._time = BASE_MS - ages[origin]
+            n._fresh = False
+            n.origin = origin
+            n.delivery_count = count
+            n.consumer = consumers[owner]
+            group_pel.append((entry_id, n))
+            owned[owner].append((entry_id, n))
+        for c, mine in zip(consumers, owned, strict=True):
+            c.pel = _new_pel(mine)
+        g.pel = _new_pel(group_pel)
+        g.consumers = _sorted_dict(list(consumer_names), zip(consumer_names, consumers, strict=True))
+        thawed_groups.append(g)
+    _put_groups(s, _sorted_dict(list(names), zip(names, thawed_groups, strict=True)))
+    s.header_step = s.groups_step = -1  # untouched by any step yet
+    return s
 
 
 @dataclass
@@ -235,7 +344,7 @@ class Abstraction:
     _ids: dict[Any, int] = field(init=False, repr=False, default_factory=dict)
     _values: list[Any] = field(init=False, repr=False, default_factory=lambda: [None])
     _layout_ids: dict[int, tuple[int, Any]] = field(init=False, repr=False, default_factory=dict)
-    _layouts: dict[int, tuple[Any, NodeLayout]] = field(init=False, repr=False, default_factory=dict)
+    _layouts: dict[int, LazyLayout] = field(init=False, repr=False, default_factory=dict)
     _template: Server = field(init=False, repr=False)
     _client_template: dict[str, Any] = field(init=False, repr=False)
     _class_ranges: list[tuple[int, int]] = field(init=False, repr=False)
@@ -244,6 +353,7 @@ class Abstraction:
     _relabelled: dict[tuple[int, tuple[int, ...]], int] = field(init=False, repr=False, default_factory=dict)
     _views: dict[tuple[int, bytes, bytes], GroupView] = field(init=False, repr=False, default_factory=dict)
     _parts: dict[int, Parts] = field(init=False, repr=False, default_factory=dict)
+    _recipes: dict[int, tuple[Any, ...]] = field(init=False, repr=False, default_factory=dict)
     # Canonical states -> their ties (EXPLORE-SYM-3), found while canonicalising, until asked for.
     _ties: dict[tuple[Key, tuple[Any, ...]], tuple[bool, ...]] = field(init=False, repr=False, default_factory=dict)
 
@@ -253,7 +363,6 @@ class Abstraction:
         self._labels = {n: i for i, n in enumerate(self.names) if n is not None}
         self._template = Server(self.dialect, ManualClock(BASE_MS), self.config)
         self._client_template = dict(vars(Client(id=0)))  # every field at its default
-        self._client_dicts: dict[int, dict[str, Any]] = {}  # client number -> its fields, for thawing
         self._default_client_fields = _client_fields(Client(id=0))
         d = self._default_client_fields
         self._default_client = self.number(d[:4] + ((), d[5], ()) + d[7:])
@@ -286,8 +395,9 @@ class Abstraction:
             raise Unsupported("a client is not authenticated: requirepass is outside the explorer's scope")
         now = server.clock.now_ms()
         ages: list[int] = []  # in key order, as ``sources``: keys are read in byte order
-        dbs = tuple((i, tuple([(k, self._value_key(db[k], now, ages, sources)) for k in sorted(db)]))
-                    for i, db in enumerate(server.dbs) if db)
+        value_key = self._value_key
+        dbs = tuple([(i, tuple([(k, value_key(db[k], now, ages, sources)) for k in sorted(db)]))
+                     for i, db in enumerate(server.dbs) if db])
         clients = [0] * len(self.names)  # 0: not connected
         for cid, c in server.clients.items():
             label = cid - 1
@@ -312,23 +422,31 @@ class Abstraction:
         labels = self._labels
         groups = []
         # The fields are read past a traced stream's marks (and a traced entry's): reading the key is no step.
-        for g in _groups_of(v).values():
+        # Mappings are read by iterating their keys (in order) and looking each up: no views' layers.
+        by_name = _groups_of(v)
+        for g in map(by_name.__getitem__, _keys(by_name)):
+            pel_of = g.pel
+            ids = _keys(pel_of)
             pel = []
-            for entry_id, n in g.pel.items():
+            for entry_id, n in zip(ids, map(pel_of.__getitem__, ids), strict=True):
                 owner = labels.get(n.consumer.name) if n.consumer is not None else None
                 if owner is None:
                     raise Unsupported(f"consumer {n.consumer.name if n.consumer else None!r} belongs to no process")
-                pel.append((entry_id, min(n.delivery_count, count_cap), owner))
+                count = n.delivery_count
+                pel.append((entry_id, count if count < count_cap else count_cap, owner))
                 if type(n) is TracedNack:
-                    ages.append(min(now - n._time, cap))
+                    age = now - n._time
                     if sources is not None:
                         sources.append(-1 if n._fresh else n.origin)
                 else:
-                    ages.append(min(now - n.delivery_time, cap))
+                    age = now - n.delivery_time
                     if sources is not None:
                         sources.append(-1)
+                ages.append(age if age < cap else cap)
             consumers = []
-            for name, c in g.consumers.items():
+            consumers_of = g.consumers
+            for name in _keys(consumers_of):
+                c = consumers_of[name]
                 label = labels.get(name)
                 if label is None:
                     raise Unsupported(f"consumer {name!r} belongs to no process")
@@ -340,16 +458,22 @@ class Abstraction:
             consumers.sort()
             groups.append((g.name, g.last_id, g.entries_read, tuple(pel), tuple(consumers)))
         node_layout = _layout_of(v)
-        frozen = node_layout.freeze()  # cached by the layout until it changes, and shared by its copies
-        known = self._layout_ids.get(id(frozen))
-        if known is not None and known[1] is frozen:
-            layout = known[0]
+        if type(node_layout) is LazyLayout:  # never used since the thaw: unchanged
+            layout = node_layout.number
         else:
-            layout = self.number(frozen)
-            self._layouts.setdefault(layout, (frozen, node_layout.copy()))
-            self._layout_ids[id(frozen)] = (layout, frozen)  # holding ``frozen`` keeps its id from reuse
-        return (self.number(tuple(_entries_of(v).items())), _last_id_of(v), _first_id_of(v), _max_deleted_of(v),
-                _added_of(v), _allocated_of(v), layout, tuple(groups))
+            frozen = node_layout.freeze()  # cached by the layout until it changes, and shared by its copies
+            known = self._layout_ids.get(id(frozen))
+            if known is not None and known[1] is frozen:
+                layout = known[0]
+            else:
+                layout = self.number(frozen)
+                if layout not in self._layouts:
+                    self._layouts[layout] = LazyLayout(layout, node_layout.copy())
+                self._layout_ids[id(frozen)] = (layout, frozen)  # holding ``frozen`` keeps its id from reuse
+        entries = _entries_of(v)
+        ids = _keys(entries)
+        return (self.number(tuple(zip(ids, map(entries.__getitem__, ids), strict=True))), _last_id_of(v),
+                _first_id_of(v), _max_deleted_of(v), _added_of(v), _allocated_of(v), layout, tuple(groups))
 
     def shape(self, key: Key) -> Shape:
         """The shape of ``key``: its structure, every pending entry without its age."""
@@ -400,89 +524,66 @@ class Abstraction:
 
     # -- materialising a key ------------------------------------------------------------
     def thaw(self, key: Key) -> Server:
-        """A real server in the state ``key`` names, its clock at :data:`BASE_MS` (EXPLORE-KEY-2)."""
-        dbs_key, clients_key, errno, config = self._values[key[0]]
+        """A real server in the state ``key`` names, its clock at :data:`BASE_MS` (EXPLORE-KEY-2), from the
+        shape's recipe (worked out once) and the key's ages."""
+        recipe = self._recipes.get(key[0])
+        if recipe is None:
+            recipe = self._recipes[key[0]] = self._recipe(self._values[key[0]])
+        config, errno, plain, streams, clients, next_client_id = recipe
         ages = key[1]
-        server = Server.__new__(Server)
-        server.__dict__.update(self._template.__dict__)
-        server.clock = ManualClock(BASE_MS)
-        server.config = dict(self._values[config])
-        server.dbs = [{} for _ in range(NUM_DATABASES)]
-        origin = 0  # pending entries are numbered in key order across streams and groups
-        for dbi, items in dbs_key:
-            db = server.dbs[dbi]
-            for k, v in items:
-                if isinstance(v, tuple):
-                    db[k] = self._thaw_value(v, ages, origin)
-                    origin += sum(len(group[3]) for group in v[7])
-                else:
-                    db[k] = v
-        server.clients = {}
-        for label, ck in enumerate(clients_key):
-            if ck:
-                cid = label + 1
-                fields = self._client_dicts.get(ck)
-                if fields is None:
-                    fields = self._client_dicts[ck] = self._client_template | dict(
-                        zip(CLIENT_KEY_FIELDS, self._values[ck], strict=True))
-                client = Client.__new__(Client)
-                client.__dict__.update(fields)
-                client.id = cid
-                client.multi_queue = [list(q) for q in client.multi_queue]
-                client.watched = dict.fromkeys(client.watched)
-                server.clients[cid] = client
-        server.next_client_id = len(clients_key) + 1
-        server.blocking = {}
-        server.ready_keys = {}
-        server.errno = errno
+        dbs: list[dict[bytes, Any]] = [{} for _ in _DATABASES]
+        for dbi, k, v in plain:
+            dbs[dbi][k] = v
+        for dbi, k, stream in streams:
+            dbs[dbi][k] = _thaw_stream(stream, ages)
+        thawed_clients = {}
+        for cid, fields, queued, watched in clients:
+            client = _new(Client)
+            client.__dict__ = fields | {"multi_queue": [list(q) for q in queued] if queued else [],
+                                        "watched": dict.fromkeys(watched) if watched else {}}
+            thawed_clients[cid] = client
+        server = _new(Server)
+        server.__dict__ = self._template.__dict__ | {
+            "clock": ManualClock(BASE_MS), "config": config.copy(), "dbs": dbs, "clients": thawed_clients,
+            "next_client_id": next_client_id, "blocking": {}, "ready_keys": {}, "errno": errno}
         return server
 
-    def _thaw_value(self, v: tuple[Any, ...], ages: tuple[int, ...], origin: int) -> Stream:
-        entries, last_id, first_id, max_deleted, added, allocated, layout, groups = v
-        s = TracedStream.__new__(TracedStream)
-        put = _PUT_FIELD
-        put["entries"](s, sorted_dict(self._values[entries]))
-        put["last_id"](s, last_id)
-        put["first_id"](s, first_id)
-        put["max_deleted_id"](s, max_deleted)
-        put["entries_added"](s, added)
-        put["groups_allocated"](s, allocated)
-        put["layout"](s, self._layouts[layout][1].copy())
-        names = self.names
-        thawed_groups = []
-        for gname, glast, entries_read, pel, consumers_key in groups:
-            g = Group.__new__(Group)
-            g.name = gname
-            g.last_id = glast
-            g.entries_read = entries_read
-            consumers: dict[int, Consumer] = {}
-            owned: dict[int, list[tuple[Any, Nack]]] = {}
-            for label, seen_age, active_age in consumers_key:
-                c = Consumer.__new__(Consumer)
-                c.name = names[label]
-                c.seen_time = BASE_MS - seen_age
-                c.active_time = -1 if active_age is None else BASE_MS - active_age
-                consumers[label] = c
-                owned[label] = []
-            group_pel = []
-            for entry_id, count, owner in pel:
-                n = TracedNack.__new__(TracedNack)
-                n._time = BASE_MS - ages[origin]
-                n._fresh = False
-                n.origin = origin
-                origin += 1
-                n.delivery_count = count
-                n.consumer = consumers[owner]
-                group_pel.append((entry_id, n))
-                owned[owner].append((entry_id, n))
-            for label, c in consumers.items():
-                c.pel = sorted_dict(tuple(owned[label]))
-            g.pel = sorted_dict(tuple(group_pel))
-            g.consumers = sorted_dict(tuple(sorted((c.name, c) for c in consumers.values())))
-            thawed_groups.append((gname, g))
-        put["groups"](s, sorted_dict(tuple(thawed_groups)))
-        s.header_step = s.groups_step = -1  # untouched by any step yet
-        return s
+    def _recipe(self, shape: Shape) -> tuple[Any, ...]:
+        """What :meth:`thaw` builds for ``shape``, worked out once: (configuration, errno, plain values,
+        streams (see :func:`_thaw_stream`), clients' fields, the next client id), each as (database, key, value)."""
+        dbs_key, clients_key, errno, config = shape
+        plain = []
+        streams = []
+        origin = 0  # pending entries are numbered in key order across streams and groups
+        for dbi, items in dbs_key:
+            for k, v in items:
+                if not isinstance(v, tuple):
+                    plain.append((dbi, k, v))
+                    continue
+                entries, last_id, first_id, max_deleted, added, allocated, layout, groups = v
+                header = (self._values[entries], tuple(e for e, _ in self._values[entries]), last_id, first_id,
+                          max_deleted, added, allocated, self._layouts[layout])
+                thawed_groups = []
+                for gname, glast, entries_read, pel, consumers_key in groups:
+                    by_name = sorted(consumers_key, key=lambda c: self.names[c[0]] or b"")
+                    at = {c[0]: i for i, c in enumerate(by_name)}
+                    consumers = tuple((self.names[label], BASE_MS - seen, -1 if active is None else BASE_MS - active)
+                                      for label, seen, active in by_name)
+                    nacks = []
+                    for entry_id, count, owner in pel:
+                        nacks.append((entry_id, count, at[owner], origin))
+                        origin += 1
+                    thawed_groups.append((gname, glast, entries_read, tuple(c[0] for c in consumers), consumers,
+                                          tuple(nacks)))
+                streams.append((dbi, k, (header, tuple(thawed_groups), tuple(g[0] for g in groups))))
+        clients = []
+        for label, ck in enumerate(clients_key):
+            if ck:
+                fields = self._client_template | dict(zip(CLIENT_KEY_FIELDS, self._values[ck], strict=True))
+                fields["id"] = label + 1
+                clients.append((label + 1, fields, fields["multi_queue"], fields["watched"]))
+        return (dict(self._values[config]), errno, tuple(plain), tuple(streams), tuple(clients),
+                len(clients_key) + 1)
 
     # -- time ------------------------------------------------------------------------------
     def advance(self, key: Key, ms: int) -> Key:

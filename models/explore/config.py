@@ -38,7 +38,7 @@ from typing import Any
 
 from xspec.models.explore.abstraction import Abstraction, GroupView
 from xspec.models.explore.engine import State, Step, Successor
-from xspec.models.explore.execution import Executor, initial_server
+from xspec.models.explore.execution import CRASH, Executor, initial_server
 from xspec.models.server import Server
 from xspec.spec.ids import StreamID
 
@@ -154,7 +154,9 @@ class ConfigSystem:
             count_cap=config.count_cap, symmetry=symmetry, config=config.server_config)
         self.executor = Executor(self.abstraction)
         self.tick_ms = config.tick_ms
-        self._plans: dict[tuple[int, tuple[bool, ...]], list[Step]] = {}
+        # (shape, ties) -> (steps the model runs, their (process, argv, memo slot), the tick if any)
+        self._plans: dict[tuple[int, tuple[bool, ...]], tuple[list[Step], list[Any], list[Step]]] = {}
+        self._step_lists: dict[tuple[Any, tuple[bool, ...]], list[Step]] = {}
         self._steps: dict[Step, Step] = {}
         actions = set(config.actions)
         self._consumer_actions = [a for a in CONSUMER_ACTIONS if a in actions]
@@ -180,21 +182,28 @@ class ConfigSystem:
 
     def successors(self, state: State, skip: tuple[bool, ...]) -> Iterable[Successor]:
         key, local, ghost = state
-        plan = self._plans.get((key[0], skip))
-        if plan is None:  # the plan depends on the shape only
+        shape = key[0]
+        plan = self._plans.get((shape, skip))
+        if plan is None:  # the plan depends on the shape only (EXPLORE-MEMO-5)
             views = tuple(self.abstraction.group_view(key, STREAM, group) for group in self.config.group_names)
-            plan = self._plans[(key[0], skip)] = self._plan(views, skip)
-        execute = self.executor.command
-        out: list[Successor] = []
-        for step in plan:
-            if step.kind == "command":
-                _, new, server = execute(key, step.proc, step.argv)
-                out.append(Successor(step, state if new is key else (new, local, ghost), server))
-            elif step.kind == "crash":
-                new, server = self.executor.crash(key, step.proc)
-                out.append(Successor(step, state if new is key else (new, local, ghost), server))
-            else:
-                out.append(Successor(step, (self.abstraction.advance(key, self.config.tick_ms), local, ghost)))
+            # The steps depend on the live IDs, the count of entries added and who holds what only.
+            holders = tuple((view.live, view.entries_added, tuple((e, owner) for e, (owner, _) in view.pending.items()))
+                            for view in views)
+            steps = self._step_lists.get((holders, skip))
+            if steps is None:
+                steps = self._step_lists[(holders, skip)] = self._plan(views, skip)
+            slot = self.executor.slot
+            runs = [(step.proc, CRASH if step.kind == "crash" else step.argv,
+                     slot(shape, step.proc, CRASH if step.kind == "crash" else step.argv))
+                    for step in steps if step.kind != "tick"]
+            # The tick, when there is one, is the plan's last step (:meth:`_new_plan`): the order is kept.
+            plan = self._plans[(shape, skip)] = (steps[:len(runs)], runs, steps[len(runs):])
+        server_steps, runs, ticks = plan
+        out: list[Successor] = [(step, state if new is key else (new, local, ghost), server)
+                                for step, (_, new, server) in zip(server_steps, self.executor.outcomes(key, runs),
+                                                                  strict=True)]
+        if ticks:
+            out.append((ticks[0], (self.abstraction.advance(key, self.config.tick_ms), local, ghost), None))
         return out
 
     def _plan(self, views: tuple[GroupView, ...], skip: tuple[bool, ...]) -> list[Step]:

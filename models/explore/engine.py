@@ -60,13 +60,9 @@ class Step:
         return f"{who}: {self.text or self.kind}"
 
 
-@dataclass(slots=True)
-class Successor:
-    """A raw (not yet canonical) successor, with the live server that reached it when there is one."""
-
-    step: Step
-    state: State
-    server: Server | None = None
+Successor = tuple[Step, State, "Server | None"]
+"""A raw (not yet canonical) successor: the step, the state it leads to, and the live server that
+reached it when the model ran (None when the memo answered)."""
 
 
 class System(Protocol):
@@ -246,9 +242,8 @@ def _explore(system: System, max_states: int | None, keep_edges: bool,
         state = states[i]
         skip = abstraction.ties(state[0], state[1])
         d = depth[i] + 1
-        for succ in system.successors(state, skip):
+        for step, raw, live in system.successors(state, skip):
             transitions += 1
-            raw = succ.state
             if raw is state:  # a step that changed nothing
                 j, perm = i, None
             elif (j := index.get(raw)) is not None:  # already a known representative: the common case
@@ -271,20 +266,20 @@ def _explore(system: System, max_states: int | None, keep_edges: bool,
                 if perm is not None:
                     relabelled[raw] = (j, perm)
                 states.append(target)
-                sid = step_ids.get(succ.step)
+                sid = step_ids.get(step)
                 if sid is None:
-                    sid = step_ids[succ.step] = len(steps)
-                    steps.append(succ.step)
+                    sid = step_ids[step] = len(steps)
+                    steps.append(step)
                 parent.append(i)
                 via.append(sid)
                 perms.append(perm)
                 depth.append(d)
-                check(j, target, succ.server)
+                check(j, target, live)
             if keep_edges:
-                sid = step_ids.get(succ.step)
+                sid = step_ids.get(step)
                 if sid is None:
-                    sid = step_ids[succ.step] = len(steps)
-                    steps.append(succ.step)
+                    sid = step_ids[step] = len(steps)
+                    steps.append(step)
                 edges.append((i, j, sid))
     result = Result(states, parent, via, perms, depth, steps, edges, transitions,
                     time.perf_counter() - started, time.process_time() - cpu_started, found, complete)

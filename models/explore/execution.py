@@ -3,7 +3,7 @@
 :class:`Executor` materialises the key (:meth:`Abstraction.thaw`), lets the
 model's dispatcher run the command (``Server.execute``: command lookup,
 arity, MULTI queuing, the handler, blocked clients), and reads the new key.
-Two shortcuts keep it cheap without changing what runs:
+These shortcuts keep it cheap without changing what runs:
 
 * the last materialised server is reused while a step leaves its key
   unchanged (a read that finds nothing, an XACK of an entry nobody holds),
@@ -19,7 +19,10 @@ Two shortcuts keep it cheap without changing what runs:
 * a step that left a stream's header or groups untouched (:class:`TracedStream`
   marks what each step touches) is also remembered under the parts it touched,
   and answers for every state that differs only in the others (EXPLORE-MEMO-4):
-  a crash, an XDEL or an XACK runs a handful of times, not once per shape.
+  a crash, an XDEL or an XACK runs a handful of times, not once per shape;
+* a plan holds the memo's record of each of its steps in its shape (:meth:`Executor.slot`), and
+  :meth:`Executor.outcomes` answers a whole plan from a state, looking each step up there first
+  (EXPLORE-MEMO-5).
 """
 
 from __future__ import annotations
@@ -60,8 +63,10 @@ def _recall(by_ages: ByAges, ages: tuple[int, ...]) -> Any:
 
 def _note(by_ages: ByAges, read: tuple[int, ...], ages: tuple[int, ...], what: Any) -> None:
     """Remember ``what`` a step did that read the ages at positions ``read`` of ``ages``."""
-    group = next((g for g in by_ages if g[0] == read), None)
-    if group is None:
+    for group in by_ages:
+        if group[0] == read:
+            break
+    else:
         group = (read, itemgetter(*read) if read else None, {})
         by_ages.append(group)
     _, pick, done = group
@@ -76,23 +81,63 @@ class Executor:
         self._live: Server | None = None
         self._verdicts: dict[int, list[str]] = {}
         # (process, argv, base) -> parts touched -> those parts' values -> steps (EXPLORE-MEMO-4)
-        self._partial_memo: dict[tuple[int, tuple[bytes, ...], int], dict[Any, dict[Any, ByAges]]] = {}
+        self._partial_memo: dict[tuple[int, tuple[bytes, ...], int], dict[Any, dict[int, ByAges]]] = {}
+        self._projections: dict[tuple[int, tuple[tuple[bool, bool], ...]], int] = {}
         self.executed = 0
+
+    def slot(self, shape: int, proc: int, argv: tuple[bytes, ...]) -> ByAges | None:
+        """The memo's record of process ``proc`` sending ``argv`` (:data:`CRASH`: crashing) in states of
+        ``shape``, created empty: a plan holds it, so that :meth:`outcomes` finds it without looking it up.
+        None when the memo is off."""
+        if self.memo is None:
+            return None
+        table = self.memo.get(shape)
+        if table is None:
+            table = self.memo[shape] = {}
+        found = table.get((proc, argv))
+        if found is None:
+            found = table[(proc, argv)] = []
+        return found
+
+    def outcomes(self, key: Key, plan: list[tuple[int, tuple[bytes, ...], ByAges | None]]
+                 ) -> list[tuple[Reply | None, Key, Server | None]]:
+        """What :meth:`command` (or :meth:`crash`, for :data:`CRASH`) returns for each (process, argv, memo
+        slot) of ``plan`` from ``key``, without their layers for the steps the memo answers (EXPLORE-MEMO-1,
+        EXPLORE-MEMO-5). A step that changes nothing returns ``key`` itself."""
+        ages = key[1]
+        out: list[tuple[Reply | None, Key, Server | None]] = []
+        append = out.append
+        for proc, argv, by_ages in plan:
+            if by_ages:
+                for _, pick, done in by_ages:
+                    found = done.get(None if pick is None else pick(ages))
+                    if found is not None:
+                        reply, shape, template = found
+                        if template is None:
+                            append((reply, key, None))
+                        elif template is SAME_AGES:
+                            append((reply, (shape, ages), None))
+                        else:
+                            append((reply, (shape, tuple([ages[i] if i >= 0 else a for i, a in template])), None))
+                        break
+                else:
+                    append(self._step(key, proc, argv, _CRASH_ACT if argv is CRASH else _command_act(proc, argv),
+                                      recalled=True))
+            else:
+                append(self._step(key, proc, argv, _CRASH_ACT if argv is CRASH else _command_act(proc, argv),
+                                  recalled=True))
+        return out
 
     def command(self, key: Key, proc: int, argv: tuple[bytes, ...]) -> tuple[Reply | None, Key, Server | None]:
         """Process ``proc`` (client ``proc + 1``) sends ``argv`` in state ``key``: reply, new key, live server.
 
         The server is None when the transition came from the memo.
         """
-        return self._step(key, proc, argv, lambda server: server.execute(proc + 1, list(argv)).reply)
+        return self._step(key, proc, argv, _command_act(proc, argv))
 
     def crash(self, key: Key, proc: int) -> tuple[Key, Server | None]:
         """Process ``proc`` dies and restarts: its connection closes and a new one opens (EXPLORE-CRASH-1)."""
-        def restart(server: Server) -> None:
-            server.close(proc + 1)
-            server.connect(proc + 1)
-
-        _, new, server = self._step(key, proc, CRASH, restart)
+        _, new, server = self._step(key, proc, CRASH, _CRASH_ACT)
         return new, server
 
     def violations(self, key: Key, live: Server | None) -> list[str]:
@@ -114,16 +159,17 @@ class Executor:
                 self._verdicts[key[0]] = verdict
         return verdict
 
-    def _step(self, key: Key, proc: int, argv: tuple[bytes, ...],
-              act: Callable[[Server], Reply | None]) -> tuple[Reply | None, Key, Server | None]:
+    def _step(self, key: Key, proc: int, argv: tuple[bytes, ...], act: Callable[[Server, int], Reply | None],
+              recalled: bool = False) -> tuple[Reply | None, Key, Server | None]:
+        """Run (or recall) one step; ``recalled``: the caller already found the shape's memo silent."""
         shape, ages = key
         table = None
         if self.memo is not None:
             table = self.memo.get(shape)
             if table is None:
                 table = self.memo[shape] = {}
-            by_ages = table.get((proc, argv))
-            if by_ages is not None:
+            by_ages = None if recalled else table.get((proc, argv))
+            if by_ages:
                 done = _recall(by_ages, ages)
                 if done is not None:
                     reply, out, template = done
@@ -147,21 +193,26 @@ class Executor:
         TimeReads.origins = read_log
         TimeReads.step += 1
         step = TimeReads.step
-        reply = act(server)
+        reply = act(server, proc)
         TimeReads.step += 1  # what reads the server from here on is no part of the step
         TimeReads.origins = []
-        touched = tuple((s.header_step == step, s.groups_step == step) for s in thawed)
+        touched = tuple([(s.header_step == step, s.groups_step == step) for s in thawed])
         sources: list[int] = []
         new = abstraction.key(server, sources)
         # The server still stands for ``key`` when nothing changed and every pending entry is the
         # one thawed at its place, time unwritten: the next step from ``key`` can reuse it.
-        unchanged = new == key and sources == list(range(len(sources)))
+        same_ages = sources == list(range(len(ages)))
+        unchanged = same_ages and new == key
         if table is not None:
-            read = tuple(dict.fromkeys(read_log))
-            template = None if unchanged else tuple((src, age if src < 0 else 0)
-                                                    for src, age in zip(sources, new[1], strict=True))
+            read = tuple(dict.fromkeys(read_log)) if read_log else ()
+            if unchanged:
+                template = None
+            elif same_ages:
+                template = SAME_AGES
+            else:
+                template = tuple([(src, age if src < 0 else 0) for src, age in zip(sources, new[1], strict=True)])
             _remember(table, proc, argv, read, ages, reply, new[0], template)
-            if not all(h and g for h, g in touched) and len(thawed) == len(places):
+            if len(thawed) == len(places) and touched.count((True, True)) != len(touched):
                 self._remember_partial(key, proc, argv, server, thawed, touched, read, reply, new, sources)
         if unchanged:
             self._live_key, self._live = key, server
@@ -202,11 +253,21 @@ class Executor:
                         return
                     groups_from = j
             outcome.append((head_from, groups_from))
-        projection = tuple((part[0] if h else None, part[1] if g else None, part[3])
-                           for part, (h, g) in zip(streams_in, touched, strict=True))
+        projection = self._projection(key[0], streams_in, touched)
         patterns = self._partial_memo.setdefault((proc, argv, base), {})
         _note(patterns.setdefault(touched, {}).setdefault(projection, []), read, key[1],
               (read, reply, base_out, tuple(outcome)))
+
+    def _projection(self, shape: int, streams: tuple[tuple[Any, Any, int, int], ...],
+                    touched: tuple[tuple[bool, bool], ...]) -> int:
+        """The number of what a step that touched ``touched`` sees of ``shape``'s streams (``streams``, its parts):
+        the parts it touched and each stream's number of pending entries. Equal views, equal numbers."""
+        found = self._projections.get((shape, touched))
+        if found is None:
+            found = self._projections[(shape, touched)] = self.abstraction.number(tuple(
+                (part[0] if h else None, part[1] if g else None, part[3])
+                for part, (h, g) in zip(streams, touched, strict=True)))
+        return found
 
     def _partial(self, key: Key, proc: int, argv: tuple[bytes, ...],
                  table: dict[tuple[int, tuple[bytes, ...]], ByAges]) -> tuple[Reply | None, Key] | None:
@@ -218,9 +279,7 @@ class Executor:
         if not patterns:
             return None
         for touched, by_projection in patterns.items():
-            projection = tuple((part[0] if h else None, part[1] if g else None, part[3])
-                               for part, (h, g) in zip(streams, touched, strict=True))
-            by_ages = by_projection.get(projection)
+            by_ages = by_projection.get(self._projection(shape, streams, touched))
             done = None if by_ages is None else _recall(by_ages, ages)
             if done is not None:
                 read, reply, base_out, outcome = done
@@ -249,10 +308,24 @@ def _remember(table: dict[tuple[int, tuple[bytes, ...]], ByAges], proc: int, arg
               read: tuple[int, ...], ages: tuple[int, ...], reply: Reply | None, out: int,
               template: tuple[tuple[int, int], ...] | None) -> None:
     """Remember a step under its shape (EXPLORE-MEMO-1): ``read`` are the positions of the ages it read."""
-    if template is not None and all(src == at for at, (src, _) in enumerate(template)) \
-            and len(template) == len(ages):
+    if template is not None and template is not SAME_AGES and len(template) == len(ages) \
+            and all(src == at for at, (src, _) in enumerate(template)):
         template = SAME_AGES
     _note(table.setdefault((proc, argv), []), read, ages, (reply, out, template))
+
+
+def _command_act(proc: int, argv: tuple[bytes, ...]) -> Callable[[Server, int], Reply | None]:
+    """What running ``argv`` does: the model's dispatcher runs it from process ``proc``'s client."""
+    return lambda server, _: server.execute(proc + 1, list(argv)).reply
+
+
+def _restart(server: Server, proc: int) -> None:
+    """A crash: the process's connection closes and a new one opens (EXPLORE-CRASH-1)."""
+    server.close(proc + 1)
+    server.connect(proc + 1)
+
+
+_CRASH_ACT: Callable[[Server, int], Reply | None] = _restart
 
 
 def initial_server(abstraction: Abstraction, setup: list[tuple[int, tuple[bytes, ...]]]) -> Server:

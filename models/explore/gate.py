@@ -43,7 +43,7 @@ from xspec.models import ManualClock, Server
 from xspec.models.explore.abstraction import Abstraction, Key
 from xspec.models.explore.config import ConfigSystem, Configuration
 from xspec.models.explore.engine import Result, Step, explore
-from xspec.models.explore.execution import CRASH, Executor, initial_server
+from xspec.models.explore.execution import CRASH, ByAges, Executor, initial_server
 from xspec.models.mutants import MUTANTS, apply
 from xspec.models.server import Outcome
 from xspec.spec.invariants import violations
@@ -177,6 +177,15 @@ class _RecordingExecutor(Executor):
         new, server = super().crash(key, proc)
         self._record((key, proc, CRASH, None, new))
         return new, server
+
+    def outcomes(self, key: Key, plan: list[tuple[int, tuple[bytes, ...], ByAges | None]]
+                 ) -> list[tuple[Reply | None, Key, Server | None]]:
+        done = []
+        for step in plan:  # one at a time: each is recorded before the next is computed
+            reply, new, server = super().outcomes(key, [step])[0]
+            self._record((key, step[0], step[1], reply, new))
+            done.append((reply, new, server))
+        return done
 
     def _record(self, transition: Transition) -> None:
         at = len(self.log)

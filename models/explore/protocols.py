@@ -319,23 +319,22 @@ class ProtocolSystem:
             n = produced + 1
             argv = (b"XADD", STREAM, message_id(n), b"job", b"poison" if n in self.protocol.poison else b"ok")
             _, new, server = self.executor.command(key, self.producer, argv)
-            out.append(Successor(Step(self.producer, "command", argv),
-                                 (new, _replace(local, self.producer, ("produce", n, 0, 0, 0)), ghost), server))
+            out.append((Step(self.producer, "command", argv),
+                        (new, _replace(local, self.producer, ("produce", n, 0, 0, 0)), ghost), server))
         if not any(p.urgent(local[i]) for i, p in enumerate(self.programs)):  # EXPLORE-PROC-4
             ticked = tuple(
                 (pc, msg, cursor, min(elapsed + 1, p.processing_ticks), crashes) if pc == "process"
                 else (pc, msg, cursor, elapsed, crashes)
                 for p, (pc, msg, cursor, elapsed, crashes) in zip(self.programs, local, strict=False))
-            out.append(Successor(Step(-1, "tick", text=f"+{self.tick_ms} ms"),
-                                 (self.abstraction.advance(key, self.tick_ms), ticked + local[len(ticked):], ghost)))
+            out.append((Step(-1, "tick", text=f"+{self.tick_ms} ms"),
+                        (self.abstraction.advance(key, self.tick_ms), ticked + local[len(ticked):], ghost), None))
         return out
 
     def _move(self, key: Key, local: tuple[Local, ...], ghost: Ghost, proc: int, move: Move) -> Successor:
         if move.kind == "command":
             assert move.after is not None
             reply, new, server = self.executor.command(key, proc, move.argv)
-            return Successor(Step(proc, "command", move.argv), (new, _replace(local, proc, move.after(reply)), ghost),
-                             server)
+            return (Step(proc, "command", move.argv), (new, _replace(local, proc, move.after(reply)), ghost), server)
         if move.message in self.protocol.poison:  # EXPLORE-PROC-3: a poison pill crashes, outside the budget
             return self._crash(key, local, ghost, proc, f"crashes processing poison pill "
                                                         f"{message_id(move.message).decode()}", budget=False)
@@ -345,15 +344,15 @@ class ProtocolSystem:
         before = counts[move.message - 1]
         counts = counts[:move.message - 1] + (min(before + 1, 2),) + counts[move.message:]
         new_ghost: Ghost = (counts, crashed, duplicate or (before > 0 and not crashed))
-        return Successor(Step(proc, "local", text=move.text), (key, _replace(local, proc, move.after(None)), new_ghost))
+        return (Step(proc, "local", text=move.text), (key, _replace(local, proc, move.after(None)), new_ghost), None)
 
     def _crash(self, key: Key, local: tuple[Local, ...], ghost: Ghost, proc: int, text: str,
                budget: bool) -> Successor:
         new, server = self.executor.crash(key, proc)
         crashes = local[proc][4] + (1 if budget else 0)
         restarted = self.programs[proc].initial(crashes)  # EXPLORE-PROC-3: from the start, holding nothing
-        return Successor(Step(proc, "crash" if budget else "local-crash", text=text),
-                         (new, _replace(local, proc, restarted), (ghost[0], True, ghost[2])), server)
+        return (Step(proc, "crash" if budget else "local-crash", text=text),
+                (new, _replace(local, proc, restarted), (ghost[0], True, ghost[2])), server)
 
     # -- properties --------------------------------------------------------------------------
     def facts(self, state: State) -> list[dict[str, bool]]:
