@@ -466,3 +466,26 @@ def test_the_compact_configuration_is_fully_explored_and_every_invariant_holds()
     assert out.exit_code == 0, out.output
     assert "configuration compact: 2,312 states" in out.output
     assert "invariants of spec/invariants.py: holds" in out.output
+
+
+def test_planned_successors_agree_with_running_the_model() -> None:
+    """EXPLORE-MEMO-5: every successor a plan gives (from the memo or from the model) is what a fresh
+    run of the model gives from the thawed state."""
+    system = ConfigSystem(Configuration("plans", consumers=2, entries=3), symmetry=False)
+    result, _ = explore(system, max_states=700)
+    a = system.abstraction
+    checked = 0
+    for state in result.states[::4]:
+        key = state[0]
+        for step, new_state, _ in system.successors(state, a.ties(key, state[1])):
+            if step.kind == "tick":
+                continue
+            server = a.thaw(key)
+            if step.kind == "crash":
+                server.close(step.proc + 1)
+                server.connect(step.proc + 1)
+            else:
+                server.execute(step.proc + 1, list(step.argv))
+            assert a.key(server) == new_state[0], (step, key)
+            checked += 1
+    assert checked > 300
