@@ -17,7 +17,6 @@ from typing import NamedTuple
 from xspec.models import pel
 from xspec.models.cerrno import note_id_parse, note_iterator_end, strict_id
 from xspec.models.intervals import interval_bounds, interval_start
-from xspec.models.ordered import first_key, first_key_from, keys_from, last_key
 from xspec.models.reads import lookup_entry
 from xspec.models.server import Call, CommandError, command
 from xspec.models.state import Consumer, Group, Nack, Stream
@@ -376,8 +375,8 @@ def _pending_summary(call: Call, group: Group) -> Reply:
     owners = tuple(  # XPENDING-7
         Array((Bulk(c.name), Bulk(b"%d" % len(c.pel))))
         for c in group.consumers.values() if c.pel)
-    return Array((Int(len(group.pel)), _id_reply(first_key(group.pel)),
-                  _id_reply(last_key(group.pel)), Array(owners)))
+    return Array((Int(len(group.pel)), _id_reply(group.pel.first()),
+                  _id_reply(group.pel.last()), Array(owners)))
 
 
 def _pending_entries(call: Call, group: Group, start: StreamID, end: StreamID, count: int,
@@ -393,7 +392,7 @@ def _pending_entries(call: Call, group: Group, start: StreamID, end: StreamID, c
     rows: list[Reply] = []
     if not count:
         return Array(())
-    for entry_id in keys_from(scanned, start):
+    for entry_id in scanned.keys_from(start):
         if entry_id > end:
             break
         nack: Nack = scanned[entry_id]
@@ -582,7 +581,7 @@ def xautoclaim(call: Call) -> Reply:
     deleted: list[Reply] = []
     position: StreamID | None = start  # where the walk resumes; None past the maximum ID
     while attempts and count and position is not None:
-        entry_id = first_key_from(group.pel, position)
+        entry_id = group.pel.first_from(position)
         if entry_id is None:
             position = None
             break
@@ -617,7 +616,7 @@ def xautoclaim(call: Call) -> Reply:
         count -= 1
         pel.propagate_claim(call, key, group, consumer.name, entry_id.encode(), nack)  # XAUTOCLAIM-11
     cursor = MIN_ID  # XAUTOCLAIM-10
-    after_walk = None if position is None else first_key_from(group.pel, position)
+    after_walk = None if position is None else group.pel.first_from(position)
     if after_walk is None:
         note_iterator_end(call)  # XADD-14: the step to the next cursor ran off the tree
     else:

@@ -2,13 +2,13 @@
 
 Every record is a :class:`~xspec.spec.resp.Map`: a flat array of names and
 values in RESP2, a map in RESP3. Groups, consumers and PELs come out in radix
-tree order, which is the order of the state's SortedDicts. XINFO only reads:
+tree order, which is the order of the state's sorted maps. XINFO only reads:
 it changes nothing and propagates nothing (XINFO-8).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from itertools import islice
 from typing import Any
 
@@ -16,6 +16,7 @@ from sortedcontainers import SortedDict
 
 from xspec.models.cerrno import note_iterator_end
 from xspec.models.lag import INVALID_ENTRIES_READ, group_lag
+from xspec.models.ordered import LazySortedDict
 from xspec.models.pel import reported_count
 from xspec.models.reads import entry_reply, error_text
 from xspec.models.server import Call, CommandError, command
@@ -205,10 +206,9 @@ def _walked_head(stream: Stream, count: int) -> list[Reply]:
     return [entry_reply(*entry) for entry in islice(stream.layout.walk(MIN_ID, MAX_ID), count or None)]
 
 
-def _head(items: SortedDict, count: int) -> Sequence[tuple[Any, Any]]:
-    """The first ``count`` (ID, value) pairs of entries or a PEL; 0 means all."""
-    view = items.items()
-    return view if count == 0 else view[:count]
+def _head(items: SortedDict | LazySortedDict, count: int) -> Iterable[tuple[Any, Any]]:
+    """The first ``count`` (ID, value) pairs of entries or a PEL, a walk from the first; 0 means all."""
+    return islice(items.items(), count or None)
 
 
 @command("xinfo|groups")

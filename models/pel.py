@@ -8,7 +8,6 @@ PEL as the same object; a consumer PEL holds nothing else.
 
 from __future__ import annotations
 
-from xspec.models.ordered import discard, put
 from xspec.models.server import Call
 from xspec.models.state import Consumer, Group, Nack
 from xspec.spec.ids import StreamID
@@ -42,17 +41,17 @@ def give(group: Group, entry_id: StreamID, nack: Nack, consumer: Consumer) -> No
     """Make ``consumer`` the owner of ``nack`` (already or newly in the group PEL)."""
     old = nack.consumer
     if old is not None and old is not consumer:
-        discard(old.pel, entry_id)
+        old.pel.pop(entry_id, None)
     nack.consumer = consumer
-    put(consumer.pel, entry_id, nack)
-    put(group.pel, entry_id, nack)
+    consumer.pel[entry_id] = nack
+    group.pel[entry_id] = nack
 
 
 def remove(group: Group, entry_id: StreamID) -> Nack | None:
     """Drop a pending entry from the group PEL and its owner's PEL."""
-    nack: Nack | None = discard(group.pel, entry_id)
+    nack: Nack | None = group.pel.pop(entry_id, None)
     if nack is not None and nack.consumer is not None:
-        discard(nack.consumer.pel, entry_id)
+        nack.consumer.pel.pop(entry_id, None)
     return nack
 
 

@@ -375,7 +375,7 @@ def history(call: Call, stream: Stream, consumer: Consumer, after: StreamID, cou
     Nothing is propagated.
     """
     out: list[Reply] = []
-    for entry_id in keys_from(consumer.pel, first_after(after)):
+    for entry_id in consumer.pel.keys_from(first_after(after)):
         if count and len(out) >= count:
             return tuple(out)
         fields = lookup_entry(call, stream, entry_id)  # a one-entry range read

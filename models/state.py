@@ -5,7 +5,9 @@ names where they are visible to users (``last-generated-id`` is
 ``Stream.last_id``). Ordered collections are ``SortedDict``s keyed the way
 Redis's radix trees order them (IDs numerically, names bytewise), so every
 reply that walks them comes out in Redis's order and every lookup is
-logarithmic.
+logarithmic. The PELs are :class:`~xspec.models.ordered.LazySortedDict`s,
+dicts walked in ID order whose removals leave the order alone, so that XACK's
+cost does not grow with the PEL, as a radix tree removal's does not.
 
 Every class has ``freeze()``: a canonical, hashable value of the state, for
 the explorer and for equality tests. Mutation stays on the plain objects.
@@ -20,6 +22,7 @@ from typing import Any
 from sortedcontainers import SortedDict
 
 from xspec.models.layout import NodeLayout
+from xspec.models.ordered import LazySortedDict
 from xspec.spec.ids import MIN_ID, StreamID
 from xspec.spec.resp import Reply
 
@@ -50,10 +53,10 @@ class Consumer:
         self.name = name
         self.seen_time = seen_time
         self.active_time = active_time  # 7.2+; -1 means never active
-        self.pel: SortedDict = SortedDict()  # StreamID -> Nack
+        self.pel = LazySortedDict()  # StreamID -> Nack
 
     def freeze(self) -> tuple[Any, ...]:
-        return (self.name, self.seen_time, self.active_time, tuple(self.pel.keys()))
+        return (self.name, self.seen_time, self.active_time, tuple(self.pel))
 
 
 class Group:
@@ -65,7 +68,7 @@ class Group:
         self.name = name
         self.last_id = last_id  # last-delivered-id
         self.entries_read = entries_read  # -1 means invalid (shown as nil)
-        self.pel: SortedDict = SortedDict()  # StreamID -> Nack
+        self.pel = LazySortedDict()  # StreamID -> Nack
         self.consumers: SortedDict = SortedDict()  # name -> Consumer
 
     def freeze(self) -> tuple[Any, ...]:
