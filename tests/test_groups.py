@@ -13,11 +13,15 @@ the propagation comparison replays the trace on the model with a concrete
 clock: the millisecond at which each command was sent. That is exact when the
 command's reply came back within the same millisecond, so every call is sent at
 the start of a millisecond, and :func:`run` re-runs a scenario (a few times at
-most) when a command still straddled a millisecond boundary.
+most) when a command still straddled a millisecond boundary. If the last attempt
+still straddles (a busy machine), every millisecond each straddling command
+could have read is tried.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import random
 import time
 from collections.abc import Callable
@@ -33,7 +37,7 @@ from xspec.spec.ids import StreamID
 from xspec.spec.invariants import violations
 from xspec.spec.resp import Error, Int, Reply
 from xspec.traces.checker import check_trace, trace_dialect
-from xspec.traces.format import Call, Connect, Note, Trace, dumps
+from xspec.traces.format import Call, Connect, Header, Note, Trace, dumps
 from xspec.traces.recorder import Arg
 
 if TYPE_CHECKING:
@@ -46,22 +50,46 @@ def straddles(trace: Trace) -> bool:
                and e.t0 // 1000 != e.t1 // 1000 for e in trace.events)
 
 
-def model_propagation(trace: Trace) -> list[list[bytes]]:
-    """What the model propagates for a trace of plain calls, clock as the sequential checker sets it."""
+def model_propagation(trace: Trace, moments: dict[int, int] | None = None) -> list[list[bytes]]:
+    """What the model propagates for a trace of plain calls.
+
+    The clock is the millisecond each call was sent in, as the sequential checker
+    sets it, or the one ``moments`` gives for that event index.
+    """
     clock = ManualClock(0)
     model = Server(trace_dialect(trace), clock, trace.header.config)
     ops: list[list[bytes]] = []
-    for e in trace.events:
+    for i, e in enumerate(trace.events):
         if isinstance(e, Note):
             continue
         if isinstance(e, Connect):
             model.client(e.c)
             continue
         assert isinstance(e, Call), "propagation is compared for traces of plain calls only"
-        clock.set((e.t0 or 0) // 1000)
+        clock.set(moments[i] if moments and i in moments else (e.t0 or 0) // 1000)
         ops.extend(render_op(op) for op in model.execute(e.c, e.cmd).propagated
                    if op[0] != b"SELECT")
     return ops
+
+
+def propagation_explained(trace: Trace, real: list[list[bytes]]) -> list[list[bytes]] | None:
+    """None if some choice of millisecond for each call explains the real propagation; else the model's.
+
+    A call whose reply came back in a later millisecond than it was sent (a busy
+    machine) may have read its clock in any millisecond of that span: every
+    combination is tried, up to a bound.
+    """
+    spans = {i: range(e.t0 // 1000, e.t1 // 1000 + 1) for i, e in enumerate(trace.events)
+             if isinstance(e, Call) and e.t0 is not None and e.t1 is not None and e.t0 // 1000 != e.t1 // 1000}
+    first = model_propagation(trace)
+    if first == real:
+        return None
+    if math.prod(len(r) for r in spans.values()) > 512:
+        return first
+    for moments in itertools.product(*spans.values()):
+        if model_propagation(trace, dict(zip(spans, moments, strict=True))) == real:
+            return None
+    return first
 
 
 def run(redis: RealRedis, body: Callable[[MillisecondAligned], None], *, propagation: bool = True,
@@ -88,8 +116,8 @@ def run(redis: RealRedis, body: Callable[[MillisecondAligned], None], *, propaga
         note = " (a command straddled a millisecond)" if straddles(trace) else ""
         assert verdict.status == "conform", f"{verdict.describe()}{note}\n--- trace ---\n{dumps(trace)}"
         if propagation:
-            modelled = model_propagation(trace)
-            assert modelled == real, (f"propagation differs{note}\n  real:  {real}\n  model: {modelled}"
+            modelled = propagation_explained(trace, real)
+            assert modelled is None, (f"propagation differs{note}\n  real:  {real}\n  model: {modelled}"
                                       f"\n--- trace ---\n{dumps(trace)}")
         return trace
     raise AssertionError("unreachable")
@@ -894,3 +922,23 @@ def test_model_keeps_the_pel_invariants_under_random_group_commands():
         m.execute(1, [a.encode() for a in argv])
         broken = [v for v in violations(m) if v.split(": ", 1)[-1].startswith(("INV-6", "INV-7", "INV-8"))]
         assert not broken, f"after {argv}: {broken}"
+
+
+def test_a_straddling_command_may_have_read_either_millisecond() -> None:
+    """The propagation check's fallback: a claim answered one millisecond after it was sent is explained
+    by a clock read in that later millisecond, and a delivery time in neither is still caught."""
+    def call(cmd: list[bytes], t0: int, t1: int) -> Call:
+        return Call(c=1, cmd=cmd, reply=None, t0=t0, t1=t1)
+
+    trace = Trace(Header(title="straddle", source="generated"), [
+        Connect(c=1),
+        call([b"XGROUP", b"CREATE", b"s", b"g", b"$", b"MKSTREAM"], 100_000, 100_100),
+        call([b"XADD", b"s", b"1-1", b"f", b"v"], 100_200, 100_300),
+        call([b"XREADGROUP", b"GROUP", b"g", b"a", b"STREAMS", b"s", b">"], 100_400, 100_500),
+        call([b"XCLAIM", b"s", b"g", b"b", b"0", b"1-1"], 100_900, 101_100),
+    ])
+    later = model_propagation(trace, {4: 101})
+    assert later != model_propagation(trace)  # the claim's delivery time shows the millisecond
+    assert propagation_explained(trace, later) is None
+    wrong = model_propagation(trace, {4: 102})
+    assert propagation_explained(trace, wrong) is not None
