@@ -33,6 +33,12 @@ when other processes share the cores (where the rate ratio flatters the slower
 server, Redis being held back by the scheduler more than by its own work). The other figures are measured once per server,
 one server after the other.
 
+The reference server runs as this Python environment has it installed: pure
+Python by default, or with its hot modules compiled by mypyc after
+``XSPEC_MYPYC=1 pip install --no-build-isolation -c constraints.txt -e .``
+(setup.py); the first line printed says which. Remove ``reference/*.so`` (or
+reinstall without the variable) to go back.
+
 It prints each figure and the ratios reference/Redis and reference/fakeredis.
 Targets (issue 4): >= 0.30x Redis on pipelined XADD, >= 0.6x not pipelined,
 >= 20x fakeredis on all of them, <= 200 bytes per entry, p99 wake-up <= 2 ms.
@@ -331,6 +337,15 @@ def wakeup_latency_ms(port: int, rounds: int) -> tuple[float, float]:
     return statistics.median(samples), samples[int(len(samples) * 0.99) - 1]
 
 
+def reference_build() -> str:
+    """Which build of the reference server this environment runs: compiled (mypyc) or pure Python."""
+    import xspec.reference.streams as streams
+
+    if Path(streams.__file__ or "").suffix in (".so", ".pyd"):
+        return "compiled with mypyc (setup.py, XSPEC_MYPYC=1)"
+    return "pure Python (see the docstring for the compiled build)"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=200_000, help="requests per redis-benchmark test")
@@ -346,6 +361,7 @@ def main() -> int:
     if shutil.which("redis-benchmark") is None:
         print("error: redis-benchmark not found (apt-get install redis-tools)", file=sys.stderr)
         return 2
+    print(f"xspec-serve: {reference_build()}", flush=True)
     table = peers(args.skip_fakeredis)
     if args.only:
         table = [p for p in table if p.name in args.only.split(",")]

@@ -3,6 +3,16 @@
 from __future__ import annotations
 
 import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """What the core reads of a clock. A protocol rather than ``WallClock | VirtualClock``: tests bring
+    clocks of their own, which a mypyc-compiled core would refuse under the union."""
+
+    virtual: bool
+
+    def now_ms(self) -> int: ...
 
 
 class WallClock:

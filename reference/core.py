@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 from xspec.models.dialect import Dialect, get_dialect
 from xspec.reference.api import BLOCKED, Blocked, ReplyError
-from xspec.reference.clock import VirtualClock, WallClock
+from xspec.reference.clock import Clock, WallClock
 from xspec.reference.tracking import Tracking
 from xspec.spec import commands as table
 from xspec.spec.commands import CommandSpec
@@ -272,7 +272,9 @@ class Context:
     __slots__ = ("core", "client", "argv", "db", "can_block", "spec")
 
     def __init__(self, core: Core | None, client: Client) -> None:
-        self.core: Core = core  # type: ignore[assignment]  # set by Core.connect
+        self.core: Core  # set by Core.connect when not given here
+        if core is not None:
+            self.core = core
         self.client = client
         self.argv: list[bytes] = []
         self.db: MutableMapping[bytes, Any] = {}
@@ -393,7 +395,7 @@ class ErrorFault:
 class Core:
     """The whole server state and the dispatcher."""
 
-    def __init__(self, *, dialect: str = "redis-7.0", clock: WallClock | VirtualClock | None = None,
+    def __init__(self, *, dialect: str = "redis-7.0", clock: Clock | None = None,
                  requirepass: str | None = None, config: dict[str, str] | None = None,
                  enable_debug: str = "no", port: int = 0) -> None:
         from xspec.reference.generic import CONFIG_DEFAULTS
@@ -401,7 +403,7 @@ class Core:
         if dialect not in SERVED_DIALECTS:
             raise ValueError(f"xspec serve runs {', '.join(SERVED_DIALECTS)}; not {dialect!r} yet")
         self.dialect: Dialect = get_dialect(dialect)
-        self.clock = clock if clock is not None else WallClock()
+        self.clock: Clock = clock if clock is not None else WallClock()
         self.config: dict[str, str] = dict(CONFIG_DEFAULTS)
         self.config.update(self.dialect.config_defaults)
         self.config.update({"maxclients": "10000", "appendonly": "no", "daemonize": "no", "dir": os.getcwd(),
@@ -431,8 +433,9 @@ class Core:
         # blocked command); ``snapshot`` is that reading while a command runs, else None.
         self.snapshot_per_command = self.dialect.time_snapshot_per_command
         self.snapshot: int | None = None
-        if self.snapshot_per_command:
-            self.execute = self._execute_with_snapshot  # type: ignore[method-assign]
+        # execute(c, argv): run one command of client c; returns its reply (None when it blocked).
+        self.execute: Callable[[Client, list[bytes]], Result] = (
+            self._execute_with_snapshot if self.snapshot_per_command else self._execute_plain)
         # BLOCK-DIALECT-1: 6.2 wakes nobody when a key is deleted or overwritten.
         self.signal_deletions = self.dialect.deleted_key_wakes_readgroup
         self.auth_first = self.dialect.auth_before_lookup  # DISPATCH-DIALECT-2
@@ -441,7 +444,8 @@ class Core:
         # argv[0] as sent -> (name, arity, handler, table entry), for plain commands already seen.
         self.fast_commands: dict[bytes, tuple[str, int, Handler, CommandSpec]] = {}
         self.config_ints: dict[str, int] = {}  # parsed integer settings; cleared by CONFIG SET
-        self.now_ms = self.clock.now_ms  # type: ignore[method-assign]  # one call less per reading
+        # The clock's reading (ms); the clock's own method: one call less per reading.
+        self.now_ms: Callable[[], int] = self.clock.now_ms
         self.observer: Observer | None = None
         self.executing = False  # inside execute(), for observers: replies served now follow the command
         # Called with (seconds, callback) to arm a timeout timer; returns a
@@ -457,6 +461,7 @@ class Core:
         self.run_id = os.urandom(20).hex()
         self.errno = 0  # the C errno of 7.0's main thread, which one XADD error shows (XADD-14)
         self.tracking = Tracking(self)  # CLIENT TRACKING (reference/tracking.py)
+        self.server: Any = None  # the reference.server.ReferenceServer serving this core, if any
         self.reset_stats()
 
     def reset_stats(self) -> None:
@@ -464,10 +469,6 @@ class Core:
         self.stat_connections = 0
         self.stat_rejected_connections = 0
         self.stat_errors = 0
-
-    # -- time -----------------------------------------------------------------------
-    def now_ms(self) -> int:
-        return self.clock.now_ms()
 
     # -- clients -------------------------------------------------------------------------
     def connect(self, conn: Connection | None, addr: str = "127.0.0.1:0", laddr: str = "127.0.0.1:0",
@@ -509,8 +510,8 @@ class Core:
             return value
 
     # -- dispatch ------------------------------------------------------------------------
-    def execute(self, c: Client, argv: list[bytes]) -> Result:
-        """Run one command of client ``c``; returns its reply (None when it blocked)."""
+    def _execute_plain(self, c: Client, argv: list[bytes]) -> Result:
+        """:meth:`execute` in a dialect that reads the clock afresh each time."""
         self.stat_commands += 1
         if self.observer is not None:
             observed = self._execute_observed(c, argv)
@@ -539,10 +540,10 @@ class Core:
     def _execute_with_snapshot(self, c: Client, argv: list[bytes]) -> Result:
         """:meth:`execute` in a dialect with one clock reading per command (TRACE-FORMAT rule 2)."""
         if self.observer is not None:
-            return Core.execute(self, c, argv)  # _execute_observed takes the snapshot
+            return self._execute_plain(c, argv)  # _execute_observed takes the snapshot
         self.snapshot = self.now_ms()
         try:
-            return Core.execute(self, c, argv)
+            return self._execute_plain(c, argv)
         finally:
             self.snapshot = None
 

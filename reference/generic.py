@@ -807,15 +807,35 @@ def _filter_idle(value: bytes, option: str) -> ClientTest:
     return lambda c: time.monotonic() - c.last_interaction >= idle
 
 
+def _filter_addr(value: bytes, option: str) -> ClientTest:
+    return lambda c: c.addr.encode() == value
+
+
+def _filter_laddr(value: bytes, option: str) -> ClientTest:
+    return lambda c: c.laddr.encode() == value
+
+
+def _filter_ip(value: bytes, option: str) -> ClientTest:
+    return lambda c: c.addr.rsplit(":", 1)[0].encode() == value
+
+
+def _filter_name(value: bytes, option: str) -> ClientTest:
+    return lambda c: c.name == value
+
+
+def _filter_lib_name(value: bytes, option: str) -> ClientTest:
+    return lambda c: c.lib_name == value
+
+
+def _filter_lib_ver(value: bytes, option: str) -> ClientTest:
+    return lambda c: c.lib_ver == value
+
+
 _CLIENT_FILTERS: dict[bytes, Callable[[bytes, str], ClientTest]] = {
     b"type": _filter_type, b"user": _filter_user, b"flags": _filter_flags, b"capa": _filter_capa,
     b"db": _filter_db, b"maxage": _filter_age, b"idle": _filter_idle,
-    b"addr": lambda v, _: lambda c: c.addr.encode() == v,
-    b"laddr": lambda v, _: lambda c: c.laddr.encode() == v,
-    b"ip": lambda v, _: lambda c: c.addr.rsplit(":", 1)[0].encode() == v,
-    b"name": lambda v, _: lambda c: c.name == v,
-    b"lib-name": lambda v, _: lambda c: c.lib_name == v,
-    b"lib-ver": lambda v, _: lambda c: c.lib_ver == v,
+    b"addr": _filter_addr, b"laddr": _filter_laddr, b"ip": _filter_ip,
+    b"name": _filter_name, b"lib-name": _filter_lib_name, b"lib-ver": _filter_lib_ver,
 }
 
 
@@ -1249,11 +1269,14 @@ def _rss_bytes() -> int:
 
 
 def _human(n: int) -> str:
-    for unit in ("B", "K", "M", "G"):
-        if n < 1024 or unit == "G":
-            return f"{n}{unit}" if unit == "B" else f"{n:.2f}{unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
+    if n < 1024:
+        return f"{n}B"
+    size = n / 1024
+    for unit in ("K", "M"):
+        if size < 1024:
+            return f"{size:.2f}{unit}"
+        size /= 1024
+    return f"{size:.2f}G"
 
 
 # Sections in ``INFO everything`` order -> (title, fields), for 7.0 (``INFO_FIELDS``).
@@ -1747,7 +1770,7 @@ def xspec_clock(ctx: Context) -> Reply:
         target = ms if sub == b"set" else core.now_ms() + ms
         if not 0 <= target <= I64_MAX:
             raise _err("ERR the clock must stay between 0 and 9223372036854775807 ms")
-        core.clock.set(target)  # type: ignore[union-attr]
+        core.clock.set(target)  # type: ignore[attr-defined]  # the clock is virtual
         if core.observer is not None:
             core.observer.clock_moved()
         core.expire_timeouts()

@@ -113,13 +113,21 @@ def _is_loopback(sockaddr: Any) -> bool:
     return ip.is_loopback
 
 
+def _held(c: Client, core: Core) -> bool:
+    """Whether ``c`` waits (blocked or paused). A function of its own: the loop in
+    ClientConnection.process tests ``c.blocked is None``, and mypy keeps that narrowing past
+    the commands that block the client (which mypyc would then check and refuse)."""
+    return c.blocked is not None or c in core.postponed
+
+
 class ClientConnection(asyncio.Protocol):
     """One client connection: input buffering and parsing, running, writing replies."""
 
     def __init__(self, server: ReferenceServer) -> None:
         self.server = server
         self.core = server.core
-        self.transport: asyncio.Transport | None = None
+        # Any, not asyncio.Transport: uvloop's transports do not derive from it, and mypyc checks annotations.
+        self.transport: Any = None
         self.client: Client | None = None
         self.buf = b""
         self.need = 0  # the buffer length worth parsing again at
@@ -138,8 +146,8 @@ class ClientConnection(asyncio.Protocol):
         self.eof = False  # the client half-closed while commands it sent were held for a later turn
 
     # -- asyncio callbacks ------------------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+    def connection_made(self, transport: Any) -> None:  # Any: see self.transport
+        self.transport = transport
         core = self.core
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("socket")
@@ -312,9 +320,10 @@ class ClientConnection(asyncio.Protocol):
                         break
             done = self.run(cmds, out, budget)
             budget -= done
-            if done < len(cmds) or c.blocked is not None or c in core.postponed:
+            held = _held(c, core)
+            if done < len(cmds) or held:
                 self.pending, self.pending_error = cmds[done:], error
-                more = c.blocked is None and c not in core.postponed
+                more = not held
                 break
             if error is not None:
                 out.append(b"-%s\r\n" % error.text.encode("utf-8", "surrogateescape"))
@@ -523,12 +532,12 @@ class ReferenceServer:
         self.core = Core(dialect=dialect, clock=make_clock(clock), requirepass=requirepass,
                          enable_debug=enable_debug, port=port,
                          config={"protected-mode": protected_mode, "bind": host})
-        self.core.server = self  # type: ignore[attr-defined]
+        self.core.server = self
         self.connections: set[ClientConnection] = set()
         self.delays: dict[int, float] = {}  # client id (0: everyone) -> seconds, XSPEC.FAULT DELAY
         self.trace_path = trace
         self.checked = checked
-        self._server: asyncio.AbstractServer | None = None
+        self._server: Any = None  # asyncio's or uvloop's Server (not an asyncio.AbstractServer)
         self._stopped: asyncio.Event | None = None
         self.shutdown_asap = False  # a shutdown was asked for: no further command runs
         self.to_flush: list[ClientConnection] = []  # connections with queued replies, in queuing order
@@ -568,7 +577,7 @@ class ReferenceServer:
         self._stopped = asyncio.Event()
         self._server = await loop.create_server(lambda: ClientConnection(self), self.host, self.port,
                                                 reuse_address=True, backlog=511)
-        sock = self._server.sockets[0]
+        sock = self._server.sockets[0]  # a list in uvloop, a tuple in asyncio
         self.port = sock.getsockname()[1]
         self.core.config["port"] = str(self.port)
 

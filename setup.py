@@ -1,0 +1,51 @@
+"""Optional native build of the reference server's hot modules with mypyc.
+
+Everything about the package is in pyproject.toml; this file only adds
+extension modules, and only when asked:
+
+    XSPEC_MYPYC=1 pip install --no-build-isolation -c constraints.txt -e '.[dev]'
+    XSPEC_MYPYC=1 python -m build --wheel --no-isolation
+
+Without XSPEC_MYPYC (the default) nothing is compiled and the package is the
+pure-Python one it always was. The compiled build needs mypy (which ships
+mypyc; it is in the dev extra, hence --no-build-isolation), a C compiler and
+Python's headers. A compiled module shadows its .py file: after editing one,
+build again or remove reference/*.so.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from setuptools import setup
+
+# The reference server's modules compiled with XSPEC_MYPYC=1 (reference/<name>.py).
+# server.py stays interpreted: `python -m xspec.reference.server` cannot run an extension module.
+COMPILED = ("protocol", "streams", "xcommands", "core", "generic", "api", "clock", "tracking")
+
+# The import packages whose sources live in top-level folders (pyproject.toml's package-dir).
+MAPPED = ("spec", "models", "reference", "traces")
+
+
+def mypyc_extensions() -> list:
+    if os.environ.get("XSPEC_MYPYC", "") in ("", "0"):
+        return []
+    from mypyc.build import mypycify
+
+    # mypyc names a module after its path, and reference/protocol.py is xspec.reference.protocol:
+    # compile through a view of the package-dir mapping made of symlinks (as scripts/typecheck does).
+    root = Path(__file__).resolve().parent
+    view = root / "build" / "mypyc-view"
+    package = view / "xspec"
+    package.mkdir(parents=True, exist_ok=True)
+    links = {f.name: f for f in (root / "xspec").glob("*.py")} | {sub: root / sub for sub in MAPPED}
+    for name, target in links.items():
+        link = package / name
+        if not link.is_symlink():
+            link.symlink_to(target)
+    return mypycify([str(package / "reference" / f"{name}.py") for name in COMPILED],
+                    opt_level="3", group_name="xspec._reference_native")
+
+
+setup(ext_modules=mypyc_extensions())
