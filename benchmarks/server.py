@@ -1,6 +1,6 @@
 """The reference server beside Redis 7.0.15 and fakeredis, measured in one run.
 
-    python benchmarks/server.py [--requests 200000] [--xadd-runs 5] [--xadd-only] [--only NAME,...]
+    python benchmarks/server.py [--requests 200000] [--runs 5] [--xadd-only] [--only NAME,...]
                                 [--skip-fakeredis]
 
 Starts, each on a free loopback port, a real redis-server 7.0.15, fakeredis's
@@ -21,17 +21,19 @@ same load:
   client's XADD, measured from sending the XADD to reading the woken reply;
   p50 and p99 over many rounds.
 
-The two XADD figures swing widely between runs on a shared machine (Redis's
-pipelined one from 465k to 826k/s), and the ratio to Redis is what counts: all
-servers run at once and each XADD figure is measured ``--xadd-runs`` times per
-server (default 5), the servers taking turns (Redis, reference, fakeredis,
-Redis, ...), so a quiet or busy spell falls on all of them alike. The figure
-reported is the median of a server's runs, printed with their range, and the
-ratios are of the medians. The server's CPU time per command in those runs
-(from /proc) is reported too, with its ratio: it moves far less than the rate
-when other processes share the cores (where the rate ratio flatters the slower
-server, Redis being held back by the scheduler more than by its own work). The other figures are measured once per server,
-one server after the other.
+The redis-benchmark figures swing widely between runs on a shared machine
+(Redis's pipelined XADD from 465k to 826k/s; fakeredis's XRANGE from 0.5k to
+6.5k/s), and the ratios are what count: all servers run at once and each
+redis-benchmark figure (the XADDs, then XRANGE and XPENDING) is measured
+``--runs`` times per server (default 5), the servers taking turns (Redis,
+reference, fakeredis, Redis, ...), so a quiet or busy spell falls on all of
+them alike. The figure reported is the median of a server's runs, printed with
+their range, and the ratios are of the medians. The server's CPU time per
+command in those runs (from /proc) is reported too, with its ratio: it moves far
+less than the rate when other processes share the cores (where the rate ratio
+flatters the slower server, Redis being held back by the scheduler more than by
+its own work). The consumer-group workload and the wake-up latency are measured
+once per server, one server after the other.
 
 The reference server runs as this Python environment has it installed: pure
 Python by default, or with its hot modules compiled by mypyc after
@@ -352,8 +354,9 @@ def main() -> int:
     ap.add_argument("--entries", type=int, default=1_000_000, help="entries for the memory figure")
     ap.add_argument("--seconds", type=float, default=5.0, help="duration of the consumer-group workload")
     ap.add_argument("--rounds", type=int, default=2000, help="wake-up latency samples")
-    ap.add_argument("--xadd-runs", type=int, default=5,
-                    help="runs of each XADD figure per server, servers taking turns; the median is reported")
+    ap.add_argument("--runs", "--xadd-runs", dest="runs", type=int, default=5,
+                    help="runs of each redis-benchmark figure per server, servers taking turns; the median is "
+                         "reported")
     ap.add_argument("--xadd-only", action="store_true", help="measure the two XADD figures only")
     ap.add_argument("--skip-fakeredis", action="store_true")
     ap.add_argument("--only", help="comma-separated peer names to run (the ratios need xspec-serve)")
@@ -372,7 +375,11 @@ def main() -> int:
             # memory in its arenas, so RSS would not grow after earlier loads.
             if peer.name != "fakeredis" and not args.xadd_only:
                 peer.results["bytes/entry"] = memory_per_entry(peer, args.entries)
-        xadd_interleaved(table, args.requests, args.xadd_runs)
+        interleaved(table, args.requests, args.runs, XADD_LOADS)
+        if not args.xadd_only:
+            for peer in table:
+                prepare_group_stream(peer.port, 10_000)
+            interleaved(table, args.requests, args.runs, READ_LOADS)
         for peer in [] if args.xadd_only else table:
             print(f"== {peer.name}", flush=True)
             measure_the_rest(peer, args)
@@ -382,10 +389,15 @@ def main() -> int:
     return 0
 
 
-# The XADD loads: the key is emptied before each run, so every run does the same work.
-XADD_LOADS = {
-    "xadd -P 16": ("p", ["-P", "16"]),
-    "xadd -c 50": ("q", ["-c", "50"]),
+# metric -> (key emptied before each run, so that every run does the same work; redis-benchmark arguments)
+XADD_LOADS: dict[str, tuple[str | None, list[str]]] = {
+    "xadd -P 16": ("p", ["-P", "16", "XADD", "p", "*", "f", "v"]),
+    "xadd -c 50": ("q", ["-c", "50", "XADD", "q", "*", "f", "v"]),
+}
+# Reads of the stream prepare_group_stream made: nothing to empty.
+READ_LOADS: dict[str, tuple[str | None, list[str]]] = {
+    "xrange count 10": (None, ["XRANGE", "s", "-", "+", "COUNT", "10"]),
+    "xpending": (None, ["XPENDING", "s", "g"]),
 }
 
 
@@ -400,26 +412,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def xadd_interleaved(table: list[Peer], requests: int, runs: int) -> None:
-    """Each XADD figure ``runs`` times per server, the servers taking turns; the median is kept.
+def interleaved(table: list[Peer], requests: int, runs: int,
+                loads: dict[str, tuple[str | None, list[str]]]) -> None:
+    """Each redis-benchmark figure of ``loads`` ``runs`` times per server, the servers taking turns;
+    the median is kept.
 
     Beside the rate, the server's CPU time per command is recorded (``... cpu us``): unlike
     the rate it hardly moves when other processes share the cores, so its ratio is the
     steadier one on a busy machine.
     """
-    for metric, (key, options) in XADD_LOADS.items():
+    for metric, (key, options) in loads.items():
         figures: dict[str, list[float]] = {p.name: [] for p in table}
         cpu: dict[str, list[float]] = {p.name: [] for p in table}
         for _ in range(runs):
             for peer in table:
                 assert peer.proc is not None
-                c = Conn(peer.port)
-                c.call(b"DEL", key.encode())
-                c.close()
+                if key is not None:
+                    c = Conn(peer.port)
+                    c.call(b"DEL", key.encode())
+                    c.close()
                 got: dict[str, float] = {}
                 n = requests_for(peer, requests)
                 before = cpu_seconds(peer.proc.pid)
-                measure(got, metric, peer.port, n, *options, "XADD", key, "*", "f", "v")
+                measure(got, metric, peer.port, n, *options)
                 if metric in got:
                     figures[peer.name].append(got[metric])
                     cpu[peer.name].append((cpu_seconds(peer.proc.pid) - before) / n * 1e6)
@@ -435,12 +450,7 @@ def xadd_interleaved(table: list[Peer], requests: int, runs: int) -> None:
 
 
 def measure_the_rest(peer: Peer, args: argparse.Namespace) -> None:
-    """The figures measured once per server: XRANGE, XPENDING, the group workload, wake-up latency."""
-    n = requests_for(peer, args.requests)
-    results = peer.results
-    prepare_group_stream(peer.port, 10_000)
-    measure(results, "xrange count 10", peer.port, n, "XRANGE", "s", "-", "+", "COUNT", "10")
-    measure(results, "xpending", peer.port, n, "XPENDING", "s", "g")
+    """The figures measured once per server: the group workload, wake-up latency."""
     fill = 1_000_000 if peer.name != "fakeredis" else 20_000
     peer.results["xreadgroup+xack"] = consumer_group_workload(peer.port, 2, 16, args.seconds, fill)
     if peer.name != "fakeredis":
