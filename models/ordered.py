@@ -129,20 +129,26 @@ def keys_down_from(sd: SortedDict, high: Any, low: Any) -> Iterator[Any]:
 _MISSING = object()
 
 
+def _append_greatest(keys: SortedList, key: Any) -> bool:
+    """Add ``key`` in O(1) if it is above every key of a non-empty ``keys``; False (nothing done) if not."""
+    lists = keys._lists
+    if not lists:
+        return False
+    last = lists[-1]
+    if not key > last[-1]:
+        return False
+    last.append(key)
+    keys._maxes[-1] = key
+    keys._len += 1
+    if keys._index or len(last) > keys._load << 1:
+        keys._expand(len(lists) - 1)  # split the sublist, or count the key in the index
+    return True
+
+
 def put(sd: SortedDict, key: Any, value: Any) -> None:
     """``sd[key] = value``."""
-    if key not in sd:
-        keys = sd._list
-        lists = keys._lists
-        last = lists[-1] if lists else None
-        if last is not None and key > last[-1]:  # a new greatest key: append to the last sublist
-            last.append(key)
-            keys._maxes[-1] = key
-            keys._len += 1
-            if keys._index or len(last) > keys._load << 1:
-                keys._expand(len(lists) - 1)  # split the sublist, or count the key in the index
-        else:
-            keys.add(key)
+    if key not in sd and not _append_greatest(sd._list, key):  # a new greatest key is appended
+        sd._list.add(key)
     dict.__setitem__(sd, key, value)
 
 
@@ -242,17 +248,8 @@ class LazySortedDict(dict[Any, Any]):
         return d
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if key not in self:
-            order = self._order
-            last = order._lists[-1] if order._lists else None
-            if last is not None and key > last[-1]:  # a new greatest key (most deliveries): append
-                last.append(key)
-                order._maxes[-1] = key
-                order._len += 1
-                if order._index or len(last) > order._load << 1:
-                    order._expand(len(order._lists) - 1)  # split the sublist, or count the key in the index
-            else:
-                self._insert_key(key)
+        if key not in self and not _append_greatest(self._order, key):  # most deliveries append
+            self._insert_key(key)
         dict.__setitem__(self, key, value)
 
     def _insert_key(self, key: Any) -> None:

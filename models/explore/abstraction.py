@@ -36,9 +36,9 @@ from sortedcontainers import SortedDict, SortedList
 from xspec.models.clock import ManualClock
 from xspec.models.dialect import REDIS_70, Dialect
 from xspec.models.layout import NodeLayout
+from xspec.models.ordered import LazySortedDict
 from xspec.models.server import NUM_DATABASES, Server
 from xspec.models.state import Client, Consumer, Group, Nack, Stream
-from xspec.spec.ids import MIN_ID
 
 BASE_MS = 1_700_000_000_000
 """The clock of every materialised state; times are ``BASE_MS - age``."""
@@ -220,17 +220,12 @@ _LOAD = SortedList.DEFAULT_LOAD_FACTOR
 _new = object.__new__
 
 
-def sorted_dict(items: Sequence[tuple[Any, Any]]) -> SortedDict:
-    """A SortedDict of ``items``, which must already be in key order.
+def _sorted_dict(keys: list[Any], items: Iterable[tuple[Any, Any]]) -> SortedDict:
+    """A SortedDict of ``items``, already in key order, whose keys are ``keys`` (a list the dict may keep).
 
     Built field by field, as ``SortedList.__init__`` and ``update`` would leave it (one sublist,
     its ``_index`` rebuilt lazily), which is several times cheaper than through them.
     """
-    return _sorted_dict([k for k, _ in items], items)
-
-
-def _sorted_dict(keys: list[Any], items: Iterable[tuple[Any, Any]]) -> SortedDict:
-    """:func:`sorted_dict` of ``items`` whose keys, in order, are ``keys`` (a list the dict may keep)."""
     d = dict.__new__(ThawedSortedDict)
     lst = _new(SortedList)
     if not keys:
@@ -246,15 +241,7 @@ def _sorted_dict(keys: list[Any], items: Iterable[tuple[Any, Any]]) -> SortedDic
     return d
 
 
-def _pel_builder() -> Callable[[list[tuple[Any, Any]]], Any]:
-    """How a thaw builds a PEL from its items in key order: as the class the model's PELs are, through
-    its ``from_sorted_items`` when it has one; a ``SortedDict`` field by field (:func:`sorted_dict`)."""
-    build: Callable[[list[tuple[Any, Any]]], Any] | None = getattr(type(Group(b"", MIN_ID, 0).pel),
-                                                                    "from_sorted_items", None)
-    return sorted_dict if build is None else build
-
-
-_new_pel = _pel_builder()
+_new_pel = LazySortedDict.from_sorted_items  # a thawed PEL, from its items in key order
 _DATABASES = range(NUM_DATABASES)
 _chain = itertools.chain.from_iterable
 
@@ -267,6 +254,8 @@ def _keys(mapping: Any) -> Sequence[Any]:
         lists = mapping._list._lists
         return lists[0] if len(lists) == 1 else list(_chain(lists))
     return list(mapping)
+
+
 _put_entries, _put_last_id, _put_first_id, _put_max_deleted, _put_added, _put_allocated, _put_layout, _put_groups = (
     Stream.__dict__[name].__set__ for name in ("entries", "last_id", "first_id", "max_deleted_id", "entries_added",
                                                "groups_allocated", "layout", "groups"))
