@@ -193,9 +193,9 @@ class ConfigSystem:
             if steps is None:
                 steps = self._step_lists[(holders, skip)] = self._plan(views, skip)
             slot = self.executor.slot
-            runs = [(step.proc, CRASH if step.kind == "crash" else step.argv,
-                     slot(shape, step.proc, CRASH if step.kind == "crash" else step.argv))
-                    for step in steps if step.kind != "tick"]
+            runs = [(step.proc, argv, slot(shape, step.proc, argv))
+                    for step in steps if step.kind != "tick"
+                    for argv in (CRASH if step.kind == "crash" else step.argv,)]
             # The tick, when there is one, is the plan's last step (:meth:`_new_plan`): the order is kept.
             plan = self._plans[(shape, skip)] = (steps[:len(runs)], runs, steps[len(runs):])
         server_steps, runs, ticks = plan
