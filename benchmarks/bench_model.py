@@ -11,7 +11,12 @@
    commands pipelined over loopback, in chunks each ended by an ECHO of a
    marker; the client only reads raw bytes until the marker's reply arrives,
    so the figure is the server's (and the kernel's), not a Python parser's.
-   Target: >= 200k commands/s for the model.
+   Target: >= 200k commands/s for the model. Two Python peers run the same
+   commands in this process, measured the same way: the reference server's
+   core (``xspec.reference``, the independent implementation written for
+   speed, without its network layer) and fakeredis (its command layer,
+   without RESP encoding). fakeredis slows as the stream grows, so it and the
+   model's figure beside it run the first ``--peer-commands`` commands only.
 2. Scaling: the cost of XADD, XPENDING (extended, COUNT 10), XRANGE (COUNT 10),
    XCLAIM, XAUTOCLAIM (COUNT 10) and XACK on a stream of 10^3 entries, all
    pending, versus one of 10^6 entries, all pending, and the ratio. Target:
@@ -113,6 +118,49 @@ def run_redis(cmds: list[Command], chunk: int = 10_000) -> float | None:
             proc.wait()
 
 
+def run_reference_core(cmds: list[Command]) -> float:
+    """Commands per second (of CPU time) of the reference server's core, in process, from a fresh state."""
+    from xspec.reference.core import Core
+
+    core = Core(clock=ManualClock(1_700_000_000_000))
+    client = core.connect(None)
+    execute = core.execute
+    t = time.process_time()
+    for argv in cmds:
+        execute(client, argv)
+    return len(cmds) / (time.process_time() - t)
+
+
+def run_fakeredis(cmds: list[Command]) -> float | None:
+    """Commands per second (of CPU time) of fakeredis's command layer, or None when it cannot run.
+
+    Commands go to its socket's ``_process_command`` (a private method: fakeredis
+    has no public in-process entry point) and replies are collected before RESP
+    encoding, as the model's are.
+    """
+    try:
+        import fakeredis
+
+        server = fakeredis.FakeServer(version=(7, 0))
+        connection = fakeredis.FakeStrictRedis(server=server).connection_pool.get_connection()
+        connection.connect()
+        sock = connection._sock
+        process = sock._process_command
+    except (ImportError, AttributeError, TypeError) as e:
+        print(f"  (fakeredis not measured: {e})")
+        return None
+    replies: list[object] = []
+    sock.put_response = replies.append
+    t = time.process_time()
+    for argv in cmds:
+        process(argv)
+    elapsed = time.process_time() - t
+    failed = [r for r in replies if isinstance(r, Exception)]
+    if failed:
+        print(f"  (fakeredis answered {len(failed)} commands with errors, first: {failed[0]})")
+    return len(cmds) / elapsed
+
+
 def build(size: int) -> tuple[Server, ManualClock]:
     """A stream of ``size`` entries ``1-0`` .. ``size-0``, every one pending for consumer c1."""
     clock = ManualClock(1_700_000_000_000)
@@ -178,11 +226,21 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1_000, help="commands per scaling measurement (<= --small)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--skip-redis", action="store_true")
+    ap.add_argument("--peer-commands", type=int, default=20_000,
+                    help="how many of the mixed workload's commands fakeredis runs")
     a = ap.parse_args()
 
     cmds = mixed_workload(a.commands)
     model = max(run_model(cmds) for _ in range(a.rounds))
     print(f"mixed workload, {len(cmds)} commands: model {model:,.0f} commands/s (target 200,000)")
+    core = max(run_reference_core(cmds) for _ in range(a.rounds))
+    print(f"  reference server's core, in process: {core:,.0f} commands/s; model/core = {model / core:.2f}")
+    prefix = cmds[:a.peer_commands]
+    fake = run_fakeredis(prefix)
+    if fake is not None:
+        model_prefix = max(run_model(prefix) for _ in range(a.rounds))
+        print(f"  first {len(prefix)} commands: model {model_prefix:,.0f} commands/s, fakeredis in process "
+              f"{fake:,.0f}; model/fakeredis = {model_prefix / fake:.1f}")
     if not a.skip_redis:
         real = run_redis(cmds)
         if real is not None:
