@@ -18,7 +18,9 @@ With ``--breakdown``, one more compact run is timed by part (perf_counter around
 so the parts add a little of their own): the model's dispatcher running steps
 (``Server.execute``, crashes), thawing keys, reading keys, the invariants, and the rest
 (the walk, memo look-ups, symmetry). The model's share bounds what the explorer can reach
-while every step it cannot answer from the memo runs through the dispatcher.
+while every step it cannot answer from the memo runs through the dispatcher. Two bounds follow: the
+rate the model runs alone would allow, and the walk alone (the same system explored again, with
+every step in the memo: no model run, no thaw).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from xspec.models.explore.config import NAMED, ConfigSystem  # noqa: E402
-from xspec.models.explore.engine import Result  # noqa: E402
+from xspec.models.explore.engine import Result, explore  # noqa: E402
 from xspec.models.explore.protocols import PROTOCOLS  # noqa: E402
 from xspec.models.explore.report import check_protocol, explore_configuration  # noqa: E402
 
@@ -85,9 +87,17 @@ def breakdown() -> None:
         for owner, name, original in reversed(patched):
             setattr(owner, name, original)
     spent["the rest (walk, memo, symmetry)"] = total - sum(spent.values())
-    print(f"   breakdown of one compact run ({total:.2f} s with the timers, {system.executor.executed:,} model runs):")
+    runs = system.executor.executed
+    print(f"   breakdown of one compact run ({total:.2f} s with the timers, {runs:,} model runs):")
     for part, seconds in spent.most_common():
         print(f"      {part:<34} {seconds:6.3f} s  {100 * seconds / total:5.1f} %")
+    per_run = sum(spent[part] for part in ("model: commands", "model: crashes", "thaw keys", "read keys")) / runs
+    print(f"   a model run (thaw, dispatcher, key read) costs {per_run * 1e6:.1f} us with the timers: the "
+          f"{runs:,} runs alone cap the rate at {len(report.result.states) / (runs * per_run):,.0f} states/s")
+    floor = min((explore(system)[0] for _ in range(3)), key=lambda r: r.cpu_seconds)
+    print(f"   the walk alone (the same system again: memo, plans, verdicts warm, no model run): "
+          f"{floor.cpu_seconds:.3f} CPU s, {floor.cpu_seconds / floor.transitions * 1e6:.2f} us per transition, "
+          f"{floor.rate():,.0f} states/s")
 
 
 def main() -> None:

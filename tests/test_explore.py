@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from sortedcontainers import SortedList
 
 from xspec.models import ManualClock, Server
 from xspec.models.explore import protocols as P
@@ -20,18 +21,25 @@ from xspec.models.explore.abstraction import (
     COVERED_CLIENT_FIELDS,
     COVERED_SLOTS,
     Abstraction,
+    LayoutProxy,
+    ThawedConsumer,
     TimeReads,
     TracedStream,
     Unsupported,
+    _keys,
+    _new_pel,
 )
 from xspec.models.explore.cli import explore_command
 from xspec.models.explore.concrete import concretize
 from xspec.models.explore.config import GROUP, STREAM, ConfigSystem, Configuration, entry_id
 from xspec.models.explore.engine import explore
-from xspec.models.explore.execution import Executor
+from xspec.models.explore.execution import Executor, initial_server
 from xspec.models.explore.report import check_protocol, explore_configuration
+from xspec.models.layout import NodeLayout
+from xspec.models.ordered import LazySortedDict
 from xspec.models.state import Client, Stream
-from xspec.spec.resp import Array
+from xspec.spec.ids import StreamID
+from xspec.spec.resp import Array, Int
 from xspec.traces.checker import check_trace
 from xspec.traces.format import Call, Close, Note, load
 
@@ -208,6 +216,76 @@ def test_thawing_a_key_gives_back_the_state_it_came_from() -> None:
         assert a.key(server) == key
         twin = a.thaw(key)
         assert twin.freeze() == server.freeze()
+
+
+def test_a_thawed_pel_is_what_the_model_builds_from_the_same_items() -> None:
+    """EXPLORE-KEY-2: thaw builds PELs field by field; each must equal, slot by slot, what
+    ``LazySortedDict.from_sorted_items`` builds, whatever the model's class comes to hold."""
+    for n in (0, 1, 3, 2 * SortedList.DEFAULT_LOAD_FACTOR + 1):
+        items = [(StreamID(i + 1, 0), i) for i in range(n)]
+        ours, theirs = _new_pel(items), LazySortedDict.from_sorted_items(items)
+        assert type(ours) is type(theirs) and dict(ours) == dict(theirs) and list(ours) == list(theirs)
+        for slot in LazySortedDict.__slots__:
+            mine, model = getattr(ours, slot), getattr(theirs, slot)
+            assert type(mine) is type(model), slot
+            assert (vars(mine) if hasattr(mine, "__dict__") else mine) == \
+                (vars(model) if hasattr(model, "__dict__") else model), slot
+
+
+def test_a_thawed_layout_is_copied_only_when_the_model_uses_more_than_its_disorder() -> None:
+    """EXPLORE-KEY-2: a thawed stream's layout answers ``disordered`` (and what the invariants read)
+    without a copy, and its key keeps the layout's number; any other use copies it into the stream,
+    and a caller that kept the proxy reaches the copy."""
+    system = ConfigSystem(Configuration("layout", consumers=1, entries=2), symmetry=False)
+    (key, _, _), _ = system.initial()
+    a = system.abstraction
+    server = a.thaw(key)
+    stream = server.dbs[0][STREAM]
+    proxy = stream.layout
+    assert isinstance(proxy, LayoutProxy)
+    assert proxy.disordered is False and proxy.radix_tree_keys == 1 and len(proxy.node_sizes()) == 1
+    assert proxy.real is None and a.key(server) == key
+    assert proxy.first_id() == StreamID(1, 0)  # a use that copies
+    assert isinstance(stream.layout, NodeLayout) and proxy.real is stream.layout
+    assert server.execute(1, [b"XDEL", STREAM, b"1-0"]).reply == Int(1)
+    assert proxy.radix_tree_keys == 1 and [n[1] for n in proxy.node_sizes()] == [1]  # the copy, seen through
+    fresh = initial_server(a, system.setup())  # the same step on a server never thawed
+    fresh.execute(1, [b"XDEL", STREAM, b"1-0"])
+    assert a.key(server) == a.key(fresh)
+    # Special methods are looked up on the type, past ``__getattr__``: the proxy has none to forward.
+    assert {name for name in vars(NodeLayout) if name.startswith("__") and callable(vars(NodeLayout)[name])} \
+        == {"__init__"}
+    twin = copy.deepcopy(a.thaw(key))  # a copy of a thawed server (its layout a proxy) is a server in the key
+    assert isinstance(twin.dbs[0][STREAM].layout, LayoutProxy) and a.key(twin) == key
+
+
+def test_reading_a_pel_s_keys_skips_its_holes() -> None:
+    """Keys read a PEL's ordered keys directly while it has no holes, and iterate it otherwise."""
+    pel = _new_pel([(StreamID(i, 0), i) for i in range(1, 7)])
+    assert list(_keys(pel)) == list(pel)
+    for removed in (StreamID(3, 0), StreamID(1, 0), StreamID(6, 0), StreamID(4, 0)):
+        pel.pop(removed)
+        assert list(_keys(pel)) == list(pel)
+    pel[StreamID(3, 0)] = 3
+    assert list(_keys(pel)) == list(pel) == [StreamID(2, 0), StreamID(3, 0), StreamID(5, 0)]
+
+
+def test_a_thawed_consumer_builds_its_pel_when_first_used() -> None:
+    """EXPLORE-KEY-2: a thawed consumer's PEL is built from its items on first use, holding the group
+    PEL's own entries; reading the key does not build it."""
+    system = ConfigSystem(Configuration("owned", consumers=2, entries=2), symmetry=False)
+    (key, _, _), _ = system.initial()
+    a = system.abstraction
+    read = (b"XREADGROUP", b"GROUP", GROUP, b"c1", b"COUNT", b"1", b"STREAMS", STREAM, b">")
+    key = system.executor.command(key, 0, read)[1]
+    server = a.thaw(key)
+    group = server.dbs[0][STREAM].groups[GROUP]
+    c1 = group.consumers[b"c1"]
+    assert isinstance(c1, ThawedConsumer) and c1.owned is not None
+    assert a.key(server) == key and c1.owned is not None
+    first = StreamID(1, 0)
+    assert list(c1.pel) == [first] and c1.pel[first] is group.pel[first] and c1.owned is None
+    assert a.thaw(key).freeze() == server.freeze()
 
 
 def test_ages_follow_the_keys_byte_order_whatever_order_the_streams_were_made_in() -> None:

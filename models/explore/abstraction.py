@@ -114,6 +114,39 @@ class TracedNack(Nack):
 
 
 
+class ThawedConsumer(Consumer):
+    """A thawed consumer whose PEL is built the first time anything uses it: a step touches the PEL of
+    one consumer at most, and keys do not read consumers' PELs (the group PEL names the owners).
+    ``owned`` holds the PEL's items, in key order, until then, and None after (EXPLORE-KEY-2)."""
+
+    __slots__ = ("owned",)
+    owned: list[tuple[Any, Nack]] | None
+
+
+def _lazy_consumer_pel() -> property:
+    """``pel``: the consumer's PEL, built from ``owned`` on first use."""
+    pel_slot = Consumer.__dict__["pel"]
+    get, put = pel_slot.__get__, pel_slot.__set__
+
+    def read(self: ThawedConsumer) -> Any:
+        owned = self.owned
+        if owned is None:
+            return get(self)
+        self.owned = None
+        pel = _new_pel(owned)
+        put(self, pel)
+        return pel
+
+    def write(self: ThawedConsumer, value: Any) -> None:
+        self.owned = None
+        put(self, value)
+
+    return property(read, write)
+
+
+ThawedConsumer.pel = _lazy_consumer_pel()  # type: ignore[misc,assignment]  # a property over the slot
+
+
 class TracedStream(Stream):
     """A thawed stream that notes which of its two parts a step touched (read or wrote): its header
     (every field but ``groups``: entries, IDs, counters, layout) or its groups. ``header_step`` and
@@ -155,18 +188,61 @@ class LazyLayout:
         self.template = template
 
 
+class LayoutProxy:
+    """A thawed stream's layout once the model has asked for it: answers ``disordered`` (and what the
+    invariants read) from the shared template, and turns into a copy of it (in the stream too) at the
+    first use of anything else.
+
+    Most steps only ask whether the layout is disordered (an entry lookup, a range read), and their
+    key reads the layout's number without freezing. The copy stands in the stream from its making
+    on; a caller that kept the proxy reaches the copy through it (EXPLORE-KEY-2)."""
+
+    __slots__ = ("lazy", "stream", "real")
+    lazy: LazyLayout
+    stream: TracedStream
+    real: NodeLayout | None
+
+    @property
+    def disordered(self) -> bool:
+        real = self.real
+        return self.lazy.template.disordered if real is None else real.disordered
+
+    # What the invariants read: values made afresh, so the template can answer for the copy.
+    @property
+    def radix_tree_keys(self) -> int:
+        return (self.lazy.template if self.real is None else self.real).radix_tree_keys
+
+    def node_sizes(self) -> list[tuple[Any, int, int, int]]:
+        return (self.lazy.template if self.real is None else self.real).node_sizes()
+
+    def __getattr__(self, name: str) -> Any:  # anything but ``disordered`` and the slots: the real layout
+        if name.startswith("__") or name in LayoutProxy.__slots__:
+            # Probes of special names (copy, pickle) and slots not yet set: NodeLayout defines none of
+            # the first (a test checks), and asking for the second here would only recurse.
+            raise AttributeError(name)
+        real = self.real
+        if real is None:
+            real = self.real = self.lazy.template.copy()
+            _put_layout(self.stream, real)
+        return getattr(real, name)
+
+
 def _traced_layout() -> property:
-    """``layout``: traced as the header's other fields, and made real the first time the model uses it."""
+    """``layout``: traced as the header's other fields; a :class:`LayoutProxy` until the model uses more
+    of it than ``disordered``."""
     traced = _traced_field("layout", "header_step")
     get, write = traced.fget, traced.fset
-    put = Stream.__dict__["layout"].__set__
     assert get is not None
 
     def read(self: TracedStream) -> Any:
         value = get(self)
         if type(value) is LazyLayout:
-            value = value.template.copy()
-            put(self, value)
+            proxy = _new(LayoutProxy)
+            proxy.lazy = value
+            proxy.stream = self
+            proxy.real = None
+            _put_layout(self, proxy)
+            return proxy
         return value
 
     return property(read, write)
@@ -220,13 +296,10 @@ _LOAD = SortedList.DEFAULT_LOAD_FACTOR
 _new = object.__new__
 
 
-def _sorted_dict(keys: list[Any], items: Iterable[tuple[Any, Any]]) -> SortedDict:
-    """A SortedDict of ``items``, already in key order, whose keys are ``keys`` (a list the dict may keep).
-
-    Built field by field, as ``SortedList.__init__`` and ``update`` would leave it (one sublist,
-    its ``_index`` rebuilt lazily), which is several times cheaper than through them.
-    """
-    d = dict.__new__(ThawedSortedDict)
+def _sorted_list(keys: list[Any]) -> SortedList:
+    """A SortedList of ``keys``, ascending and distinct (a list it may keep), built field by field as
+    ``SortedList.__init__`` and ``update`` would leave it (one sublist, its ``_index`` rebuilt lazily),
+    which is several times cheaper than through them."""
     lst = _new(SortedList)
     if not keys:
         lst.__dict__ = {"_len": 0, "_load": _LOAD, "_lists": [], "_maxes": [], "_index": [], "_offset": 0}
@@ -236,24 +309,44 @@ def _sorted_dict(keys: list[Any], items: Iterable[tuple[Any, Any]]) -> SortedDic
     else:
         lst.__init__()  # type: ignore[misc]
         lst.update(keys)
-    d.__dict__ = {"_key": None, "_list": lst}
+    return lst
+
+
+def _sorted_dict(keys: list[Any], items: Iterable[tuple[Any, Any]]) -> SortedDict:
+    """A SortedDict of ``items``, already in key order, whose keys are ``keys`` (a list the dict may keep)."""
+    d = dict.__new__(ThawedSortedDict)
+    d.__dict__ = {"_key": None, "_list": _sorted_list(keys)}
     dict.update(d, items)
     return d
 
 
-_new_pel = LazySortedDict.from_sorted_items  # a thawed PEL, from its items in key order
+def _new_pel(items: Iterable[tuple[Any, Nack]]) -> LazySortedDict:
+    """A thawed PEL of ``items``, in key order: what ``LazySortedDict.from_sorted_items`` builds (a test
+    compares them), without its constructors' layers."""
+    d = dict.__new__(LazySortedDict)
+    dict.update(d, items)
+    d._order = _sorted_list(list(dict.keys(d)))
+    d._holes = 0
+    return d
+
+
 _DATABASES = range(NUM_DATABASES)
 _chain = itertools.chain.from_iterable
 
 
 def _keys(mapping: Any) -> Sequence[Any]:
     """The keys of one of the model's ordered mappings, in order, to read and not to keep: read off a
-    ``SortedDict``'s sorted sublists directly (their layout is pinned, see models/ordered.py; a small
-    dict's only sublist itself), any other mapping by iterating it."""
-    if type(mapping) is ThawedSortedDict or type(mapping) is SortedDict:
+    ``SortedDict``'s sorted sublists directly, or a ``LazySortedDict``'s without holes (their layout is
+    pinned, see models/ordered.py; a small dict's only sublist itself), any other mapping by iterating it."""
+    if type(mapping) is LazySortedDict:
+        if mapping._holes:  # its ordered list also holds keys removed since: the dict's order skips them
+            return list(mapping)
+        lists = mapping._order._lists
+    elif type(mapping) is ThawedSortedDict or type(mapping) is SortedDict:
         lists = mapping._list._lists
-        return lists[0] if len(lists) == 1 else list(_chain(lists))
-    return list(mapping)
+    else:
+        return list(mapping)
+    return lists[0] if len(lists) == 1 else list(_chain(lists))
 
 
 _put_entries, _put_last_id, _put_first_id, _put_max_deleted, _put_added, _put_allocated, _put_layout, _put_groups = (
@@ -283,12 +376,14 @@ def _thaw_stream(recipe: tuple[Any, ...], ages: tuple[int, ...]) -> TracedStream
         consumers = []
         owned: list[list[tuple[Any, Nack]]] = []
         for name, seen, active in consumers_recipe:
-            c = _new(Consumer)
+            c = _new(ThawedConsumer)
             c.name = name
             c.seen_time = seen
             c.active_time = active
+            mine: list[tuple[Any, Nack]] = []
+            c.owned = mine  # its PEL's items: the PEL is built when first used
             consumers.append(c)
-            owned.append([])
+            owned.append(mine)
         group_pel = []
         for entry_id, count, owner, origin in nacks:
             n = _new(TracedNack)
@@ -299,8 +394,6 @@ def _thaw_stream(recipe: tuple[Any, ...], ages: tuple[int, ...]) -> TracedStream
             n.consumer = consumers[owner]
             group_pel.append((entry_id, n))
             owned[owner].append((entry_id, n))
-        for c, mine in zip(consumers, owned, strict=True):
-            c.pel = _new_pel(mine)
         g.pel = _new_pel(group_pel)
         g.consumers = _sorted_dict(list(consumer_names), zip(consumer_names, consumers, strict=True))
         thawed_groups.append(g)
@@ -328,6 +421,7 @@ class Abstraction:
     dialect: Dialect = REDIS_70
     config: dict[str, str] = field(default_factory=dict)
     _labels: dict[bytes, int] = field(init=False, repr=False)
+    _timeless_consumers: dict[bytes, tuple[int, int, None]] = field(init=False, repr=False)
     # Parts of keys that are big and shared by many states (entries, layouts, clients, the
     # configuration) are numbered: a key holds the number, hashed and compared in no time.
     _ids: dict[Any, int] = field(init=False, repr=False, default_factory=dict)
@@ -350,6 +444,8 @@ class Abstraction:
         if len(self.names) != len(self.classes):
             raise ValueError("one symmetry class per process")
         self._labels = {n: i for i, n in enumerate(self.names) if n is not None}
+        # A consumer's part of a key without consumer times (EXPLORE-ABS-3), by its name.
+        self._timeless_consumers = {n: (i, 0, None) for n, i in self._labels.items()}
         self._template = Server(self.dialect, ManualClock(BASE_MS), self.config)
         self._client_template = dict(vars(Client(id=0)))  # every field at its default
         self._default_client_fields = _client_fields(Client(id=0))
@@ -432,23 +528,29 @@ class Abstraction:
                     if sources is not None:
                         sources.append(-1)
                 ages.append(age if age < cap else cap)
-            consumers = []
             consumers_of = g.consumers
-            for name in _keys(consumers_of):
-                c = consumers_of[name]
-                label = labels.get(name)
-                if label is None:
-                    raise Unsupported(f"consumer {name!r} belongs to no process")
-                if self.consumer_times:
+            names = _keys(consumers_of)
+            if not self.consumer_times:
+                try:
+                    consumers = sorted(map(self._timeless_consumers.__getitem__, names))
+                except KeyError as missing:
+                    raise Unsupported(f"consumer {missing.args[0]!r} belongs to no process") from None
+            else:
+                consumers = []
+                for name in names:
+                    c = consumers_of[name]
+                    label = labels.get(name)
+                    if label is None:
+                        raise Unsupported(f"consumer {name!r} belongs to no process")
                     active = None if c.active_time == -1 else min(now - c.active_time, cap)
                     consumers.append((label, min(now - c.seen_time, cap), active))
-                else:
-                    consumers.append((label, 0, None))
-            consumers.sort()
+                consumers.sort()
             groups.append((g.name, g.last_id, g.entries_read, tuple(pel), tuple(consumers)))
         node_layout = _layout_of(v)
         if type(node_layout) is LazyLayout:  # never used since the thaw: unchanged
             layout = node_layout.number
+        elif type(node_layout) is LayoutProxy:  # only asked whether it is disordered: unchanged
+            layout = node_layout.lazy.number
         else:
             frozen = node_layout.freeze()  # cached by the layout until it changes, and shared by its copies
             known = self._layout_ids.get(id(frozen))

@@ -248,8 +248,8 @@ def _explore(system: System, max_states: int | None, keep_edges: bool,
                 j, perm = i, None
             elif (j := index.get(raw)) is not None:  # already a known representative: the common case
                 perm = None
-            elif raw in relabelled:
-                j, perm = relabelled[raw]
+            elif (known := relabelled.get(raw)) is not None:
+                j, perm = known
             else:
                 key, local, ghost = raw
                 ckey, clocal, perm = abstraction.canonical(key, local)
