@@ -1,6 +1,6 @@
 """The reference server beside Redis 7.0.15 and fakeredis, measured in one run.
 
-    python benchmarks/server.py [--requests 200000] [--runs 5] [--xadd-only] [--only NAME,...]
+    python benchmarks/server.py [--requests 200000] [--runs 5] [--xadd-only | --group-only] [--only NAME,...]
                                 [--skip-fakeredis]
 
 Starts, each on a free loopback port, a real redis-server 7.0.15, fakeredis's
@@ -33,7 +33,10 @@ command in those runs (from /proc) is reported too, with its ratio: it moves far
 less than the rate when other processes share the cores (where the rate ratio
 flatters the slower server, Redis being held back by the scheduler more than by
 its own work). The consumer-group workload and the wake-up latency are measured
-once per server, one server after the other.
+once per server, one server after the other (the workload's server CPU per
+command is reported too); ``--group-only`` measures the consumer-group workload
+alone, ``--runs`` times per server with the servers taking turns, and reports
+the medians.
 
 The reference server runs as this Python environment has it installed: pure
 Python by default, or with its hot modules compiled by mypyc after
@@ -279,11 +282,15 @@ def _consumers(port: int, names: list[bytes], start: float, stop: float, counter
         ended.value = max(ended.value, time.monotonic())
 
 
-def consumer_group_workload(port: int, processes: int, per_process: int, seconds: float, entries: int) -> float:
+def consumer_group_workload(port: int, processes: int, per_process: int, seconds: float, entries: int,
+                            cpu: list[float] | None = None, pid: int | None = None) -> float:
     """Commands per second of consumers doing XREADGROUP COUNT 10, then XACK of the IDs they got.
 
     The run ends after ``seconds`` or when the ``entries`` pre-filled are all
     consumed, whichever comes first; the rate is over the time actually run.
+    With ``pid`` (the server's process), the server's CPU time per command of
+    the run (microseconds, from /proc; the pre-filling is left out) is appended
+    to ``cpu``.
     """
     import multiprocessing
 
@@ -301,12 +308,15 @@ def consumer_group_workload(port: int, processes: int, per_process: int, seconds
     procs = [ctx.Process(target=_consumers,
                          args=(port, [b"c%d-%d" % (p, n) for n in range(per_process)], start, stop, counter, ended))
              for p in range(processes)]
+    before = cpu_seconds(pid) if pid is not None else 0.0
     for p in procs:
         p.start()
     for p in procs:
         p.join()
     if any(p.exitcode != 0 for p in procs):
         raise RuntimeError("a load-generator process failed (see its traceback above)")
+    if pid is not None and cpu is not None and counter.value:
+        cpu.append((cpu_seconds(pid) - before) / counter.value * 1e6)
     return float(counter.value) / (ended.value - start)
 
 
@@ -369,6 +379,8 @@ def main() -> int:
                     help="runs of each redis-benchmark figure per server, servers taking turns; the median is "
                          "reported")
     ap.add_argument("--xadd-only", action="store_true", help="measure the two XADD figures only")
+    ap.add_argument("--group-only", action="store_true",
+                    help="measure the consumer-group workload only, --runs times per server, servers taking turns")
     ap.add_argument("--skip-fakeredis", action="store_true")
     ap.add_argument("--only", help="comma-separated peer names to run (the ratios need xspec-serve)")
     args = ap.parse_args()
@@ -382,10 +394,16 @@ def main() -> int:
     with contextlib.ExitStack() as stack:
         for peer in table:
             stack.enter_context(running(peer))
+            if args.group_only:
+                continue
             # Memory first, on the fresh process: a Python server keeps freed
             # memory in its arenas, so RSS would not grow after earlier loads.
             if peer.name != "fakeredis" and not args.xadd_only:
                 peer.results["bytes/entry"] = memory_per_entry(peer, args.entries)
+        if args.group_only:
+            interleaved_group_workload(table, args.seconds, args.runs)
+            report(table)
+            return 0
         interleaved(table, args.requests, args.runs, XADD_LOADS)
         if not args.xadd_only:
             for peer in table:
@@ -460,10 +478,40 @@ def interleaved(table: list[Peer], requests: int, runs: int,
                   f"{peer.results[metric + ' cpu us']:.2f} us/command", flush=True)
 
 
+def group_fill(peer: Peer) -> int:
+    """Entries pre-filled for the group workload: more than any server consumes in the run's seconds."""
+    return 1_000_000 if peer.name != "fakeredis" else 20_000
+
+
+def group_workload(peer: Peer, seconds: float, cpu: list[float]) -> float:
+    """One run of the consumer-group workload on ``peer``; its server CPU per command goes to ``cpu``."""
+    assert peer.proc is not None
+    return consumer_group_workload(peer.port, 2, 16, seconds, group_fill(peer), cpu, peer.proc.pid)
+
+
+def interleaved_group_workload(table: list[Peer], seconds: float, runs: int) -> None:
+    """The consumer-group workload ``runs`` times per server, the servers taking turns; medians kept."""
+    figures: dict[str, list[float]] = {p.name: [] for p in table}
+    cpu: dict[str, list[float]] = {p.name: [] for p in table}
+    for _ in range(runs):
+        for peer in table:
+            figures[peer.name].append(group_workload(peer, seconds, cpu[peer.name]))
+    for peer in table:
+        rates = figures[peer.name]
+        peer.results["xreadgroup+xack"] = statistics.median(rates)
+        if cpu[peer.name]:
+            peer.results["xreadgroup+xack cpu us"] = statistics.median(cpu[peer.name])
+        print(f"{peer.name:14} xreadgroup+xack: median {peer.results['xreadgroup+xack']:.0f}/s of {len(rates)} "
+              f"runs ({min(rates):.0f} .. {max(rates):.0f}), server CPU "
+              f"{peer.results.get('xreadgroup+xack cpu us', 0.0):.2f} us/command", flush=True)
+
+
 def measure_the_rest(peer: Peer, args: argparse.Namespace) -> None:
     """The figures measured once per server: the group workload, wake-up latency."""
-    fill = 1_000_000 if peer.name != "fakeredis" else 20_000
-    peer.results["xreadgroup+xack"] = consumer_group_workload(peer.port, 2, 16, args.seconds, fill)
+    cpu: list[float] = []
+    peer.results["xreadgroup+xack"] = group_workload(peer, args.seconds, cpu)
+    if cpu:
+        peer.results["xreadgroup+xack cpu us"] = cpu[0]
     if peer.name != "fakeredis":
         p50, p99 = wakeup_latency_ms(peer.port, args.rounds)
         peer.results["wake p50 ms"] = p50

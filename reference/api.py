@@ -7,7 +7,10 @@ lets the stream commands be written, tested and profiled on their own.
 
 Replies are the semantic values of :mod:`xspec.spec.resp` (``Map``,
 ``NullBulk``, ``NullArray`` ...); the core renders them for the client's
-protocol. Errors are raised as :class:`ReplyError` with Redis's full text.
+protocol. A handler may instead write its reply in RESP itself, for the
+calling client's protocol, and return it as :class:`Encoded` (the stream
+commands do so for entries, straight from their stored bytes). Errors are
+raised as :class:`ReplyError` with Redis's full text.
 """
 
 from __future__ import annotations
@@ -25,6 +28,23 @@ class ReplyError(Exception):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
+
+
+class Encoded:
+    """A whole reply already in RESP, as the calling client's protocol (``client.proto``) writes it.
+
+    The server writes ``parts`` one after the other, as they are; each counts as
+    one piece of the client's output for the server's flow control (a stream
+    entry is one part). What looks at replies rather than writing them
+    (``--trace``, ``--checked``, EXEC's array) reads them back with
+    ``reference.protocol.decoded``, which gives the reply as that client
+    received it (``for_protocol``'s form).
+    """
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
 
 
 class Blocked:
@@ -69,6 +89,11 @@ class Context(Protocol):
         """The server clock (wall or virtual), milliseconds since the epoch."""
         ...
 
+    def clock(self) -> Callable[[], int]:
+        """What :meth:`now_ms` calls, for this command: got once, it saves a call per reading in
+        loops that read the clock for each entry. Each call is a reading, as ``now_ms()`` is."""
+        ...
+
     def config_int(self, name: str) -> int:
         """An integer configuration value (``stream-node-max-entries`` ...)."""
         ...
@@ -86,7 +111,7 @@ class Context(Protocol):
         ...
 
     def block(self, keys: list[bytes], timeout_ms: int,
-              retry: Callable[[Context, bytes], Reply | None],
+              retry: Callable[[Context, bytes], Reply | Encoded | None],
               timeout_reply: Reply, read_at: int | None = None) -> Blocked:
         """Block the client on ``keys`` (FIFO per key); ``timeout_ms`` 0 waits forever.
 
@@ -104,4 +129,4 @@ class Context(Protocol):
 
 
 # A command handler: ``argv[0]`` is the command name as sent.
-Handler = Callable[[Context], Reply | Blocked]
+Handler = Callable[[Context], Reply | Encoded | Blocked]

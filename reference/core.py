@@ -41,7 +41,7 @@ from errno import EAGAIN
 from typing import Any, Protocol
 
 from xspec.models.dialect import Dialect, get_dialect
-from xspec.reference.api import BLOCKED, Blocked, ReplyError
+from xspec.reference.api import BLOCKED, Blocked, Encoded, ReplyError
 from xspec.reference.clock import Clock, WallClock
 from xspec.reference.tracking import Tracking
 from xspec.spec import commands as table
@@ -190,7 +190,7 @@ def _legacy_lookup(dialect_lookup: Lookup) -> Lookup:
 class Connection(Protocol):
     """What the core needs from a client's connection (the server's transport, or a test double)."""
 
-    def deliver(self, reply: Reply) -> None:
+    def deliver(self, reply: Reply | Encoded) -> None:
         """Send a reply that was not the answer to the command being run (a served or timed-out block)."""
         ...
 
@@ -213,7 +213,8 @@ class BlockState:
     __slots__ = ("keys", "db", "deadline", "retry", "timeout_reply", "argv", "timer")
 
     def __init__(self, keys: list[bytes], db: int, deadline: int | None,
-                 retry: Callable[[Any, bytes], Reply | None], timeout_reply: Reply, argv: list[bytes]) -> None:
+                 retry: Callable[[Any, bytes], Reply | Encoded | None], timeout_reply: Reply,
+                 argv: list[bytes]) -> None:
         self.keys = keys
         self.db = db
         self.deadline = deadline
@@ -287,6 +288,10 @@ class Context:
         t = core.snapshot
         return core.now_ms() if t is None else t
 
+    def clock(self) -> Callable[[], int]:
+        core = self.core
+        return core.now_ms if core.snapshot is None else core.read_snapshot
+
     @property
     def dialect(self) -> Dialect:
         """The dialect the server reproduces (its switches, ``models.dialect``)."""
@@ -326,7 +331,7 @@ class Context:
         if core.tracking.table or core.tracking.prefixes:
             core.tracking.invalidate(self.client, key)
 
-    def block(self, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | None],
+    def block(self, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | Encoded | None],
               timeout_reply: Reply, read_at: int | None = None) -> Blocked:
         self.core.block(self.client, keys, timeout_ms, retry, timeout_reply, self.argv, read_at)
         return BLOCKED
@@ -350,7 +355,7 @@ class PreRendered:
         self.reply = reply
 
 
-RunResult = Reply | PreRendered | None  # None: the client blocked
+RunResult = Reply | Encoded | PreRendered | None  # None: the client blocked
 Result = RunResult | Postponed
 
 
@@ -363,7 +368,7 @@ class Observer(Protocol):
 
     def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None: ...
 
-    def served(self, c: Client, reply: Reply, timed_out: bool) -> None: ...
+    def served(self, c: Client, reply: Reply | Encoded, timed_out: bool) -> None: ...
 
     def protocol_error(self, c: Client, raw: bytes, error: str) -> None: ...
 
@@ -463,6 +468,11 @@ class Core:
         self.tracking = Tracking(self)  # CLIENT TRACKING (reference/tracking.py)
         self.server: Any = None  # the reference.server.ReferenceServer serving this core, if any
         self.reset_stats()
+
+    def read_snapshot(self) -> int:
+        """The clock reading of a command in a dialect that reads it once per command (7.2+)."""
+        assert self.snapshot is not None
+        return self.snapshot
 
     def reset_stats(self) -> None:
         self.stat_commands = 0
@@ -735,7 +745,8 @@ class Core:
                     c.dirty_cas = True
 
     # -- blocking --------------------------------------------------------------------------
-    def block(self, c: Client, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | None],
+    def block(self, c: Client, keys: list[bytes], timeout_ms: int,
+              retry: Callable[[Any, bytes], Reply | Encoded | None],
               timeout_reply: Reply, argv: list[bytes], read_at: int | None = None) -> None:
         if c.blocked is not None:  # BLOCK-DIALECT-2: a re-executed command blocks again at the back
             self.unblock(c)
@@ -813,7 +824,7 @@ class Core:
                     self.unblock(c)
                     self._deliver(c, r, timed_out=False)
 
-    def _deliver(self, c: Client, r: Reply, timed_out: bool) -> None:
+    def _deliver(self, c: Client, r: Reply | Encoded, timed_out: bool) -> None:
         if type(r) is Error:
             self.stat_errors += 1
         if self.observer is not None:

@@ -33,6 +33,7 @@ from xspec.models.admin import _CLIENT_HELP, _CONFIG_HELP, CONFIG_DEFAULTS, INFO
 from xspec.models.generic import matching_keys, pattern_matches
 from xspec.reference.api import Blocked, ReplyError
 from xspec.reference.core import NUM_DATABASES, version_at_least
+from xspec.reference.protocol import decoded
 from xspec.spec import commands as table
 from xspec.spec.commands import COMMANDS, CommandSpec
 from xspec.spec.ids import I64_MAX, c_string, string2ll, strtoull
@@ -520,7 +521,7 @@ def exec_(ctx: Context) -> Reply | PreRendered:
         assert spec is not None
         r = core.run(c, argv, spec, False)
         assert r is not None, "a command blocked inside EXEC"
-        replies.append(r.reply if isinstance(r, PreRendered) else for_protocol(r, c.proto))
+        replies.append(r.reply if isinstance(r, PreRendered) else for_protocol(decoded(r), c.proto))
     c.multi_queue = []
     c.in_multi = False
     c.multi_error = False

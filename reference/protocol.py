@@ -31,7 +31,9 @@ Replies
 -------
 :func:`encode_reply` renders a semantic reply of :mod:`xspec.spec.resp` for a
 RESP2 or RESP3 connection straight to bytes (what ``for_protocol`` followed by
-``encode`` give, without building the rendered tree).
+``encode`` give, without building the rendered tree). A reply a handler encoded
+itself (:class:`~xspec.reference.api.Encoded`) is written as it is;
+:func:`decoded` reads it back for what inspects replies.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from xspec.reference.api import Encoded
 from xspec.spec.ids import string2ll
 from xspec.spec.resp import (
     Array,
@@ -54,6 +57,7 @@ from xspec.spec.resp import (
     Null,
     NullArray,
     NullBulk,
+    Parser,
     Push,
     Reply,
     Set,
@@ -401,7 +405,8 @@ def _make_encoders(proto: int) -> dict[type, _Encoder]:
 
     table.update({Bulk: _bulk, Int: _int, Simple: _simple, Error: _error, Array: array,
                   Verbatim: _verbatim if proto == 3 else _verbatim_as_bulk,
-                  Raw: lambda r, out: out.append(r.data), Pushed: pushed})
+                  Raw: lambda r, out: out.append(r.data), Encoded: lambda r, out: out.extend(r.parts),
+                  Pushed: pushed})
     if proto == 2:
         def map2(r: Map, out: list[bytes]) -> None:
             out.append(b"*%d\r\n" % (2 * len(r.pairs)))
@@ -450,13 +455,25 @@ def _verbatim_as_bulk(r: Verbatim, out: list[bytes]) -> None:
 ENCODERS: dict[int, dict[type, _Encoder]] = {2: _make_encoders(2), 3: _make_encoders(3)}
 
 
-def encode_reply(reply: Reply, proto: int) -> bytes:
+def encode_reply(reply: Reply | Encoded, proto: int) -> bytes:
     """The bytes of ``reply`` on a RESP``proto`` connection."""
     out: list[bytes] = []
     ENCODERS[proto][type(reply)](reply, out)
     return out[0] if len(out) == 1 else b"".join(out)
 
 
-def encode_into(reply: Reply, proto: int, out: list[bytes]) -> None:
+def encode_into(reply: Reply | Encoded, proto: int, out: list[bytes]) -> None:
     """Append the bytes of ``reply`` to ``out`` (a connection's pending output)."""
     ENCODERS[proto][type(reply)](reply, out)
+
+
+def decoded(reply: Reply | Encoded) -> Reply:
+    """A reply as its client received it: an :class:`Encoded` one parsed back (its bytes are in the
+    client's protocol, so the result is ``for_protocol``'s form), any other as it is."""
+    if not isinstance(reply, Encoded):
+        return reply
+    parser = Parser()
+    parser.feed(b"".join(reply.parts))
+    parsed = parser.get()
+    assert parsed is not None and parser.get() is None, "an Encoded reply holds exactly one reply"
+    return parsed

@@ -61,6 +61,7 @@ import threading
 from types import FrameType
 from typing import Any
 
+from xspec.reference.api import Encoded
 from xspec.reference.clock import make_clock
 from xspec.reference.core import POSTPONED, Client, Core, PreRendered
 from xspec.reference.protocol import BULK_HEADERS, ENCODERS, RequestError, encode_into, parse_fast, parse_requests
@@ -369,6 +370,8 @@ class ClientConnection(asyncio.Protocol):
                         out.append(b"$%d\r\n%b\r\n" % (len(v), v))
                 elif t is Int:
                     out.append(b":%d\r\n" % r.value)
+                elif t is Encoded:
+                    out += r.parts
                 elif t is PreRendered:
                     out.append(encode(r.reply))
                 elif r is POSTPONED:
@@ -394,7 +397,7 @@ class ClientConnection(asyncio.Protocol):
             self.close_now()  # Redis logs it and closes the client without a reply
 
     # -- core's Connection interface ----------------------------------------------------------------
-    def deliver(self, reply: Reply) -> None:
+    def deliver(self, reply: Reply | Encoded) -> None:
         """A reply for a client that was blocked; its pipelined commands run next."""
         c = self.client
         if c is None or self.transport is None:

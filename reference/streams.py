@@ -24,9 +24,11 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
+from itertools import repeat
+from operator import attrgetter, lshift, or_
 
 from xspec.models.listpack import as_listpack_int, element_size, int_element_size
-from xspec.spec.resp import Bulk
+from xspec.spec.ids import I64_MAX
 
 U64 = (1 << 64) - 1
 MAX_KEY = (1 << 128) - 1  # 18446744073709551615-18446744073709551615
@@ -37,6 +39,9 @@ _LP_HEADER_AND_END = 7  # 4-byte total size, 2-byte element count, 0xFF terminat
 _SMALL_INT = 2  # an integer 0..127 as a listpack element (the flags, the master terminator)
 _SAME_FIELDS = 0  # first byte of an encoded entry that stores only values
 _OWN_FIELDS = 1  # first byte of an encoded entry that stores its field names too
+
+
+SMALL_DECIMALS = tuple(b"%d" % n for n in range(1024))  # the text of the commonest sequence numbers
 
 
 def id_bytes(key: int) -> bytes:
@@ -108,7 +113,7 @@ def _int_size(v: int) -> int:
 class Node:
     """One listpack node: IDs, encoded entries, tombstones and the listpack's byte size."""
 
-    __slots__ = ("master", "master_ms", "master_seq", "fields", "name_bulks", "ms", "seq", "offs", "data",
+    __slots__ = ("master", "master_ms", "master_seq", "fields", "reply_format", "ms", "seq", "offs", "data",
                  "dead", "live", "deleted", "head", "body", "ordered")
 
     def __init__(self, key: int, names: tuple[bytes, ...]) -> None:
@@ -116,7 +121,7 @@ class Node:
         self.master_ms = key >> 64
         self.master_seq = key & U64
         self.fields = names
-        self.name_bulks = tuple(map(Bulk, names))  # the master fields as replies show them, shared
+        self.reply_format = _entry_reply_format(names)
         self.ms = array("Q")
         self.seq = array("Q")
         self.offs = array("I", (0,))  # entry i is data[offs[i]:offs[i + 1]]
@@ -134,6 +139,10 @@ class Node:
 
     def key(self, i: int) -> int:
         return self.ms[i] << 64 | self.seq[i]
+
+    def keys(self, start: int, end: int) -> list[int]:
+        """The IDs of entries ``start`` .. ``end - 1`` (``ms << 64 | seq`` of each, computed by C functions)."""
+        return list(map(or_, map(lshift, self.ms[start:end], repeat(64)), self.seq[start:end]))
 
     def last_key(self) -> int:
         """The node's last ID, tombstone or not."""
@@ -184,28 +193,55 @@ class Node:
             p += n
         return tuple(out)
 
-    def bulks_at(self, i: int) -> tuple[Bulk, ...]:
-        """:meth:`fields_at` as reply strings (the master field names' shared)."""
+    def reply_at(self, i: int) -> bytes:
+        """Entry ``i`` as a reply shows it (:meth:`replies`)."""
+        return self.replies(i, i + 1)[0]
+
+    def replies(self, start: int, end: int) -> list[bytes]:
+        """Entries ``start`` .. ``end - 1`` as a reply shows each, in RESP: ``[ID, [field, value, ...]]``
+        (the same bytes in RESP2 and RESP3). Written straight from the stored bytes, a run of entries
+        at a time: reads run this for every entry they return."""
         data = self.data
-        p = self.offs[i]
-        if data[p] != _SAME_FIELDS:
-            return tuple(map(Bulk, self.fields_at(i)))
-        if type(data) is bytearray:  # the tail: copy the entry once, so its slices are bytes
-            data = bytes(data[p:self.offs[i + 1]])
-            p = 0
-        p += 1
-        out: list[Bulk] = []
-        append = out.append
-        for name in self.name_bulks:
-            n = data[p]
-            if n < 0x80:
-                p += 1
-            else:
-                n, p = _length_at(data, p)
-            append(name)
-            append(Bulk(data[p:p + n]))  # type: ignore[arg-type]
-            p += n
-        return tuple(out)
+        offs = self.offs
+        ms = self.ms
+        seq = self.seq
+        reply_format = self.reply_format
+        one_field = len(self.fields) == 1
+        out: list[bytes] = []
+        prefix_ms = -1
+        prefix = b""
+        for i in range(start, end):
+            p = offs[i]
+            if ms[i] != prefix_ms:  # entries often share their millisecond: its text is made once
+                prefix_ms = ms[i]
+                prefix = b"%d-" % prefix_ms
+            sequence = seq[i]
+            entry_id = prefix + SMALL_DECIMALS[sequence] if sequence < 1024 else b"%b%d" % (prefix, sequence)
+            if data[p] != _SAME_FIELDS:
+                fields = self.fields_at(i)
+                out.append(b"".join([b"*2\r\n$%d\r\n%b\r\n*%d\r\n" % (len(entry_id), entry_id, len(fields)),
+                                     *(b"$%d\r\n%b\r\n" % (len(v), v) for v in fields)]))
+                continue
+            if one_field:  # the commonest shape (one field: a payload), without the loop below
+                n = data[p + 1]
+                p += 2
+                if n >= 0x80:
+                    n, p = _length_at(data, p - 1)
+                out.append(reply_format % (len(entry_id), entry_id, n, data[p:p + n]))
+                continue
+            args: list[object] = [len(entry_id), entry_id]  # object: the tail's slices are bytearrays
+            p += 1
+            for _ in self.fields:  # each value's length and bytes, into the master fields' format
+                n = data[p]
+                if n < 0x80:
+                    p += 1
+                else:
+                    n, p = _length_at(data, p)
+                args.append(n)
+                args.append(data[p:p + n])
+                p += n
+            out.append(reply_format % tuple(args))
+        return out
 
     def kill(self, i: int) -> None:
         """Flag live entry ``i`` deleted."""
@@ -220,6 +256,13 @@ class Node:
         while h < n and dead[h]:
             h += 1
         self.head = h
+
+
+def _entry_reply_format(names: tuple[bytes, ...]) -> bytes:
+    """The RESP of an entry with the master fields ``names``, as a ``%`` format taking the ID's length,
+    the ID, then each value's length and the value (:meth:`Node.replies`)."""
+    head = b"*2\r\n$%%d\r\n%%b\r\n*%d\r\n" % (2 * len(names))
+    return head + b"".join(b"$%d\r\n%b\r\n$%%d\r\n%%b\r\n" % (len(n), n.replace(b"%", b"%%")) for n in names)
 
 
 # -- the radix tree's shape ---------------------------------------------------------------
@@ -378,6 +421,8 @@ def rax_key(key: int) -> bytes:
 
 # -- consumer groups --------------------------------------------------------------------
 
+_OWNER = attrgetter("owner")  # a NACK's owner, read by C code for a whole XACK
+
 
 class Nack:
     """A pending entry: delivery time, delivery count (a uint64) and owner."""
@@ -400,11 +445,11 @@ class Pel:
 
     A dict holds the NACKs; ``order`` holds their keys sorted, plus keys
     already removed (holes), which walks skip and which are dropped in bulk
-    once they are half of it. ``order[start]`` is the smallest key present
-    (holes before it are never looked at again) and the last key of ``order``
-    is present, so in-order acknowledgements cost nothing to later walks.
-    Deliveries arrive mostly in ID order, so adding is mostly an append. No
-    walk may be running over a PEL while keys are added to it or removed.
+    once they are half of it: removing a key touches the dict alone. No key
+    present comes before ``order[start]`` (holes before it are not looked at
+    again). Deliveries arrive mostly in ID order, so adding is mostly an
+    append. No walk may be running over a PEL while keys are added to it or
+    removed.
     """
 
     __slots__ = ("map", "order", "holes", "start")
@@ -430,6 +475,23 @@ class Pel:
             m[key] = nack
             return
         m[key] = nack
+        self._place(key)
+
+    def add_new(self, nacks: dict[int, Nack], ascending: bool) -> None:
+        """``self[k] = nack`` for each item, for keys that are not in the PEL: a read's deliveries,
+        added at once (``ascending``: their keys are in order; most often they are all above every
+        key there too, and are appended at once)."""
+        self.map.update(nacks)
+        keys = list(nacks)
+        order = self.order
+        if ascending and (not order or keys[0] > order[-1]):
+            order += keys
+            return
+        for k in keys:
+            self._place(k)
+
+    def _place(self, key: int) -> None:
+        """Put a key just added to the map in its place in ``order``."""
         order = self.order
         if not order or key > order[-1]:
             order.append(key)
@@ -443,28 +505,28 @@ class Pel:
             self.start = at
 
     def pop(self, key: int) -> Nack | None:
+        nack = self.map.pop(key, None)
+        if nack is not None:
+            self._removed(1)
+        return nack
+
+    def remove(self, keys: list[int]) -> list[Nack | None]:
+        """:meth:`pop` of each key in turn, in one call: the NACKs removed, None where a key was not there."""
         m = self.map
-        nack = m.pop(key, None)
-        if nack is None:
-            return None
-        self.holes += 1
-        order = self.order
-        if self.holes > 32 and self.holes * 2 > len(order):
-            self.order = [k for k in order if k in m]
+        size = len(m)
+        popped = list(map(m.pop, keys, repeat(None)))
+        if len(m) < size:
+            self._removed(size - len(m))
+        return popped
+
+    def _removed(self, n: int) -> None:
+        """``n`` keys left the map and are holes in ``order`` now: holes are dropped in bulk once they are
+        half of it (sorting the map's keys, which are in order already but for out-of-order additions)."""
+        self.holes += n
+        if self.holes > 32 and self.holes * 2 > len(self.order):
+            self.order = sorted(self.map)
             self.holes = 0
             self.start = 0
-            return nack
-        if key == order[-1]:
-            while order and order[-1] not in m:
-                order.pop()
-                self.holes -= 1
-            self.start = min(self.start, len(order))
-        elif key == order[self.start]:
-            i = self.start + 1
-            while order[i] not in m:
-                i += 1
-            self.start = i
-        return nack
 
     def keys_from(self, low: int) -> Iterator[int]:
         """The keys >= ``low``, ascending."""
@@ -496,11 +558,22 @@ class Pel:
 
     def first(self) -> int:
         """The smallest key of a non-empty PEL."""
-        return self.order[self.start]
+        m = self.map
+        order = self.order
+        i = self.start
+        while order[i] not in m:
+            i += 1
+        self.start = i
+        return order[i]
 
     def last(self) -> int:
         """The largest key of a non-empty PEL."""
-        return self.order[-1]
+        m = self.map
+        order = self.order
+        while order[-1] not in m:
+            order.pop()
+            self.holes -= 1
+        return order[-1]
 
 
 class Consumer:
@@ -532,6 +605,11 @@ class Group:
         self.consumers[name] = c
         return c
 
+    def add_pending(self, nacks: dict[int, Nack], consumer: Consumer, ascending: bool) -> None:
+        """New pending entries (in no PEL yet), delivered to ``consumer`` (``ascending``: in key order)."""
+        self.pel.add_new(nacks, ascending)
+        consumer.pel.add_new(nacks, ascending)
+
     def give(self, key: int, nack: Nack, consumer: Consumer) -> None:
         """Make ``consumer`` the owner of ``nack`` (in the group PEL under ``key``)."""
         old = nack.owner
@@ -541,6 +619,22 @@ class Group:
             nack.owner = consumer
             consumer.pel[key] = nack
         self.pel[key] = nack
+
+    def acknowledge(self, keys: list[int]) -> int:
+        """XACK: the pending entries ``keys`` leave the group PEL and their owners'; how many were pending."""
+        pel = self.pel
+        size = len(pel)
+        popped = pel.remove(keys)
+        owners = set(map(_OWNER, filter(None, popped)))  # the NACKs' owners (a NACK is never false)
+        if len(owners) == 1:  # the commonest case: a consumer acknowledging what it read
+            owner = owners.pop()
+            if owner is not None:
+                owner.pel.remove(keys)  # a consumer PEL holds keys of the group PEL only: the others are not there
+        else:
+            for k, nack in zip(keys, popped, strict=True):
+                if nack is not None and nack.owner is not None:
+                    nack.owner.pel.pop(k)
+        return size - len(pel)
 
     def drop(self, key: int) -> Nack | None:
         """Remove a pending entry from the group PEL and its owner's."""
@@ -644,6 +738,8 @@ class Stream:
     def top(self) -> int:
         """The last live entry XSETID, XREAD and XREADGROUP compare against; 0-0 when no walk finds one
         (7.0.15 aborts there when the length is not 0, LAYOUT-4)."""
+        if self.nodes and self.nodes[-1].dead is None:  # no tombstone in the last node: its last entry
+            return self.nodes[-1].last_key()
         last = self.last_live()
         return 0 if last is None else last
 
@@ -656,28 +752,42 @@ class Stream:
         return MAX_KEY if first is None else first
 
     def forward(self, low: int) -> Iterator[tuple[Node, int]]:
-        """Live entries with ID >= ``low``, ascending, as (node, index).
+        """Live entries with ID >= ``low``, ascending, as (node, index)."""
+        for node, start, end in self.forward_runs(low):
+            for i in range(start, end):
+                yield node, i
+
+    def forward_runs(self, low: int) -> Iterator[tuple[Node, int, int]]:
+        """:meth:`forward` a run of entries at a time: ``(node, start, end)`` for the live entries
+        ``start`` .. ``end - 1`` of ``node``, between tombstones.
 
         No live entry >= ``low`` lies in a node before the last one whose
         master is <= ``low``; in ordered nodes after it every ID is above
-        ``low``.
+        ``low``. In an unordered layout the runs are single entries.
         """
         nodes = self.nodes
         ni = max(bisect_right(self.masters, low) - 1, 0)
         if ni >= len(nodes):
             return
         if self.unordered:
-            yield from self._forward_filtered(ni, low)
+            for node, i in self._forward_filtered(ni, low):
+                yield node, i, i + 1
             return
         node = nodes[ni]
         i = node.seek(low)
         while True:
             dead = node.dead
             n = len(node.ms)
-            while i < n:
-                if dead is None or not dead[i]:
-                    yield node, i
-                i += 1
+            if dead is None:
+                if i < n:
+                    yield node, i, n
+            else:
+                while (i := dead.find(0, i)) >= 0:  # the next live entry, then the next tombstone
+                    end = dead.find(1, i)
+                    if end < 0:
+                        end = n
+                    yield node, i, end
+                    i = end
             ni += 1
             if ni == len(nodes):
                 return
@@ -908,16 +1018,27 @@ class Stream:
             return None
         return as_i64(as_i64(self.entries_added) - estimate)
 
-    def advance(self, group: Group, key: int, fixed: bool = False) -> None:
-        """A ``>`` read delivers ``key`` (LAG-4): 7.0 looks for tombstones from the entry, the fixed code
-        from the group's old position, which must not be below the recorded first entry."""
-        if fixed:
-            known = (group.entries_read != INVALID_ENTRIES_READ and group.last_id >= self.first_id
-                     and not self.tombstone_at_or_after(group.last_id, True))
-        else:
-            known = group.entries_read != INVALID_ENTRIES_READ and not self.tombstone_at_or_after(key)
-        if known:
-            group.entries_read = as_i64(group.entries_read + 1)
-        else:
-            group.entries_read = self.estimate_read(key, fixed)
-        group.last_id = key
+    def advance(self, group: Group, keys: list[int], fixed: bool = False) -> None:
+        """A ``>`` read delivers ``keys``, one after the other (LAG-4): 7.0 looks for tombstones from the
+        entry, the fixed code from the group's old position, which must not be below the recorded first
+        entry. With no entry ever deleted there is no tombstone to look for."""
+        never_deleted = not self.max_deleted
+        n = len(keys)
+        if (never_deleted and 0 <= group.entries_read <= I64_MAX - n
+                and (not fixed or group.last_id >= self.first_id)):
+            # No tombstone and a counter that stays valid: every key is known, the counter counts them.
+            group.entries_read += n
+            group.last_id = keys[-1]
+            return
+        for key in keys:
+            if fixed:
+                known = (group.entries_read != INVALID_ENTRIES_READ and group.last_id >= self.first_id
+                         and (never_deleted or not self.tombstone_at_or_after(group.last_id, True)))
+            else:
+                known = group.entries_read != INVALID_ENTRIES_READ and (
+                    never_deleted or not self.tombstone_at_or_after(key))
+            if known:
+                group.entries_read = as_i64(group.entries_read + 1)
+            else:
+                group.entries_read = self.estimate_read(key, fixed)
+            group.last_id = key

@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from xspec.models.dialect import get_dialect
+from xspec.reference.api import Encoded
 from xspec.reference.core import Client, Core, PreRendered, RunResult
+from xspec.reference.protocol import decoded
 from xspec.spec.environment import environment_matches
 from xspec.spec.resp import Error, Reply, for_protocol, show
 from xspec.traces.format import Call, Close, Connect, Event, Header, Note, Recv, Send, event_to_json
@@ -45,9 +47,9 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
-def wire(result: Reply | PreRendered, proto: int) -> Reply:
+def wire(result: Reply | Encoded | PreRendered, proto: int) -> Reply:
     """A result as the client received it."""
-    return result.reply if isinstance(result, PreRendered) else for_protocol(result, proto)
+    return result.reply if isinstance(result, PreRendered) else for_protocol(decoded(result), proto)
 
 
 def json_line(obj: object, separators: tuple[str, str] = (",", ":")) -> str:
@@ -118,8 +120,8 @@ class TraceWriter:
         for e in served:
             self.add(e)
 
-    def served(self, c: Client, reply: Reply, timed_out: bool) -> None:
-        e = Recv(c=c.id, reply=for_protocol(reply, c.proto), t=now_us(), now=self._now())
+    def served(self, c: Client, reply: Reply | Encoded, timed_out: bool) -> None:
+        e = Recv(c=c.id, reply=wire(reply, c.proto), t=now_us(), now=self._now())
         if self.core.executing:
             self.served_now.append(e)
         else:
@@ -242,8 +244,8 @@ class ModelChecker:
             self._diverge(f"after client {c.id} {argv!r}: server served {_show_served(served)}, "
                           f"model served {_show_served(model_served)}")
 
-    def served(self, c: Client, reply: Reply, timed_out: bool) -> None:
-        mine = for_protocol(reply, c.proto)
+    def served(self, c: Client, reply: Reply | Encoded, timed_out: bool) -> None:
+        mine = wire(reply, c.proto)
         if not timed_out:
             self.just_served.append((c.id, mine))
             return

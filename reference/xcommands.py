@@ -70,11 +70,13 @@ from xspec.models.streams import (
     ERR_TOO_LARGE,
     ERR_XTRIM_NO_STRATEGY,
 )
-from xspec.reference.api import BLOCKED, Blocked, Context, Handler, ReplyError
+from xspec.reference.api import BLOCKED, Blocked, Context, Encoded, Handler, ReplyError
+from xspec.reference.protocol import encode_reply
 from xspec.reference.streams import (
     INVALID_ENTRIES_READ,
     LISTPACK_MAX_SIZE,
     MAX_KEY,
+    SMALL_DECIMALS,
     U64,
     Consumer,
     Group,
@@ -137,7 +139,8 @@ def _int(arg: bytes, error: str = table.NOT_INTEGER) -> int:
 
 def _word(arg: bytes) -> bytes:
     """An argument as ``strcasecmp`` compares it with an option name."""
-    return (c_string(arg) if b"\0" in arg else arg).lower()
+    nul = arg.find(b"\0")  # not ``b"\0" in arg``, which first tries the NUL as an int and fails
+    return (arg if nul < 0 else arg[:nul]).lower()
 
 
 def _shown(arg: bytes) -> str:
@@ -168,8 +171,15 @@ def _id_reply(key: int) -> Bulk:
 
 
 def _entry(key: int, node: Node, i: int) -> Array:
-    """The entry reply of entry ``i`` of ``node``, whose ID is ``key``."""
-    return Array((Bulk(b"%d-%d" % (key >> 64, key & U64)), Array(node.bulks_at(i))))
+    """The entry reply of entry ``i`` of ``node``, whose ID is ``key``, as a reply tree (for replies that
+    hold entries among other things; reads write theirs in RESP straight away, :meth:`Node.reply_at`)."""
+    return Array((_id_reply(key), Array(tuple(map(Bulk, node.fields_at(i))))))
+
+
+def _entries(rows: list[bytes]) -> list[bytes]:
+    """Entries in RESP (:meth:`Node.replies`) made one RESP array: its header goes before them."""
+    rows.insert(0, b"*%d\r\n" % len(rows))
+    return rows
 
 
 # -- IDs and errno (ID-1 .. ID-8, XADD-14) ---------------------------------------------------
@@ -384,7 +394,6 @@ class _MsText:
 
 
 _LAST_MS = _MsText()
-_SEQ_TEXT = tuple(b"%d" % n for n in range(1024))
 
 
 @_handler("xadd")
@@ -453,7 +462,7 @@ def xadd(ctx: Context) -> Reply:
     if ms != shown.ms:
         shown.ms = ms
         shown.text = b"%d-" % ms
-    return Bulk(shown.text + _SEQ_TEXT[seq] if seq < 1024 else b"%b%d" % (shown.text, seq))
+    return Bulk(shown.text + SMALL_DECIMALS[seq] if seq < 1024 else b"%b%d" % (shown.text, seq))
 
 
 @_handler("xtrim")
@@ -474,7 +483,7 @@ def xlen(ctx: Context) -> Reply:
     return Int(0 if stream is None else stream.length)
 
 
-def _xrange(ctx: Context, rev: bool) -> Reply:
+def _xrange(ctx: Context, rev: bool) -> Reply | Encoded:
     argv = ctx.argv
     low = _range_start(ctx, argv[3] if rev else argv[2])  # XRANGE-1
     high = _range_end(ctx, argv[2] if rev else argv[3])  # XRANGE-2
@@ -491,37 +500,38 @@ def _xrange(ctx: Context, rev: bool) -> Reply:
         return EMPTY_ARRAY
     if count == 0:  # XRANGE-5
         return NULL_ARRAY
-    out: list[Reply] = []
+    out: list[bytes] = []
     if rev:
         for node, i in stream.backward(high):
-            k = node.ms[i] << 64 | node.seq[i]
-            if k < low:
+            if (node.ms[i] << 64 | node.seq[i]) < low:
                 break
-            out.append(_entry(k, node, i))
+            out.append(node.reply_at(i))
             if len(out) == count:
                 break
         else:
             ctx.errno = 0  # XRANGE-4: the walk ran off the tree
     else:
-        for node, i in stream.forward(low):
-            k = node.ms[i] << 64 | node.seq[i]
-            if k > high:
-                break
-            out.append(_entry(k, node, i))
-            if len(out) == count:
+        for node, start, end in stream.forward_runs(low):
+            stop = end
+            if node.key(end - 1) > high:  # the range ends in this run (a run of one in an unordered layout)
+                stop = start if stream.unordered else max(node.seek(high + 1), start)
+            if count > 0 and stop - start > count - len(out):
+                stop = start + count - len(out)
+            out += node.replies(start, stop)
+            if stop < end or len(out) == count:
                 break
         else:
             ctx.errno = 0
-    return Array(tuple(out))
+    return Encoded(_entries(out))
 
 
 @_handler("xrange")
-def xrange(ctx: Context) -> Reply:
+def xrange(ctx: Context) -> Reply | Encoded:
     return _xrange(ctx, rev=False)
 
 
 @_handler("xrevrange")
-def xrevrange(ctx: Context) -> Reply:
+def xrevrange(ctx: Context) -> Reply | Encoded:
     return _xrange(ctx, rev=True)
 
 
@@ -721,7 +731,7 @@ _XGROUP_62: dict[bytes, tuple[tuple[int, ...], Handler]] = {
 
 
 @_handler("xgroup")
-def xgroup_container(ctx: Context) -> Reply | Blocked:
+def xgroup_container(ctx: Context) -> Reply | Encoded | Blocked:
     """XGROUP where the dialect has no subcommand table (6.2): the command checks its subcommand itself,
     after its key checks (DISPATCH-DIALECT-1, XGROUP-DIALECT-1)."""
     argv = ctx.argv
@@ -751,15 +761,8 @@ def xack(ctx: Context) -> Reply:
     group = None if stream is None else stream.groups.get(argv[2])
     if group is None:
         return Int(0)
-    ids = [_strict(ctx, arg) for arg in argv[3:]]  # XACK-2
-    acked = 0
-    pel = group.pel
-    for k in ids:  # XACK-3
-        nack = pel.pop(k)
-        if nack is not None:
-            nack.owner.pel.pop(k)  # type: ignore[union-attr]
-            acked += 1
-    return Int(acked)  # XACK-4
+    ids = [_strict(ctx, arg) if (k := _plain_id(arg)) is None else k for arg in argv[3:]]  # XACK-2
+    return Int(group.acknowledge(ids))  # XACK-3, XACK-4
 
 
 def _stream_and_group(ctx: Context) -> tuple[Stream, Group]:
@@ -1014,23 +1017,31 @@ def xautoclaim(ctx: Context) -> Reply:
 # -- XREAD, XREADGROUP and blocked readers -----------------------------------------------------
 
 
-def _streams_reply(ctx: Context, served: list[tuple[bytes, Reply]]) -> Reply:
-    """RESP2 ``[[key, entries], ...]``, RESP3 ``{key: entries}`` (XREAD-11)."""
+def _streams_reply(ctx: Context, served: list[tuple[bytes, list[bytes]]]) -> Encoded:
+    """RESP2 ``[[key, entries], ...]``, RESP3 ``{key: entries}`` (XREAD-11), ``entries`` in RESP."""
     if ctx.client.proto == 2:
-        return Array(tuple(Array((Bulk(k), entries)) for k, entries in served))
-    return Map(tuple((Bulk(k), entries) for k, entries in served))
+        head, pair = b"*%d\r\n", b"*2\r\n$%d\r\n%b\r\n"
+    else:
+        head, pair = b"%%%d\r\n", b"$%d\r\n%b\r\n"
+    parts = [head % len(served)]
+    for k, entries in served:
+        parts.append(pair % (len(k), k))
+        parts += entries
+    return Encoded(parts)
 
 
-def _read_after(ctx: Context, stream: Stream, after: int, count: int) -> Array:
+def _read_after(ctx: Context, stream: Stream, after: int, count: int) -> list[bytes]:
     """Live entries above ``after``, at most ``count`` (0: all) (XREAD-10, BLOCK-4)."""
-    out: list[Reply] = []
-    for node, i in stream.forward(after + 1):
-        out.append(_entry(node.ms[i] << 64 | node.seq[i], node, i))
+    out: list[bytes] = []
+    for node, start, end in stream.forward_runs(after + 1):
+        if count and end - start > count - len(out):
+            end = start + count - len(out)
+        out += node.replies(start, end)
         if len(out) == count:
             break
     else:
         ctx.errno = 0  # the iterator ran off the tree
-    return Array(tuple(out))
+    return _entries(out)
 
 
 def _reader(ctx: Context, group: Group, name: bytes) -> Consumer:
@@ -1042,57 +1053,82 @@ def _reader(ctx: Context, group: Group, name: bytes) -> Consumer:
     return group.add_consumer(name, ctx.now_ms())
 
 
-def _history(ctx: Context, stream: Stream, consumer: Consumer, after: int, count: int) -> Array:
+def _history(ctx: Context, stream: Stream, consumer: Consumer, after: int, count: int) -> list[bytes]:
     """XREADGROUP-6: the consumer's pending entries above ``after``, re-delivered."""
-    out: list[Reply] = []
+    out: list[bytes] = []
     pel = consumer.pel
+    now_ms = ctx.clock()
     for k in pel.keys_from(after + 1):
         if count and len(out) >= count:
-            return Array(tuple(out))
+            return _entries(out)
         found = stream.locate(k)
         if found is None:
             if stream.lookup_runs_off(k):
                 ctx.errno = 0
-            out.append(Array((_id_reply(k), NULL_ARRAY)))
+            out.append(encode_reply(Array((_id_reply(k), NULL_ARRAY)), ctx.client.proto))  # a deleted entry
             continue
-        out.append(_entry(k, stream.nodes[found[0]], found[1]))
+        out.append(stream.nodes[found[0]].reply_at(found[1]))
         nack: Nack = pel[k]
-        nack.time = ctx.now_ms()
+        nack.time = now_ms()
         nack.count = (nack.count + 1) & U64
     ctx.errno = 0  # the PEL walk looks for a next entry before COUNT: it ends off the tree
-    return Array(tuple(out))
+    return _entries(out)
 
 
-def _deliver(ctx: Context, stream: Stream, group: Group, consumer: Consumer, count: int, noack: bool) -> Array:
-    """XREADGROUP-7, -10, -11: entries above the group's last-delivered-id, moving the group."""
-    out: list[Reply] = []
-    pel = group.pel
-    own = consumer.pel
-    dialect = ctx.dialect
-    fixed = dialect.lag_fixes  # LAG-DIALECT-1
-    for node, i in stream.forward(group.last_id + 1):
-        k = node.ms[i] << 64 | node.seq[i]
-        if k > group.last_id:  # LAYOUT-2: an unordered walk can meet IDs below the group's new position
-            stream.advance(group, k, fixed)  # LAG-4
-        out.append(_entry(k, node, i))
-        if not noack:
-            fresh_time = ctx.now_ms()  # streamCreateNACK reads the clock
-            nack = pel.get(k)
-            if nack is None:
-                nack = Nack(fresh_time, 1, consumer)
-                pel[k] = nack
-                own[k] = nack
-            else:  # XREADGROUP-10: taken over, with a second reading
-                nack.time = ctx.now_ms()
-                nack.count = 1
-                group.give(k, nack, consumer)
-        if len(out) == count:
+def _deliver(ctx: Context, stream: Stream, group: Group, consumer: Consumer, count: int,
+             noack: bool) -> list[bytes]:
+    """XREADGROUP-7, -10, -11: entries above the group's last-delivered-id, moving the group.
+
+    The walk comes first, a run of entries at a time; the group's position then moves over the
+    keys (LAG-4) and the NACKs are made, one clock reading each, in walk order, as 7.0 makes them
+    during its walk (nothing else reads the clock or the PELs meanwhile).
+    """
+    out: list[bytes] = []
+    keys: list[int] = []
+    for node, start, end in stream.forward_runs(group.last_id + 1):
+        if count and end - start > count - len(keys):
+            end = start + count - len(keys)
+        keys += node.keys(start, end)
+        out += node.replies(start, end)
+        if len(keys) == count:
             break
     else:
-        ctx.errno = 0
-    if out and not noack and dialect.consumer_active_time:
-        consumer.active = ctx.now_ms()  # XREADGROUP-DIALECT-1: a delivery that leaves NACKs
-    return Array(tuple(out))
+        ctx.errno = 0  # the walk ran off the tree
+    if not keys:
+        return _entries(out)
+    dialect = ctx.dialect
+    passed = keys
+    if stream.unordered:  # LAYOUT-2: an unordered walk can meet IDs below the group's new position
+        passed = []
+        last = group.last_id
+        for k in keys:
+            if k > last:
+                passed.append(k)
+                last = k
+    if passed:
+        stream.advance(group, passed, dialect.lag_fixes)  # LAG-4; LAG-DIALECT-1
+    if noack:
+        return _entries(out)
+    now_ms = ctx.clock()  # streamCreateNACK reads the clock for each entry
+    pending = group.pel.map
+    if pending.keys().isdisjoint(keys):
+        group.add_pending({k: Nack(now_ms(), 1, consumer) for k in keys}, consumer, not stream.unordered)
+    else:
+        added: dict[int, Nack] = {}
+        for k in keys:
+            fresh_time = now_ms()
+            nack = pending.get(k)
+            if nack is None:
+                added[k] = Nack(fresh_time, 1, consumer)
+            else:  # XREADGROUP-10: taken over, with a second reading
+                nack.time = now_ms()
+                nack.count = 1
+                group.give(k, nack, consumer)
+        if added:
+            group.add_pending(added, consumer, not stream.unordered)
+    if dialect.consumer_active_time:
+        consumer.active = now_ms()  # XREADGROUP-DIALECT-1: a delivery that leaves NACKs
+    return _entries(out)
 
 
 class _Read:
@@ -1107,7 +1143,7 @@ class _Read:
         self.after = after  # MAX_KEY stands for ">"
 
 
-def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> Reply | Blocked:
+def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> Reply | Encoded | Blocked:
     """XREAD and XREADGROUP; ``deadline`` is a re-executed blocked command's first deadline (BLOCK-DIALECT-2)."""
     argv = ctx.argv
     argc = len(argv)
@@ -1166,7 +1202,8 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
     keys = argv[streams_at:streams_at + half]
     plus_id = dialect.xread_plus_id
     reads: list[_Read] = []
-    for key, id_arg in zip(keys, argv[streams_at + half:], strict=True):  # XREAD-8
+    for j, key in enumerate(keys):  # XREAD-8
+        id_arg = argv[streams_at + half + j]
         stream = _stream(ctx, key)
         group = None
         if group_name is not None:
@@ -1192,7 +1229,7 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
         reads.append(_Read(key, stream, group, after))
     # XREADGROUP-DIALECT-1: 7.2+ creates or refreshes the consumer for every stream, served or not
     touch_always = dialect.consumer_active_time
-    served: list[tuple[bytes, Reply]] = []
+    served: list[tuple[bytes, list[bytes]]] = []
     for r in reads:
         s = r.stream
         if s is None:  # XREAD-10
@@ -1228,10 +1265,10 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
 
 def _blocked_retry(count: int, group_name: bytes | None, consumer_name: bytes, noack: bool,
                    after_by_key: dict[bytes, int],
-                   deletion_wakes: bool) -> Callable[[Context, bytes], Reply | None]:
+                   deletion_wakes: bool) -> Callable[[Context, bytes], Reply | Encoded | None]:
     """What a blocked reader does when one of its keys is signalled (BLOCK-2 .. BLOCK-7)."""
 
-    def retry(ctx: Context, key: bytes) -> Reply | None:
+    def retry(ctx: Context, key: bytes) -> Reply | Encoded | None:
         value = ctx.db.get(key)
         if type(value) is not Stream:
             # BLOCK-5: XREAD keeps waiting; BLOCK-DIALECT-1: in 6.2 so does XREADGROUP
@@ -1276,7 +1313,7 @@ def _block_for_reexecution(ctx: Context, grouped: bool, reads: list[_Read], time
     else:
         first_read_at = None
 
-    def retry(ctx: Context, key: bytes) -> Reply | None:
+    def retry(ctx: Context, key: bytes) -> Reply | Encoded | None:
         if not grouped and type(ctx.db.get(key)) is not Stream:  # XREAD runs again on a stream only
             return None
         result = _read_command(ctx, grouped, deadline)
@@ -1287,12 +1324,12 @@ def _block_for_reexecution(ctx: Context, grouped: bool, reads: list[_Read], time
 
 
 @_handler("xread")
-def xread(ctx: Context) -> Reply | Blocked:
+def xread(ctx: Context) -> Reply | Encoded | Blocked:
     return _read_command(ctx, grouped=False)
 
 
 @_handler("xreadgroup")
-def xreadgroup(ctx: Context) -> Reply | Blocked:
+def xreadgroup(ctx: Context) -> Reply | Encoded | Blocked:
     return _read_command(ctx, grouped=True)
 
 
@@ -1450,7 +1487,7 @@ def xinfo_help(ctx: Context) -> Reply:
 
 
 @_handler("xinfo")
-def xinfo_container(ctx: Context) -> Reply | Blocked:
+def xinfo_container(ctx: Context) -> Reply | Encoded | Blocked:
     """XINFO where the dialect has no subcommand table (6.2): HELP with any arguments, else the key
     checks, then the subcommand and its argument count (DISPATCH-DIALECT-1, XINFO-DIALECT-2)."""
     argv = ctx.argv

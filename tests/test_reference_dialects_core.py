@@ -33,6 +33,7 @@ from xspec.models import ManualClock
 from xspec.models.dialect import dialect_for_server, get_dialect
 from xspec.models.server import Server
 from xspec.reference.core import EXTRA_COMMANDS, SERVED_DIALECTS, Core
+from xspec.reference.protocol import decoded
 from xspec.reference.server import ServerThread
 from xspec.reference.trace import TraceWriter
 from xspec.spec.environment import environment_matches
@@ -261,7 +262,7 @@ def test_clock_readings_per_command_as_the_model(dialect: str) -> None:
     """7.2+: one snapshot per command and per EXEC (both XADDs of the EXEC share a millisecond)."""
     core = Core(dialect=dialect, clock=SteppingClock())  # type: ignore[arg-type]
     c = core.connect(None)
-    got = [core.execute(c, [a.encode() for a in argv]) for argv in CLOCK_SCRIPT]
+    got = [decoded(core.execute(c, [a.encode() for a in argv])) for argv in CLOCK_SCRIPT]  # type: ignore[arg-type]
     model = Server(get_dialect(dialect), clock=SteppingClock())
     expected = [model.execute(1, [a.encode() for a in argv]).reply for argv in CLOCK_SCRIPT]
     assert [for_protocol(r, 2) for r in got[-1:]] == expected[-1:]  # type: ignore[arg-type]

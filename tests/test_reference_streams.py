@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from xspec.models import ManualClock
 from xspec.models.dialect import REDIS_70
 from xspec.models.server import Server
-from xspec.reference.api import BLOCKED, Blocked, ReplyError
+from xspec.reference.api import BLOCKED, Blocked, Encoded, ReplyError
+from xspec.reference.protocol import decoded
 from xspec.reference.streams import MAX_KEY as MAX_ID_KEY
 from xspec.reference.streams import RaxShape, Stream, rax_key
 from xspec.reference.xcommands import HANDLERS
@@ -56,7 +57,7 @@ class Waiter:
     """A blocked client: keys, deadline, what to do when a key is signalled or time runs out."""
 
     def __init__(self, keys: list[bytes], deadline: int | None,
-                 retry: Callable[[Any, bytes], Reply | None], timeout_reply: Reply) -> None:
+                 retry: Callable[[Any, bytes], Reply | Encoded | None], timeout_reply: Reply) -> None:
         self.keys = list(dict.fromkeys(keys))
         self.deadline = deadline
         self.retry = retry
@@ -86,6 +87,9 @@ class FakeContext:
     def now_ms(self) -> int:
         return self.core.now
 
+    def clock(self) -> Callable[[], int]:
+        return self.now_ms
+
     def config_int(self, name: str) -> int:
         return int(self.core.config[name])
 
@@ -99,7 +103,7 @@ class FakeContext:
         self.core.touched.append((self.client.db, key))
         self.core.signal(self.client.db, key)
 
-    def block(self, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | None],
+    def block(self, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | Encoded | None],
               timeout_reply: Reply, read_at: int | None = None) -> Blocked:
         core = self.core
         start = core.now if read_at is None else read_at
@@ -174,7 +178,7 @@ class FakeCore:
         ctx = FakeContext(self, c, argv, can_block)
         try:
             if spec.fullname in ("del", "unlink"):
-                r: Reply | Blocked = Int(sum(self._drop(ctx, k) for k in argv[1:]))
+                r: Reply | Encoded | Blocked = Int(sum(self._drop(ctx, k) for k in argv[1:]))
             elif spec.fullname == "config|set":
                 name = argv[2].decode().lower()
                 assert name in ("stream-node-max-entries", "stream-node-max-bytes") and len(argv) == 4
@@ -193,7 +197,7 @@ class FakeCore:
             r = Error(e.text)
         if isinstance(r, Blocked):
             return None
-        return for_protocol(r, c.proto)
+        return for_protocol(decoded(r), c.proto)
 
     def _drop(self, ctx: FakeContext, key: bytes) -> int:
         old = ctx.db.pop(key, None)
@@ -235,7 +239,7 @@ class FakeCore:
                     if r is None:
                         continue
                     self._unblock(cid)
-                    served.append((cid, for_protocol(r, c.proto)))
+                    served.append((cid, for_protocol(decoded(r), c.proto)))
         return served
 
     def advance(self, ms: int) -> list[tuple[int, Reply]]:
