@@ -383,17 +383,9 @@ def _trim(ctx: Context, stream: Stream, t: _Trim) -> int:
 # -- XADD, XTRIM, XLEN, XRANGE, XREVRANGE, XDEL, XSETID ---------------------------------------
 
 
-class _MsText:
-    """The ``ms-`` text of the millisecond part XADD printed last."""
-
-    __slots__ = ("ms", "text")
-
-    def __init__(self) -> None:
-        self.ms = -1
-        self.text = b""
-
-
-_LAST_MS = _MsText()
+# The millisecond part XADD printed last and its ``ms-`` text, as one tuple: replaced whole, so
+# servers running in several threads of one process never see one's millisecond with another's text.
+_LAST_MS: list[tuple[int, bytes]] = [(-1, b"")]
 
 
 @_handler("xadd")
@@ -458,11 +450,11 @@ def xadd(ctx: Context) -> Reply:
     # The ID's text (id_bytes), the millisecond part kept from the XADD before: most IDs share it.
     ms = new >> 64
     seq = new & U64
-    shown = _LAST_MS
-    if ms != shown.ms:
-        shown.ms = ms
-        shown.text = b"%d-" % ms
-    return Bulk(shown.text + SMALL_DECIMALS[seq] if seq < 1024 else b"%b%d" % (shown.text, seq))
+    shown_ms, text = _LAST_MS[0]
+    if ms != shown_ms:
+        text = b"%d-" % ms
+        _LAST_MS[0] = (ms, text)
+    return Bulk(text + SMALL_DECIMALS[seq] if seq < 1024 else b"%b%d" % (text, seq))
 
 
 @_handler("xtrim")
