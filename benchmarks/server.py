@@ -467,15 +467,22 @@ def interleaved(table: list[Peer], requests: int, runs: int,
                 if metric in got:
                     figures[peer.name].append(got[metric])
                     cpu[peer.name].append((cpu_seconds(peer.proc.pid) - before) / n * 1e6)
-        for peer in table:
-            runs_of_peer = figures[peer.name]
-            if not runs_of_peer:
-                continue
-            peer.results[metric] = statistics.median(runs_of_peer)
+        keep_medians(table, metric, figures, cpu)
+
+
+def keep_medians(table: list[Peer], metric: str, figures: dict[str, list[float]],
+                 cpu: dict[str, list[float]]) -> None:
+    """Record and print each server's median rate of ``metric`` over its runs, and its median CPU per command."""
+    for peer in table:
+        rates = figures[peer.name]
+        if not rates:
+            continue
+        peer.results[metric] = statistics.median(rates)
+        if cpu[peer.name]:
             peer.results[metric + " cpu us"] = statistics.median(cpu[peer.name])
-            print(f"{peer.name:14} {metric}: median {peer.results[metric]:.0f}/s of {len(runs_of_peer)} runs "
-                  f"({min(runs_of_peer):.0f} .. {max(runs_of_peer):.0f}), server CPU "
-                  f"{peer.results[metric + ' cpu us']:.2f} us/command", flush=True)
+        print(f"{peer.name:14} {metric}: median {peer.results[metric]:.0f}/s of {len(rates)} runs "
+              f"({min(rates):.0f} .. {max(rates):.0f}), server CPU "
+              f"{peer.results.get(metric + ' cpu us', 0.0):.2f} us/command", flush=True)
 
 
 def group_fill(peer: Peer) -> int:
@@ -496,14 +503,7 @@ def interleaved_group_workload(table: list[Peer], seconds: float, runs: int) -> 
     for _ in range(runs):
         for peer in table:
             figures[peer.name].append(group_workload(peer, seconds, cpu[peer.name]))
-    for peer in table:
-        rates = figures[peer.name]
-        peer.results["xreadgroup+xack"] = statistics.median(rates)
-        if cpu[peer.name]:
-            peer.results["xreadgroup+xack cpu us"] = statistics.median(cpu[peer.name])
-        print(f"{peer.name:14} xreadgroup+xack: median {peer.results['xreadgroup+xack']:.0f}/s of {len(rates)} "
-              f"runs ({min(rates):.0f} .. {max(rates):.0f}), server CPU "
-              f"{peer.results.get('xreadgroup+xack cpu us', 0.0):.2f} us/command", flush=True)
+    keep_medians(table, "xreadgroup+xack", figures, cpu)
 
 
 def measure_the_rest(peer: Peer, args: argparse.Namespace) -> None:
