@@ -21,8 +21,8 @@ import time
 
 from xspec.models import ManualClock, Outcome, Server
 from xspec.spec.resp import Array, Bulk, Reply
-from xspec.traces.checker import check_trace
-from xspec.traces.format import Call, Header, Trace
+from xspec.spec.trace_format import Call, Header, Trace
+from xspec.traces.check.checker import check_trace
 
 START_US = 1_700_000_000_000_000
 STEP_US = 20

@@ -34,10 +34,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from xspec.models.explore.config import NAMED, ConfigSystem  # noqa: E402
-from xspec.models.explore.engine import Result, explore  # noqa: E402
-from xspec.models.explore.protocols import PROTOCOLS  # noqa: E402
-from xspec.models.explore.report import check_protocol, explore_configuration  # noqa: E402
+from xspec.explore.config import NAMED, ConfigSystem  # noqa: E402
+from xspec.explore.engine import Result, explore  # noqa: E402
+from xspec.explore.protocols import PROTOCOLS  # noqa: E402
+from xspec.explore.report import check_protocol, explore_configuration  # noqa: E402
 
 
 def covered(system: ConfigSystem, r: Result) -> int:
@@ -54,7 +54,7 @@ def line(name: str, r: Result, executed: int) -> str:
 
 def breakdown() -> None:
     """One compact exploration with the time spent in each part (see the module docstring)."""
-    from xspec.models.explore import abstraction, execution
+    from xspec.explore import abstraction, execution
     from xspec.models.server import Server
 
     spent: Counter[str] = Counter()

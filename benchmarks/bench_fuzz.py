@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 
-from xspec.traces.client import RespConnection
-from xspec.traces.fuzz import run_campaign
+from xspec.traces.fuzz.fuzzer import run_campaign
+from xspec.traces.record.client import RespConnection
 from xspec.traces.scenarios.runner import RedisProcess
 
 

@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from xspec.models import ManualClock, Server  # noqa: E402
 from xspec.spec.resp import encode_command  # noqa: E402
-from xspec.traces.servers import find_redis_server  # noqa: E402
+from xspec.traces.harness.servers import find_redis_server  # noqa: E402
 
 Command = list[bytes]
 

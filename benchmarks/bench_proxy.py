@@ -22,8 +22,8 @@ import sys
 import tempfile
 import time
 
-from xspec.traces.client import RespConnection
-from xspec.traces.format import load
+from xspec.spec.trace_format import load
+from xspec.traces.record.client import RespConnection
 from xspec.traces.scenarios.runner import RedisProcess, free_port
 
 WORKLOADS = {
@@ -47,7 +47,7 @@ def requests_per_second(port: int, command: list[str], requests: int, clients: i
 def start_proxy(upstream: int, out: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from xspec.traces.proxy import record_command; record_command()",
+        [sys.executable, "-c", "from xspec.traces.record.proxy import record_command; record_command()",
          "--listen", f"127.0.0.1:{port}", "--upstream", f"redis://127.0.0.1:{upstream}", "--out", out],
         stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert proc.stderr is not None

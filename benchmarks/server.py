@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from xspec.spec.resp import Parser, Reply, encode_command
-from xspec.traces.servers import find_redis_server
+from xspec.traces.harness.servers import find_redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,7 @@ dispatcher in :mod:`.server`.
 
 from xspec.models import admin, generic, groups, info, reads, streams, transactions  # noqa: F401
 from xspec.models.clock import Clock, ManualClock
-from xspec.models.dialect import DIALECTS, Dialect, get_dialect
 from xspec.models.server import Outcome, Server
+from xspec.spec.dialect import DIALECTS, Dialect, get_dialect
 
 __all__ = ["Clock", "ManualClock", "DIALECTS", "Dialect", "get_dialect", "Outcome", "Server"]

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from errno import EINVAL, ENOENT
 
 from xspec.models.cerrno import note_iterator_end, note_strtoull
-from xspec.models.dialect import Dialect
 from xspec.models.server import NUM_DATABASES, Call, CommandError, Server, command
 from xspec.models.state import Client
 from xspec.models.transactions import discard_transaction
 from xspec.spec import commands as table
+from xspec.spec.dialect import Dialect
 from xspec.spec.ids import I64_MAX, U64_MAX, c_string, parse_ll, strtoull
 from xspec.spec.resp import NULL_BULK, OK, Array, Bulk, Int, Map, Reply, Simple, Verbatim
 

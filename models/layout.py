@@ -30,9 +30,9 @@ import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterator, Mapping
 
-from xspec.models.listpack import LISTPACK_OVERHEAD, element_size, int_element_size
 from xspec.models.rax import Rax
 from xspec.spec.ids import MAX_ID, MIN_ID, StreamID
+from xspec.spec.listpack import LISTPACK_OVERHEAD, element_size, int_element_size
 
 LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE: the byte limit when stream-node-max-bytes is 0 or larger
 

@@ -20,9 +20,9 @@ from errno import EAGAIN
 from typing import Any
 
 from xspec.models.clock import Clock, ManualClock
-from xspec.models.dialect import REDIS_70, Dialect
 from xspec.models.state import BlockState, Client, Stream, Value, freeze_value
 from xspec.spec import commands as table
+from xspec.spec.dialect import REDIS_70, Dialect
 from xspec.spec.resp import QUEUED as _QUEUED
 from xspec.spec.resp import Bulk, Error, Int, NullArray, Reply, Simple, for_protocol
 

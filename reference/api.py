@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping
 from typing import Any, Protocol
 
-from xspec.models.dialect import Dialect
+from xspec.spec.dialect import Dialect
 from xspec.spec.resp import Reply
 
 
@@ -81,7 +81,7 @@ class Context(Protocol):
     # the core writes it too (EAGAIN when it accepts a connection, 0 for a
     # SCAN cursor parse, a blocked client's timeout, ... as XADD-14 lists).
     errno: int
-    # The dialect served (``xspec serve --dialect``): its switches (``models/dialect.py``, documented in
+    # The dialect served (``xspec serve --dialect``): its switches (``spec/dialect.py``, documented in
     # ``spec/dialects.md``) say where the server departs from 7.0.15. Handlers read them, as the model's do.
     dialect: Dialect
 

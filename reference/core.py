@@ -3,7 +3,7 @@
 :class:`Core` runs commands the way Redis 7.0.15's ``processCommand`` and
 ``call`` do, with no networking of its own: the server (``reference.server``)
 feeds it parsed commands per connection and writes out what it returns.
-Another dialect (``models/dialect.py``, spec/dialects.md) changes what the
+Another dialect (``spec/dialect.py``, spec/dialects.md) changes what the
 core reads from its switches once, when it is built: the lookup and the
 unknown-command words (6.2 has no subcommand table, :func:`dialect_dispatch`),
 one clock reading per command in 7.2+ (``Core.snapshot``), no wake-up on a
@@ -40,12 +40,12 @@ from collections.abc import Callable, MutableMapping
 from errno import EAGAIN
 from typing import Any, Protocol
 
-from xspec.models.dialect import Dialect, get_dialect
 from xspec.reference.api import BLOCKED, Blocked, Encoded, ReplyError
 from xspec.reference.clock import Clock, WallClock
 from xspec.reference.tracking import Tracking
 from xspec.spec import commands as table
 from xspec.spec.commands import CommandSpec
+from xspec.spec.dialect import Dialect, get_dialect
 from xspec.spec.ids import c_string
 from xspec.spec.resp import QUEUED, Error, Reply
 
@@ -56,7 +56,7 @@ log = logging.getLogger("xspec.serve")
 Handler = Callable[[Any], Any]
 
 NUM_DATABASES = 16
-# The dialects this server reproduces: every dialect the model has (models/dialect.py).
+# The dialects this server reproduces: every dialect the model has (spec/dialect.py).
 SERVED_DIALECTS = ("redis-7.0", "redis-6.2", "redis-7.2", "redis-7.4", "valkey-9.1")
 NOAUTH = "NOAUTH Authentication required."
 DEBUG_NOT_ALLOWED = (

@@ -54,8 +54,8 @@ from xspec.spec.resp import (
 )
 
 if TYPE_CHECKING:
-    from xspec.models.dialect import Dialect
     from xspec.reference.core import Client, Context, Core, PreRendered
+    from xspec.spec.dialect import Dialect
 
 __all__ = ["CONFIG_DEFAULTS", "HANDLERS"]
 

@@ -3,7 +3,7 @@
 An independent implementation of what spec/rules/streams.md, groups.md and
 info.md describe; the model (xspec.models) is the oracle it is tested against,
 not a library it uses. Only pure size arithmetic is shared: the byte sizes of
-listpack elements (:mod:`xspec.models.listpack`), which decide where Redis
+listpack elements (:mod:`xspec.spec.listpack`), which decide where Redis
 starts a new node.
 
 IDs are single ints, ``ms << 64 | seq``: they order as Redis orders them, and
@@ -27,8 +27,8 @@ from collections.abc import Iterator, Sequence
 from itertools import repeat
 from operator import attrgetter, lshift, or_
 
-from xspec.models.listpack import as_listpack_int, element_size, int_element_size
 from xspec.spec.ids import I64_MAX
+from xspec.spec.listpack import as_listpack_int, element_size, int_element_size
 
 U64 = (1 << 64) - 1
 MAX_KEY = (1 << 128) - 1  # 18446744073709551615-18446744073709551615

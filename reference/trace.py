@@ -32,13 +32,13 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from xspec.models.dialect import get_dialect
 from xspec.reference.api import Encoded
 from xspec.reference.core import Client, Core, PreRendered, RunResult
 from xspec.reference.protocol import decoded
+from xspec.spec.dialect import get_dialect
 from xspec.spec.environment import environment_matches
 from xspec.spec.resp import Error, Reply, for_protocol, show
-from xspec.traces.format import Call, Close, Connect, Event, Header, Note, Recv, Send, event_to_json
+from xspec.spec.trace_format import Call, Close, Connect, Event, Header, Note, Recv, Send, event_to_json
 
 log = logging.getLogger("xspec.serve")
 

@@ -7,7 +7,7 @@ semantic replies of :mod:`xspec.spec.resp`. IDs are ints (``ms << 64 | seq``,
 see :mod:`xspec.reference.streams`).
 
 Where the served dialect departs from 7.0.15 a handler reads the switch from
-``ctx.dialect`` (models/dialect.py, spec/dialects.md; the ``*-DIALECT-*``
+``ctx.dialect`` (spec/dialect.py, spec/dialects.md; the ``*-DIALECT-*``
 rules), once per command. 6.2 has no subcommand table: its core runs every
 XGROUP and XINFO through the container handlers registered as ``xgroup`` and
 ``xinfo``, which check the subcommand as 6.2 does. 7.2+ serve a blocked reader

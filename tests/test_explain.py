@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from xspec.spec.trace_format import dumps, find_traces, load, loads
 from xspec.traces import CORPUS_DIR
-from xspec.traces.checker import check_trace
-from xspec.traces.explain import (
+from xspec.traces.check.checker import check_trace
+from xspec.traces.check.explain import (
     Step,
     cited_rules,
     explain,
@@ -23,7 +24,6 @@ from xspec.traces.explain import (
     render_steps,
     spec_index,
 )
-from xspec.traces.format import dumps, find_traces, load, loads
 from xspec.traces.tutorial.build import LESSONS, model_trace, recorded_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +89,7 @@ def test_the_model_choice_the_checker_made_is_replayed():
 
 
 def test_without_the_checkers_order_the_file_order_is_used_and_said(monkeypatch):
-    import xspec.traces.explain as explain_module
+    import xspec.traces.check.explain as explain_module
     monkeypatch.setattr(explain_module, "_resolved_order", lambda trace, dialect: None)
     e = explain(load(CORPUS / "blocking" / "fifo-same-group.jsonl"))
     assert e.order == "file" and "file's order" in e.note

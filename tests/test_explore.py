@@ -1,4 +1,4 @@
-"""The explorer (models/explore/): state counts against an independent brute force, symmetry
+"""The explorer (explore/): state counts against an independent brute force, symmetry
 soundness, the abstraction's faithfulness, protocol verdicts, and counterexamples that replay on the
 model and on the real server."""
 
@@ -14,9 +14,8 @@ import pytest
 from click.testing import CliRunner
 from sortedcontainers import SortedList
 
-from xspec.models import ManualClock, Server
-from xspec.models.explore import protocols as P
-from xspec.models.explore.abstraction import (
+from xspec.explore import protocols as P
+from xspec.explore.abstraction import (
     BASE_MS,
     COVERED_CLIENT_FIELDS,
     COVERED_SLOTS,
@@ -29,19 +28,20 @@ from xspec.models.explore.abstraction import (
     _keys,
     _new_pel,
 )
-from xspec.models.explore.cli import explore_command
-from xspec.models.explore.concrete import concretize
-from xspec.models.explore.config import GROUP, STREAM, ConfigSystem, Configuration, entry_id
-from xspec.models.explore.engine import explore
-from xspec.models.explore.execution import Executor, initial_server
-from xspec.models.explore.report import check_protocol, explore_configuration
+from xspec.explore.cli import explore_command
+from xspec.explore.concrete import concretize
+from xspec.explore.config import GROUP, STREAM, ConfigSystem, Configuration, entry_id
+from xspec.explore.engine import explore
+from xspec.explore.execution import Executor, initial_server
+from xspec.explore.report import check_protocol, explore_configuration
+from xspec.models import ManualClock, Server
 from xspec.models.layout import NodeLayout
 from xspec.models.ordered import LazySortedDict
 from xspec.models.state import Client, Stream
 from xspec.spec.ids import StreamID
 from xspec.spec.resp import Array, Int
-from xspec.traces.checker import check_trace
-from xspec.traces.format import Call, Close, Note, load
+from xspec.spec.trace_format import Call, Close, Note, load
+from xspec.traces.check.checker import check_trace
 
 # -- an independent brute force -------------------------------------------------------------
 
@@ -512,7 +512,7 @@ def test_cli_explores_a_configuration_and_exports(tmp_path: Path) -> None:
                                           "--dot", str(tmp_path / "g.dot")])
     assert out.exit_code == 0, out.output
     assert "configuration small:" in out.output and "states/s" in out.output
-    assert "invariants of spec/invariants.py: holds" in out.output
+    assert "invariants of models/invariants.py: holds" in out.output
     assert (tmp_path / "g.graphml").read_text().startswith("<?xml")
     assert (tmp_path / "g.dot").read_text().startswith("digraph")
 
@@ -543,7 +543,7 @@ def test_the_compact_configuration_is_fully_explored_and_every_invariant_holds()
     out = CliRunner().invoke(explore_command, ["--config", "compact"])
     assert out.exit_code == 0, out.output
     assert "configuration compact: 2,312 states" in out.output
-    assert "invariants of spec/invariants.py: holds" in out.output
+    assert "invariants of models/invariants.py: holds" in out.output
 
 
 def test_planned_successors_agree_with_running_the_model() -> None:

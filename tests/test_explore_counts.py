@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from xspec.models.explore.config import NAMED
-from xspec.models.explore.protocols import PROTOCOLS
-from xspec.models.explore.report import check_protocol, explore_configuration
+from xspec.explore.config import NAMED
+from xspec.explore.protocols import PROTOCOLS
+from xspec.explore.report import check_protocol, explore_configuration
 
 CONFIGURATIONS = {  # name -> (states, transitions, depth)
     "tiny": (14, 78, 5),
@@ -48,7 +48,7 @@ PROTOCOL_RESULTS = {  # name -> (states, transitions, depth, {property: (holds, 
         "no message lost": (HOLDS, None), "no duplicate without a crash": (HOLDS, None),
         "every message processed and acked or dead-lettered": (VIOLATED, 5)}),
 }
-INVARIANTS = "invariants of spec/invariants.py"
+INVARIANTS = "invariants of models/invariants.py"
 
 
 def _configuration_numbers(name: str) -> tuple[int, int, int]:

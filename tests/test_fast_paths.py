@@ -94,7 +94,7 @@ def test_ordered_updates_agree_with_sorted_dict(ks, steps):
 @given(data=st.one_of(st.binary(max_size=20), st.integers(-(1 << 64), 1 << 64).map(lambda n: str(n).encode())))
 def test_element_size_shortcut_agrees_with_the_listpack_encoding(data):
     """A short element that does not start like an integer skips the integer check, with the same size."""
-    from xspec.models import listpack
+    from xspec.spec import listpack
 
     if len(data) > 20:
         return

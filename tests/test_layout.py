@@ -27,12 +27,12 @@ from tests.conftest import free_port, redis_binary
 from tests.support import ReplicaTap
 from xspec.models import ManualClock, Server
 from xspec.models.layout import NodeLayout, rax_key
-from xspec.models.listpack import as_listpack_int, element_size
 from xspec.models.rax import Rax
 from xspec.models.state import Stream
 from xspec.spec.ids import StreamID, successor
+from xspec.spec.listpack import as_listpack_int, element_size
 from xspec.spec.resp import Array, Bulk, Int, Reply, Simple
-from xspec.traces.client import RespConnection
+from xspec.traces.record.client import RespConnection
 
 U64 = (1 << 64) - 1
 KEY = b"s"

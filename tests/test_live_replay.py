@@ -15,16 +15,17 @@ from click.testing import CliRunner
 
 from tests.conftest import RealRedis
 from xspec.spec.resp import Bulk, Int, encode_command
-from xspec.traces import CORPUS_DIR, fuzz
-from xspec.traces import live as live_module
-from xspec.traces.checker import check_trace
-from xspec.traces.checkjob import check_command, run_check
-from xspec.traces.format import Call, Close, Send, Trace, dump, find_traces, load
-from xspec.traces.fuzz import CampaignResult
-from xspec.traces.generate import Step
-from xspec.traces.live import Replay, Translation, run_live_replay
-from xspec.traces.proxy import recording
-from xspec.traces.targets import LiveTarget, parse_target
+from xspec.spec.trace_format import Call, Close, Send, Trace, dump, find_traces, load
+from xspec.traces import CORPUS_DIR
+from xspec.traces.check.checker import check_trace
+from xspec.traces.fuzz import fuzzer as fuzz
+from xspec.traces.fuzz.fuzzer import CampaignResult
+from xspec.traces.fuzz.generate import Step
+from xspec.traces.harness import live as live_module
+from xspec.traces.harness.live import Replay, Translation, run_live_replay
+from xspec.traces.harness.targets import LiveTarget, parse_target
+from xspec.traces.job.checkjob import check_command, run_check
+from xspec.traces.record.proxy import recording
 
 pytestmark = pytest.mark.redis
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from xspec.models import ManualClock, Server
-from xspec.spec.invariants import violations
+from xspec.models.invariants import violations
 
 KEYS = [b"s1", b"s2", b"str"]
 GROUPS = [b"g1", b"g2"]

@@ -16,9 +16,9 @@ import pytest
 
 from xspec.models.mutants import MUTANTS, MutantError, apply
 from xspec.models.server import HANDLERS, Server
-from xspec.traces.checker import check_trace
-from xspec.traces.fuzz import run_campaign
-from xspec.traces.report import expectation, meets
+from xspec.traces.check.checker import check_trace
+from xspec.traces.check.report import expectation, meets
+from xspec.traces.fuzz.fuzzer import run_campaign
 
 STEPS_PER_MUTANT = 20_000
 SHORT = 15

@@ -1,5 +1,5 @@
 """Issue 5's quality gate: every seeded mutant of the model is killed by a proof, an exploration or a
-Hypothesis property (models/explore/gate.py; spec/exploration.md, "The mutation gate").
+Hypothesis property (explore/gate.py; spec/exploration.md, "The mutation gate").
 
 The table (mutant, killer, seconds) is printed whether or not pytest captures output.
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from xspec.models.explore import gate
+from xspec.explore import gate
 from xspec.models.mutants import MUTANTS
-from xspec.spec.proofs.crosscheck import cross_check
+from xspec.proofs.crosscheck import cross_check
 
 
 @pytest.fixture(scope="module")

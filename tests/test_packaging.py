@@ -70,7 +70,7 @@ def test_installed_wheel_imports_and_runs_check(wheel: Path, tmp_path: Path):
                     str(wheel)], check=True)
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "import xspec, xspec.models, xspec.spec.resp, xspec.traces.checker, xspec.reference;"
+        "import xspec, xspec.models, xspec.spec.resp, xspec.traces.check.checker, xspec.reference;"
         "from xspec.traces import CORPUS_DIR;"
         "assert xspec.__file__.startswith(sys.argv[1]), xspec.__file__;"
         "print(len(list((CORPUS_DIR / 'redis-7.0.15').rglob('*.jsonl'))))"

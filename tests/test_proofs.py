@@ -15,12 +15,12 @@ import z3
 from click.testing import CliRunner
 
 from xspec.models import ManualClock, Server
+from xspec.models.invariants import violations
 from xspec.models.mutants import MUTANTS, apply
-from xspec.spec.invariants import violations
-from xspec.spec.proofs import catalogue, clients, state
-from xspec.spec.proofs.cli import prove_command
-from xspec.spec.proofs.crosscheck import COMMANDS, HELPERS, LAG_HELPERS, cross_check
-from xspec.spec.proofs.run import HOLDS, VIOLATED, Result, prove_all
+from xspec.proofs import catalogue, clients, state
+from xspec.proofs.cli import prove_command
+from xspec.proofs.crosscheck import COMMANDS, HELPERS, LAG_HELPERS, cross_check
+from xspec.proofs.run import HOLDS, VIOLATED, Result, prove_all
 from xspec.spec.resp import Array, Bulk, Int, Reply
 
 
@@ -237,7 +237,7 @@ def test_prove_command_json_and_exit_status(monkeypatch: pytest.MonkeyPatch) -> 
     broken = [p if p.name != "ID-ORDER" else catalogue.Property(p.name, p.rules, p.claim, p.build, "violated", "x")
               for p in catalogue.PROPERTIES]
     monkeypatch.setattr(catalogue, "PROPERTIES", broken)
-    monkeypatch.setattr("xspec.spec.proofs.run.PROPERTIES", broken)
+    monkeypatch.setattr("xspec.proofs.run.PROPERTIES", broken)
     bad = runner.invoke(prove_command, ["--only", "ID-ORDER"])
     assert bad.exit_code == 1
     assert "HOLDS (expected violated)" in bad.output

@@ -28,7 +28,7 @@ from tests.support import ReplicaTap
 from xspec.models import ManualClock, Server
 from xspec.models.server import render_op
 from xspec.spec.resp import Reply
-from xspec.traces.client import RespConnection
+from xspec.traces.record.client import RespConnection
 
 pytestmark = pytest.mark.redis
 

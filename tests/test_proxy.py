@@ -17,10 +17,10 @@ import pytest
 
 from tests.conftest import RealRedis, free_port
 from xspec.spec.resp import encode_command
-from xspec.traces.checker import check_trace
-from xspec.traces.format import Call, Close, Connect, Recv, Send, Trace, load
-from xspec.traces.proxy import BackgroundProxy, CommandReader, recording
-from xspec.traces.report import run_replay
+from xspec.spec.trace_format import Call, Close, Connect, Recv, Send, Trace, load
+from xspec.traces.check.checker import check_trace
+from xspec.traces.check.report import run_replay
+from xspec.traces.record.proxy import BackgroundProxy, CommandReader, recording
 
 pytestmark = pytest.mark.redis
 
@@ -169,7 +169,7 @@ def test_record_command_writes_a_trace_that_replays(redis: RealRedis, tmp_path: 
     out = tmp_path / "session.jsonl"
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from xspec.traces.proxy import record_command; record_command()",
+        [sys.executable, "-c", "from xspec.traces.record.proxy import record_command; record_command()",
          "--listen", f"127.0.0.1:{port}", "--upstream", f"redis://{redis.host}:{redis.port}", "--out", str(out),
          "--title", "a session"], stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:

@@ -1,6 +1,6 @@
 """Randomized differential test: generated command sequences, real Redis 7.0.15 against the model.
 
-Each case draws a sequence from :mod:`xspec.traces.generate` (several
+Each case draws a sequence from :mod:`xspec.traces.fuzz.generate` (several
 clients in RESP2 and RESP3, MULTI/WATCH, blocking reads, pipelining, pauses,
 valid and invalid commands over the whole stream API, small
 ``stream-node-max-entries``/``-bytes``), runs it on the real server through
@@ -38,10 +38,10 @@ import pytest
 from tests.conftest import REDIS_VERSION, RealRedis, redis_binary, start_redis
 from tests.support import Scenario
 from xspec.spec.resp import show
-from xspec.traces.checker import Verdict, check_trace
-from xspec.traces.format import Call, Recv, Trace, dump
-from xspec.traces.fuzz import reply_difference
-from xspec.traces.generate import (
+from xspec.spec.trace_format import Call, Recv, Trace, dump
+from xspec.traces.check.checker import Verdict, check_trace
+from xspec.traces.fuzz.fuzzer import reply_difference
+from xspec.traces.fuzz.generate import (
     PROFILES,
     Generator,
     Profile,
@@ -49,7 +49,7 @@ from xspec.traces.generate import (
     describe,
     random_config,
 )
-from xspec.traces.targets import drive
+from xspec.traces.harness.targets import drive
 
 pytestmark = pytest.mark.redis
 
@@ -72,7 +72,7 @@ class Run:
 
 
 def run_steps(server: RealRedis, steps: Sequence[Step], config: dict[str, str]) -> Run:
-    """Run ``steps`` on the (reset) real server (:func:`xspec.traces.targets.drive`), record the trace
+    """Run ``steps`` on the (reset) real server (:func:`xspec.traces.harness.targets.drive`), record the trace
     and check it on the model."""
     server.reset()
     s: Scenario = server.scenario(config=config)

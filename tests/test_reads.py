@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from tests.support import ReplicaTap
 from xspec.models import ManualClock, Server
-from xspec.models.dialect import get_dialect
 from xspec.models.server import render_op
+from xspec.spec.dialect import get_dialect
 from xspec.spec.resp import Reply
-from xspec.traces.format import Call, Close, Connect, Recv, Send, Trace
+from xspec.spec.trace_format import Call, Close, Connect, Recv, Send, Trace
 
 MAX = "18446744073709551615-18446744073709551615"
 

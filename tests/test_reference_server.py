@@ -40,9 +40,9 @@ from xspec.spec.resp import (
     encode_command,
     for_protocol,
 )
-from xspec.traces.checker import check_trace
-from xspec.traces.client import RespConnection
-from xspec.traces.format import Close, Recv, Send, load
+from xspec.spec.trace_format import Close, Recv, Send, load
+from xspec.traces.check.checker import check_trace
+from xspec.traces.record.client import RespConnection
 
 pytestmark = pytest.mark.redis
 

@@ -8,7 +8,7 @@ or SIGINT and asserts: the process is gone within ``BOUND`` seconds, with status
 well formed (complete JSON lines, a ``close`` for every ``connect``).
 
 The orphan tests start a parent process that holds a
-:class:`~xspec.traces.servers.ReferenceProcess` (or an ``embedded:`` target),
+:class:`~xspec.traces.harness.servers.ReferenceProcess` (or an ``embedded:`` target),
 end the parent in various ways and assert that the child is gone (by pid) and
 its port free.
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import redis_binary, start_redis
-from xspec.traces.format import Close, Connect, load
+from xspec.spec.trace_format import Close, Connect, load
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux: /proc, PR_SET_PDEATHSIG")
 
@@ -354,10 +354,10 @@ def test_server_watching_a_process_further_up_lives_as_long_as_it(serve: Callabl
 
 PARENT = """
 import gc, sys, threading, time
-from xspec.traces.servers import ReferenceProcess
+from xspec.traces.harness.servers import ReferenceProcess
 how = sys.argv[1]
 if how == "embedded":
-    from xspec.traces.targets import parse_target
+    from xspec.traces.harness.targets import parse_target
     target = parse_target("embedded:")
     child = target.process
 elif how == "thread":

@@ -9,7 +9,7 @@ blocked, which keys are signalled as modified (WATCH), and whether errno is
 EDOM (the only errno value a client can see, XADD-14) must agree, and at the
 end of a sequence every stream in full (XINFO STREAM FULL, XRANGE, XINFO
 GROUPS and CONSUMERS). Sequences come from Hypothesis (shrinkable, mixed RESP2
-and RESP3 clients) and from the fuzzer's generator (traces/generate.py).
+and RESP3 clients) and from the fuzzer's generator (traces/fuzz/generate.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xspec.models import ManualClock
-from xspec.models.dialect import REDIS_70
 from xspec.models.server import Server
 from xspec.reference.api import BLOCKED, Blocked, Encoded, ReplyError
 from xspec.reference.protocol import decoded
@@ -33,8 +32,9 @@ from xspec.reference.streams import MAX_KEY as MAX_ID_KEY
 from xspec.reference.streams import RaxShape, Stream, rax_key
 from xspec.reference.xcommands import HANDLERS
 from xspec.spec import commands as table
+from xspec.spec.dialect import REDIS_70
 from xspec.spec.resp import OK, QUEUED, Array, Error, Int, Reply, for_protocol, show
-from xspec.traces.generate import PROFILES, Generator, Profile, Step, random_config, resolve
+from xspec.traces.fuzz.generate import PROFILES, Generator, Profile, Step, random_config, resolve
 
 START_MS = 1_700_000_000_000
 
@@ -996,7 +996,7 @@ def test_reference_modules_take_only_texts_and_sizes_from_the_model() -> None:
                 assert not any(a.name.startswith("xspec.models") for a in node.names), module.__name__
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("xspec.models"):
                 for alias in node.names:
-                    allowed = alias.name.isupper() or (node.module == "xspec.models.listpack" and alias.name in (
+                    allowed = alias.name.isupper() or (node.module == "xspec.spec.listpack" and alias.name in (
                         "element_size", "int_element_size", "as_listpack_int"))
                     assert allowed, (module.__name__, node.module, alias.name)
 
@@ -1036,7 +1036,7 @@ def test_report_differential_steps(capsys: pytest.CaptureFixture[str]) -> None:
 def test_approx_trim_limit_wraps_like_the_model(node_max_entries: bytes) -> None:
     """XTRIM-7: 100 x stream-node-max-entries wraps as a C long long (184467440737095517 -> 84)."""
     from xspec.reference.server import ServerThread
-    from xspec.traces.client import RespConnection
+    from xspec.traces.record.client import RespConnection
 
     cmds = [[b"CONFIG", b"SET", b"stream-node-max-entries", b"1"],
             *([b"XADD", b"s", b"%d-0" % i, b"f", b"v"] for i in range(1, 300)),

@@ -18,7 +18,7 @@ import pytest
 
 from tests.test_propagation import assert_propagation_matches
 from xspec.models import ManualClock, Server
-from xspec.models.dialect import REDIS_70, Dialect
+from xspec.spec.dialect import REDIS_70, Dialect
 from xspec.spec.resp import Array, Bulk, Error, Int, NullArray, NullBulk
 
 pytestmark = pytest.mark.redis

@@ -16,11 +16,10 @@ import pytest
 
 from tests.conftest import RealRedis, free_port, redis_binary
 from xspec.spec.resp import Array, Bulk, Int, NullArray, Simple
-from xspec.traces.checker import check_trace
-from xspec.traces.client import RespConnection
-from xspec.traces.format import Call, Close, Recv, Send, dumps
-from xspec.traces.generate import PROFILES, Generator, Step, random_config
-from xspec.traces.targets import (
+from xspec.spec.trace_format import Call, Close, Recv, Send, dumps
+from xspec.traces.check.checker import check_trace
+from xspec.traces.fuzz.generate import PROFILES, Generator, Step, random_config
+from xspec.traces.harness.targets import (
     LiveTarget,
     ModelTarget,
     TargetError,
@@ -30,6 +29,7 @@ from xspec.traces.targets import (
     prefix_keys,
     server_info,
 )
+from xspec.traces.record.client import RespConnection
 
 
 def steps_of(*commands: tuple[int, str]) -> list[Step]:

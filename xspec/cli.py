@@ -14,12 +14,12 @@ from xspec import __version__
 # of those modules pull in z3, networkx or hypothesis, and a ``replay`` or a
 # ``check`` should not wait a second for them.
 _MODULE_COMMANDS = {
-    "check": "xspec.traces.checkjob:check_command",
-    "explain": "xspec.traces.explain:explain_command",
-    "explore": "xspec.models.explore.cli:explore_command",
-    "fuzz": "xspec.traces.fuzz:fuzz_command",
-    "prove": "xspec.spec.proofs.cli:prove_command",
-    "record": "xspec.traces.proxy:record_command",
+    "check": "xspec.traces.job.checkjob:check_command",
+    "explain": "xspec.traces.check.explain:explain_command",
+    "explore": "xspec.explore.cli:explore_command",
+    "fuzz": "xspec.traces.fuzz.fuzzer:fuzz_command",
+    "prove": "xspec.proofs.cli:prove_command",
+    "record": "xspec.traces.record.proxy:record_command",
     "serve": "xspec.reference.cli:serve_command",
 }
 
@@ -47,7 +47,7 @@ def main() -> None:
 
 
 def _check_dialect_option(dialect: str) -> None:
-    from xspec.models.dialect import UnknownDialect, get_dialect
+    from xspec.spec.dialect import UnknownDialect, get_dialect
     if dialect != "auto":
         try:
             get_dialect(dialect)
@@ -72,10 +72,10 @@ def replay(paths: tuple[Path, ...], against: str, dialect: str, out: Path, allow
         raise click.UsageError("give at least one trace file or folder")
     _check_dialect_option(dialect)
     if against != "model":
-        from xspec.traces.live import run_live_replay
+        from xspec.traces.harness.live import run_live_replay
         sys.exit(run_live_replay(list(paths), against, None if dialect == "auto" else dialect, out, allow_flush,
                                  quiet))
-    from xspec.traces.report import run_replay
+    from xspec.traces.check.report import run_replay
     sys.exit(run_replay(list(paths), dialect, quiet=quiet))
 
 

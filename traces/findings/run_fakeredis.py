@@ -25,11 +25,11 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-from xspec.traces.client import RespConnection
-from xspec.traces.fuzz import Campaign, run_case
-from xspec.traces.generate import describe
+from xspec.traces.fuzz.fuzzer import Campaign, run_case
+from xspec.traces.fuzz.generate import describe
+from xspec.traces.harness.targets import BLOCK_WAIT, LiveTarget, TargetError, parse_endpoint, parse_target
+from xspec.traces.record.client import RespConnection
 from xspec.traces.scenarios.runner import free_port
-from xspec.traces.targets import BLOCK_WAIT, LiveTarget, TargetError, parse_endpoint, parse_target
 
 SERVE = """
 import sys

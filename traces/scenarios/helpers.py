@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterable
 
 from xspec.spec.resp import Array, Bulk, Reply
-from xspec.traces.recorder import Arg, Recorder
+from xspec.traces.record.recorder import Arg, Recorder
 from xspec.traces.scenarios.registry import ScenarioError
 
 MAX_ID = "18446744073709551615-18446744073709551615"

@@ -1,6 +1,6 @@
 """The scenario registry: what a scenario is and where the topic modules are.
 
-A scenario is a function that drives a :class:`~xspec.traces.recorder.Recorder`
+A scenario is a function that drives a :class:`~xspec.traces.record.recorder.Recorder`
 (client numbers, ``call``/``send``/``recv``/``is_waiting``) on an empty server
 whose stream settings are the defaults plus the scenario's ``config``. It may
 check structural assumptions (that a client really is blocked) and raise
@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xspec.traces.recorder import Recorder
+from xspec.traces.record.recorder import Recorder
 
 ScenarioFn = Callable[[Recorder], None]
 

@@ -19,11 +19,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from xspec.spec.resp import Bulk, Simple
-from xspec.traces.client import RespConnection
-from xspec.traces.format import Trace, dump, find_traces
-from xspec.traces.recorder import Recorder
+from xspec.spec.trace_format import Trace, dump, find_traces
+from xspec.traces.harness.servers import find_redis_server
+from xspec.traces.record.client import RespConnection
+from xspec.traces.record.recorder import Recorder
 from xspec.traces.scenarios.registry import SKIPPED_EDGE_CASES, Scenario, ScenarioError
-from xspec.traces.servers import find_redis_server
 
 DEFAULT_STREAM_CONFIG = {"stream-node-max-entries": "100", "stream-node-max-bytes": "4096"}
 """The settings every scenario starts from (7.0.15's defaults), before its own ``config``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xspec.spec.resp import Array, Bulk, Int, Reply
-from xspec.traces.recorder import Recorder
+from xspec.traces.record.recorder import Recorder
 from xspec.traces.scenarios.helpers import block, bulk, items, sleep_ms
 from xspec.traces.scenarios.registry import topic
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xspec.traces.recorder import Recorder
+from xspec.traces.record.recorder import Recorder
 from xspec.traces.scenarios.helpers import add, resp3, sleep_ms
 from xspec.traces.scenarios.registry import topic
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Protocol
 
 from xspec.models import ManualClock, Server
-from xspec.traces.checker import check_trace
-from xspec.traces.format import Call, Close, Event, Header, Note, Trace, dump
-from xspec.traces.recorder import Arg, Recorder, to_argv
+from xspec.spec.trace_format import Call, Close, Event, Header, Note, Trace, dump
+from xspec.traces.check.checker import check_trace
+from xspec.traces.record.recorder import Arg, Recorder, to_argv
 from xspec.traces.scenarios.runner import RedisProcess, reset_server
 
 HERE = Path(__file__).resolve().parent

@@ -1,0 +1,105 @@
+"""Making an abstract path concrete: a virtual-clock trace of what the real model replies.
+
+A path found by the explorer is a list of steps between relabelled abstract
+states. :func:`concretize` replays it from the empty server on one real
+:class:`~xspec.models.server.Server` whose :class:`ManualClock` starts at
+:data:`BASE_MS` and moves only on clock ticks, following each step's process
+through the relabellings (:func:`engine.concrete_steps`). Every command
+becomes a ``call`` event carrying ``now`` and the reply the model gave; a crash
+closes the process's connection and opens a new one under a new client
+number (``close`` and ``connect`` events); local steps and ticks become ``note``
+events. The result is a trace in TRACE-FORMAT's ``virtual`` clock, which the
+conformance checker replays (tests/test_explore.py).
+
+The replay also checks the abstraction: the concrete state it ends in must have
+the abstract key of the state the explorer reported (EXPLORE-ABS-4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xspec.explore.abstraction import BASE_MS, Abstraction, Key, invert
+from xspec.explore.engine import Result, Step, System, concrete_steps
+from xspec.models.clock import ManualClock
+from xspec.models.server import Server
+from xspec.spec.trace_format import Call, Close, Connect, Header, Note, Trace
+
+
+@dataclass
+class Concrete:
+    """A concrete replay of an abstract path: the trace and the real steps it took."""
+
+    trace: Trace
+    steps: list[Step]  # the path's steps with concrete process numbers and argv
+
+
+class AbstractionMismatch(AssertionError):
+    """The replayed path ended in a state the abstraction does not map to the reported one."""
+
+
+def concretize(system: System, result: Result, target: int, initial_perm: tuple[int, ...] | None,
+               title: str, path: list[tuple[Step, tuple[int, ...] | None]] | None = None) -> Concrete:
+    """Replay ``path`` (default: the shortest path to state ``target``) on the model; it must end in ``target``.
+
+    See the module docstring (EXPLORE-CEX-1).
+    """
+    abstraction = system.abstraction
+    names: tuple[bytes | None, ...] = abstraction.names
+    server = Server(abstraction.dialect, ManualClock(BASE_MS), dict(abstraction.config))
+    clock = server.clock
+    assert isinstance(clock, ManualClock)
+    events: list[Call | Close | Connect | Note] = []
+    connection = {proc: proc + 1 for proc in range(len(names))}
+    next_connection = len(names) + 1
+
+    def run(proc: int, argv: tuple[bytes, ...]) -> None:
+        out = server.execute(proc + 1, list(argv))
+        assert out.reply is not None, "the explorer runs no blocking commands"
+        events.append(Call(connection[proc], list(argv), out.reply, now=clock.ms))
+
+    for proc in range(len(names)):
+        server.connect(proc + 1)
+        events.append(Connect(connection[proc]))
+    for proc, argv in system.setup():
+        run(proc, argv)
+    real_steps: list[Step] = []
+    steps, final_mapping = concrete_steps(result.path(target) if path is None else path, len(names),
+                                          initial_perm)
+    for step, mapping in steps:
+        proc = mapping[step.proc] if step.proc >= 0 else -1
+        rename: dict[bytes, bytes] = {}
+        for label, p in mapping.items():
+            old_name, new_name = names[label], names[p]
+            if old_name is not None and new_name is not None:
+                rename[old_name] = new_name
+        argv = tuple(rename.get(a, a) for a in step.argv)
+        real = Step(proc, step.kind, argv, step.text)
+        real_steps.append(real)
+        if step.kind == "command":
+            run(proc, argv)
+        elif step.kind == "tick":
+            clock.advance(system.tick_ms)
+            events.append(Note(f"clock +{system.tick_ms} ms"))
+        elif step.kind in ("crash", "local-crash"):
+            events.append(Note(real.describe(system.process_names)))
+            server.close(proc + 1)
+            events.append(Close(connection[proc], by="client"))
+            connection[proc] = next_connection
+            next_connection += 1
+            server.connect(proc + 1)
+            events.append(Connect(connection[proc]))
+        else:
+            events.append(Note(real.describe(system.process_names)))
+    _check_abstraction(abstraction, server, result.states[target][0], final_mapping)
+    header = Header(clock="virtual", config=dict(abstraction.config), title=title, source="generated",
+                    tags=["explore"])
+    return Concrete(Trace(header, list(events)), real_steps)
+
+
+def _check_abstraction(abstraction: Abstraction, server: Server, expected: Key, mapping: dict[int, int]) -> None:
+    """EXPLORE-ABS-4: the concrete replay's key, relabelled as the path was, is the abstract state reported."""
+    key = abstraction.key(server)
+    to_label = invert(tuple(mapping[label] for label in range(len(mapping))))
+    if abstraction.relabel(key, to_label) != expected:
+        raise AbstractionMismatch("the concrete replay does not end in the abstract state reported")

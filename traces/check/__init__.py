@@ -1,0 +1,1 @@
+"""Conformance: the checker, symbolic time, the replay report and ``xspec explain``."""

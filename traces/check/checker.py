@@ -1,0 +1,870 @@
+"""Exact conformance checking of a trace against the model (TRACE-FORMAT.md, "What it means
+for a trace to conform").
+
+A trace conforms when *some* execution of the model explains it. The checker
+searches for one, depth first, and keeps the search small:
+
+* **Order.** Each command is an *operation* with an invocation event (``call``
+  or ``send``) and a response event (the same ``call``, or the matching
+  ``recv``; none when the reply never came). Operations execute one at a time;
+  an operation can execute once its invocation has been read and must be
+  complete (replied, or unblocked) before its response event. The search
+  only makes decisions at response events (and ``close``): which available
+  operation executes next, whether a blocked one times out, or whether to
+  move on. Moving on *defers* what was available; a deferred operation may
+  only run after an operation invoked later has run (otherwise the same
+  order was already tried), which removes the duplicates a naive
+  interleaving search would explore; a state already explored in full from
+  another order is pruned too. The preferred choice is the natural one
+  (execute what was sent, oldest first), so a trace whose order is the
+  file's needs no backtracking at all.
+* **Time.** In wall traces the model runs on a :class:`SymbolicClock`: every
+  reading is a variable in its command's window, readings never decrease,
+  and the model's comparisons of times branch only when the constraints
+  collected so far do not decide them (:mod:`xspec.traces.check.symbolic`). A
+  reply holding symbolic integers is compared with the trace's by adding
+  equalities. Virtual traces run in file order with every reading ``now``.
+* **Blocking** is two steps: a blocked operation completes when a later
+  operation serves it (the served reply is checked then; the readings made
+  while serving it lie in both windows) or when its timeout fires, a step of
+  its own whose reading must have passed the deadline (7.0 times a client
+  out once ``deadline < now``, BLOCK-8) and lie within the blocked command's
+  window.
+* **Model choices.** Where the real server's behaviour depends on something the
+  model cannot know (the order of a walk over a hash table with a random seed,
+  SWAPDB-8), the model asks ``Server.chooser``; the search answers like any
+  other choice, so every alternative is explored (in virtual traces too).
+* **Search.** Choices are recorded in a log; on a failure the search goes
+  back to the last choice with an untried alternative, restores the nearest
+  checkpoint before it (a copy of the model and the zone) and re-executes
+  from there with the recorded choices. Nothing is copied while nothing
+  branches. Past the step budget the verdict is ``inconclusive``.
+
+A reply that differs fails its branch at once. When no execution explains the
+whole trace, the first event that no execution explains is found by checking
+prefixes (a prefix is a trace of its own: commands whose replies come later
+have no reply yet), starting from the furthest event the failed search
+reached; it is reported with the replies the model could give there.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import hashlib
+import io
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from xspec.models import ManualClock, Server
+from xspec.models.server import HANDLERS
+from xspec.spec import commands as table
+from xspec.spec.dialect import DIALECTS, Dialect, UnknownDialect, dialect_for_server, get_dialect
+from xspec.spec.environment import environment_matches
+from xspec.spec.ids import c_string
+from xspec.spec.resp import Array, Int, Map, Reply, Set, show
+from xspec.spec.trace_format import Call, Close, Connect, Recv, Send, Trace, TraceError
+from xspec.traces.check.symbolic import UNBOUNDED, Infeasible, SymbolicClock, Time, Zone, require_at_least
+
+STEP_BUDGET_BASE = 50_000
+STEP_BUDGET_PER_EVENT = 20
+"""The search gives up (inconclusive) after base + per_event * events operation executions."""
+
+CHECKPOINT_DISTANCE = 4
+"""A re-execution longer than this many events leaves a checkpoint at the choice it returns to."""
+
+MAX_ALLOWED_SHOWN = 5
+EXPLORED_LIMIT = 1_000_000
+"""How many explored states the search remembers (by digest) to prune repeated orders."""
+VISIT_BYTES_PER_STEP = 16_384
+"""Remembering a state counts against the step budget: one step per this many bytes of state."""
+
+
+@dataclass
+class Verdict:
+    """The outcome of checking one trace, and for a divergence where and why."""
+
+    status: str  # conform | diverge | unsupported | inconclusive
+    events: int
+    event: int | None = None  # 1-based event index (line number minus 1) of the first problem
+    message: str = ""
+    got: Reply | None = None
+    allowed: list[Reply] = field(default_factory=list)
+    # ``allowed`` rendered, symbolic integers shown with the range of values they can take
+    allowed_text: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if self.status == "conform":
+            return "conform"
+        where = f" at event {self.event}" if self.event is not None else ""
+        s = f"{self.status}{where}: {self.message}"
+        if self.got is not None:
+            s += f"\n    trace says: {show(self.got)}"
+        texts = self.allowed_text or [show(a) for a in self.allowed]
+        for a in texts:
+            s += f"\n    model allows: {a}"
+        return s
+
+
+def trace_dialect(trace: Trace, override: str | None = None) -> Dialect:
+    """The dialect to check ``trace`` against: ``override``, else the header's server, else (for a
+    server no dialect models, such as a finding against a fork) the dialect its ``expect`` names."""
+    if override and override != "auto":
+        return get_dialect(override)
+    try:
+        return dialect_for_server(trace.header.server_name, trace.header.server_version)
+    except UnknownDialect:
+        named = (trace.header.expect or {}).get("dialect")
+        if isinstance(named, str) and named in DIALECTS:
+            return DIALECTS[named]
+        raise
+
+
+def _config_reason(trace: Trace, dialect: Dialect) -> str | None:
+    for key in trace.header.config:
+        if key not in dialect.config_defaults:
+            return f"sets {key!r}, a setting outside the model's scope"
+    return None
+
+
+def _dialect_scope_reason(trace: Trace, dialect: Dialect) -> str | None:
+    """A command the dialect's model does not cover yet (``Dialect.unsupported``), or None."""
+    if not dialect.unsupported:
+        return None
+    for e in trace.events:
+        cmd = getattr(e, "cmd", None)
+        if cmd:
+            why = dialect.unsupported_reason(cmd)
+            if why is not None:
+                return why
+    return None
+
+
+class _Scope:
+    """Which commands the model covers (rule 6), memoised by name and subcommand."""
+
+    def __init__(self) -> None:
+        self.containers: dict[bytes, bool] = {}  # first argument -> has subcommands
+        self.known: dict[tuple[bytes, bytes], tuple[str | None, table.CommandSpec | None]] = {}
+
+    def reason(self, cmd: list[bytes]) -> str | None:
+        """Why ``cmd`` is outside the model's scope, None if it is inside."""
+        first = cmd[0]
+        container = self.containers.get(first)
+        if container is None:
+            base = table.COMMANDS.get(c_string(first).decode("latin-1").lower())
+            container = base is not None and bool(base.subcommands)
+            self.containers[first] = container
+        key = (first, cmd[1] if container and len(cmd) > 1 else b"")
+        entry = self.known.get(key)
+        if entry is None:
+            entry = self.known[key] = self._classify(cmd)
+        why, unmodelled = entry
+        if unmodelled is not None and unmodelled.arity_ok(len(cmd)):
+            return f"uses {unmodelled.fullname.upper()}, which the model does not implement yet"
+        return why
+
+    @staticmethod
+    def _classify(cmd: list[bytes]) -> tuple[str | None, table.CommandSpec | None]:
+        """(why out of scope, or the command if it has no handler: out of scope when its arity is right)."""
+        name = cmd[0].decode("latin-1").lower()
+        if name in table.OUT_OF_SCOPE:
+            return f"uses {name.upper()}, outside the model's scope", None
+        spec = table.lookup(cmd)
+        if spec is None or spec.subcommands or spec.fullname in HANDLERS:
+            return None, None  # unknown or incomplete commands get the dispatcher's errors
+        return None, spec
+
+
+# ---------------------------------------------------------------------------
+# Operations
+
+
+@dataclass(slots=True)
+class Op:
+    """One command of the trace, from its invocation to its response."""
+
+    inv: int  # event index (0-based) of the call or send; identifies the operation
+    client: int
+    argv: list[bytes]
+    resp: int | None  # event index of the call or recv; None: the reply never came
+    expected: Reply | None
+    lo: int  # window of its clock readings, ms (wall traces)
+    hi: int
+    now: int | None = None  # virtual traces: the reading of the command
+    recv_now: int | None = None  # virtual traces: the moment a blocking command ended
+
+
+_CALL, _SEND, _RECV, _CONNECT, _CLOSE, _NOTE = range(6)
+
+
+class _Failure(Exception):
+    """This branch does not explain event ``pos``."""
+
+    def __init__(self, pos: int, message: str, got: Reply | None = None,
+                 allowed: Reply | None = None, allowed_text: str | None = None) -> None:
+        super().__init__(message)
+        self.pos = pos
+        self.message = message
+        self.got = got
+        self.allowed = allowed
+        self.allowed_text = allowed_text
+
+
+class _Pruned(Exception):
+    """This branch reached a state whose every continuation has already failed."""
+
+
+class _Exhausted(Exception):
+    """The search budget ran out."""
+
+
+class _Choice:
+    __slots__ = ("n", "chosen", "event", "complete")
+
+    def __init__(self, n: int, chosen: int, event: int, complete: bool) -> None:
+        self.n = n
+        self.chosen = chosen
+        self.event = event
+        self.complete = complete
+
+
+@dataclass
+class _Checkpoint:
+    """The search's state before event ``pos``, after ``choices`` choices."""
+
+    pos: int
+    choices: int
+    data: Any  # (pickled (server, driver state), shared objects), a deep copy of them, or None: the start
+    zone: Any  # Zone.snapshot()
+
+
+class _ServeInWindow:
+    """Wraps a blocked client's serve function: readings while serving it also lie in its window."""
+
+    __slots__ = ("serve", "lo", "hi", "clock")
+
+    def __init__(self, serve: Callable[..., Any], lo: int, hi: int, clock: SymbolicClock) -> None:
+        self.serve = serve
+        self.lo = lo
+        self.hi = hi
+        self.clock = clock
+
+    def __call__(self, *args: Any) -> Any:
+        clock = self.clock
+        lo, hi = clock.lo, clock.hi
+        clock.lo, clock.hi = max(lo, self.lo), min(hi, self.hi)
+        try:
+            return self.serve(*args)
+        finally:
+            clock.lo, clock.hi = lo, hi
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _ServeInWindow:
+        return self
+
+
+class _SnapshotPickler(pickle.Pickler):
+    """Pickles the model's state, leaving shared objects (clock, zone, operations) out by reference."""
+
+    def __init__(self, buffer: io.BytesIO, shared: dict[int, Any]) -> None:
+        super().__init__(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        self.refs = {key: n for n, key in enumerate(shared)}
+
+    def persistent_id(self, obj: Any) -> int | None:
+        return self.refs.get(id(obj))
+
+
+class _SnapshotUnpickler(pickle.Unpickler):
+    def __init__(self, buffer: io.BytesIO, shared: list[Any]) -> None:
+        super().__init__(buffer)
+        self.shared = shared
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self.shared[pid]
+
+
+def _window(t0: int | None, t1: int | None, slack: int) -> tuple[int, int]:
+    lo = -UNBOUNDED if t0 is None else t0 // 1000 - slack
+    hi = UNBOUNDED if t1 is None else -(-t1 // 1000) + slack
+    return lo, hi
+
+
+class _Unsupported(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _operations(trace: Trace) -> tuple[list[int], list[Op | None]]:
+    """Classify events and pair every send with its recv (client by client, in order).
+
+    Returns the kind of every event and the operation invoked or answered at
+    each event (None for a recv that answers nothing). Raises
+    :class:`_Unsupported` for a command outside the model's scope.
+    """
+    wall = trace.header.clock == "wall"
+    slack = trace.header.slack_ms
+    kinds: list[int] = []
+    at: list[Op | None] = []
+    sends: list[tuple[Op, int | None]] = []  # with the time of the send
+    outstanding: dict[int, list[Op]] = {}
+    scope = _Scope()
+    for i, e in enumerate(trace.events):
+        kind = type(e)
+        if kind is Call:
+            assert isinstance(e, Call)
+            reason = scope.reason(e.cmd)
+            if reason is not None:
+                raise _Unsupported(reason)
+            if not wall and e.now is None:
+                raise TraceError(trace.path, i + 2, "a call in a virtual trace needs 'now'")
+            lo, hi = _window(e.t0, e.t1, slack)
+            op = Op(i, e.c, e.cmd, i, e.reply, lo, hi, e.now)
+            kinds.append(_CALL)
+            at.append(op)
+        elif kind is Send:
+            assert isinstance(e, Send)
+            if e.cmd is None:
+                raise _Unsupported("sends raw protocol bytes, which the model does not parse")
+            reason = scope.reason(e.cmd)
+            if reason is not None:
+                raise _Unsupported(reason)
+            if not wall and e.now is None:
+                raise TraceError(trace.path, i + 2, "a send in a virtual trace needs 'now'")
+            op = Op(i, e.c, e.cmd, None, None, -UNBOUNDED, UNBOUNDED, e.now)
+            sends.append((op, e.t))
+            outstanding.setdefault(e.c, []).append(op)
+            kinds.append(_SEND)
+            at.append(op)
+        elif kind is Recv:
+            assert isinstance(e, Recv)
+            queue = outstanding.get(e.c)
+            kinds.append(_RECV)
+            if not queue:
+                at.append(None)
+                continue
+            op = queue.pop(0)
+            op.resp = i
+            op.expected = e.reply
+            op.recv_now = e.now
+            at.append(op)
+        elif kind is Close:
+            assert isinstance(e, Close)
+            outstanding.pop(e.c, None)
+            kinds.append(_CLOSE)
+            at.append(None)
+        else:
+            kinds.append(_CONNECT if kind is Connect else _NOTE)
+            at.append(None)
+    if wall:
+        for op, sent in sends:  # a send's window runs from the send to the recv
+            received = trace.events[op.resp].t if op.resp is not None else None  # type: ignore[union-attr]
+            op.lo, op.hi = _window(sent, received, slack)
+    return kinds, at
+
+
+# ---------------------------------------------------------------------------
+# Replies
+
+
+def _symbolic_view(r: Reply) -> tuple[Reply, str]:
+    """A reply with concrete stand-ins for symbolic integers, and its text with their ranges."""
+    if isinstance(r, Int) and isinstance(r.value, Time):
+        low = r.value.zone.range_of(r.value.pos, r.value.neg)[0] + r.value.c
+        return Int(low), f"(integer) {r.value.describe()}"
+    if isinstance(r, Array):
+        views = [_symbolic_view(i) for i in r.items]
+        return Array(tuple(v[0] for v in views)), "[" + ", ".join(v[1] for v in views) + "]"
+    if isinstance(r, Set):
+        views = [_symbolic_view(i) for i in r.items]
+        return Set(tuple(v[0] for v in views)), "[" + ", ".join(v[1] for v in views) + "]"
+    if isinstance(r, Map):
+        pairs = [(_symbolic_view(k), _symbolic_view(v)) for k, v in r.pairs]
+        return (Map(tuple((k[0], v[0]) for k, v in pairs)),
+                "{" + ", ".join(f"{k[1]}: {v[1]}" for k, v in pairs) + "}")
+    return r, show(r)
+
+
+# ---------------------------------------------------------------------------
+# The search
+
+
+class _Search:
+    """The depth-first search for an execution of the model that explains one trace."""
+
+    def __init__(self, trace: Trace, dialect: Dialect, kinds: list[int], at: list[Op | None]) -> None:
+        self.trace = trace
+        self.dialect = dialect
+        self.kinds = kinds
+        self.at = at
+        self.wall = trace.header.clock == "wall"
+        self.n = len(trace.events)
+        self.config = trace.header.config
+        # next_inv[p]: the first invocation event after p (n if none)
+        self.next_inv = [self.n] * (self.n + 1)
+        nxt = self.n
+        for p in range(self.n - 1, -1, -1):
+            self.next_inv[p] = nxt
+            if kinds[p] in (_CALL, _SEND):
+                nxt = p
+        self.zone = Zone()
+        self.zone.choose = self.choose
+        self.clock: SymbolicClock | ManualClock
+        if self.wall:
+            self.clock = SymbolicClock(self.zone)
+        else:
+            self.clock = ManualClock(0)
+        self.log: list[_Choice] = []
+        self.k = 0  # next log entry to replay or create
+        self.branching = self.wall
+        self.steps = 0
+        self.budget = STEP_BUDGET_BASE + STEP_BUDGET_PER_EVENT * self.n
+        self.incomplete = False
+        self.checkpoints = [_Checkpoint(0, 0, None, None)]
+        self.checkpoint_at = -1
+        self.explored: set[bytes] = set()
+        self.searching = False  # some path has failed: remember every state on the later ones
+        self.best: _Failure | None = None
+        self.alternatives: list[_Failure] = []
+        # The model's own open choices (the order of a hash-table walk, SWAPDB-8). One bound
+        # method for the whole search, so that snapshots can refer to it instead of copying it.
+        self.model_chooser = self._model_choice
+        self._fresh()
+
+    # -- state ------------------------------------------------------------------
+    def _fresh(self) -> None:
+        self.server = Server(self.dialect, self.clock, self.config)  # type: ignore[arg-type]
+        self.server.chooser = self.model_chooser
+        self.pos = 0
+        self.queues: dict[int, list[Op]] = {}  # invoked, not executed, per client in order
+        self.live: dict[int, Op] = {}  # invocation event -> operation invoked and not complete
+        self.blocked: dict[int, Op] = {}  # client -> its blocked op
+        self.deferred: dict[int, int] = {}  # invocation event -> event where it was passed over
+        self.timeout_deferred: dict[int, int] = {}
+        self.max_inv = -1
+        self.zone.reset()
+
+    def _driver_state(self) -> tuple[Any, ...]:
+        return (self.pos, self.queues, self.live, self.blocked, self.deferred, self.timeout_deferred,
+                self.max_inv)
+
+    def _shared(self) -> dict[int, Any]:
+        """Objects a snapshot refers to but never copies: the clock, the zone, the operations."""
+        shared: dict[int, Any] = {id(self.clock): self.clock, id(self.dialect): self.dialect,
+                                  id(self.zone): self.zone, id(self.model_chooser): self.model_chooser}
+        for op in self.live.values():
+            shared[id(op)] = op
+        return shared
+
+    def _take_checkpoint(self) -> None:
+        state = (self.server, self._driver_state())
+        shared = self._shared()
+        buffer = io.BytesIO()
+        try:
+            _SnapshotPickler(buffer, shared).dump(state)
+            data: Any = (buffer.getvalue(), list(shared.values()))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            data = copy.deepcopy(state, shared)  # something in the model does not pickle
+        self.checkpoints.append(_Checkpoint(self.pos, self.k, data, self.zone.snapshot()))
+
+    def _restore(self, cp: _Checkpoint) -> None:
+        if cp.data is None:
+            self._fresh()
+            return
+        if isinstance(cp.data[0], bytes):
+            pickled, shared = cp.data
+            server, driver = _SnapshotUnpickler(io.BytesIO(pickled), shared).load()
+        else:
+            memo = {id(self.clock): self.clock, id(self.dialect): self.dialect, id(self.zone): self.zone,
+                    id(self.model_chooser): self.model_chooser}
+            for op in cp.data[1][2].values():
+                memo[id(op)] = op
+            server, driver = copy.deepcopy(cp.data, memo)
+        self.server = server
+        (self.pos, self.queues, self.live, self.blocked, self.deferred, self.timeout_deferred,
+         self.max_inv) = driver
+        self.zone.restore(cp.zone)
+
+    # -- choices ------------------------------------------------------------------
+    def choose(self, n: int, complete: bool = True) -> int:
+        if not self.branching:
+            return 0
+        return self._logged_choice(n, complete)
+
+    def _model_choice(self, n: int) -> int:
+        """A choice the model itself leaves open (``Server.chooser``): which of ``n`` keys a
+        hash-table walk signals next (SWAPDB-8). Unlike the choices of order and time it is
+        explored in virtual traces too, which otherwise run in file order without branching."""
+        return self._logged_choice(n, True)
+
+    def _logged_choice(self, n: int, complete: bool) -> int:
+        """Replay the recorded choice, or record a new one starting with alternative 0."""
+        k = self.k
+        self.k = k + 1
+        if k < len(self.log):
+            entry = self.log[k]
+            if entry.n != n:
+                raise RuntimeError("the model is not deterministic: a replayed choice changed")
+            return entry.chosen
+        self.log.append(_Choice(n, 0, self.pos, complete))
+        return 0
+
+    def _backtrack(self) -> bool:
+        """Move to the next untried alternative; False when there is none."""
+        log = self.log
+        while log and log[-1].chosen + 1 >= log[-1].n:
+            if not log[-1].complete:
+                self.incomplete = True
+            log.pop()
+        if not log:
+            return False
+        target = len(log) - 1
+        log[target].chosen += 1
+        self.searching = True
+        while self.checkpoints[-1].choices > target:
+            self.checkpoints.pop()
+        cp = self.checkpoints[-1]
+        self._restore(cp)
+        self.k = cp.choices
+        event = log[target].event
+        self.checkpoint_at = event if event - cp.pos > CHECKPOINT_DISTANCE else -1
+        return True
+
+    # -- running ------------------------------------------------------------------
+    def run(self) -> Verdict:
+        n = self.n
+        while True:
+            try:
+                self._run()
+                return Verdict("conform", n)
+            except _Failure as f:
+                self._record(f)
+            except _Pruned:
+                pass
+            except _Exhausted:
+                return self._verdict("inconclusive", "the search bound was reached before an execution "
+                                     "explaining the trace was found")
+            if not self._backtrack():
+                if self.incomplete:
+                    return self._verdict("inconclusive", "some clock values were not tried")
+                return self._verdict("diverge", None)
+
+    def _record(self, f: _Failure) -> None:
+        if self.best is None or f.pos > self.best.pos:
+            self.best = f
+            self.alternatives = [f]
+        elif f.pos == self.best.pos and len(self.alternatives) < 50:
+            self.alternatives.append(f)
+
+    def _verdict(self, status: str, message: str | None) -> Verdict:
+        f = self.best
+        if f is None:
+            return Verdict(status, self.n, message=message or "")
+        allowed: list[Reply] = []
+        texts: list[str] = []
+        got = f.got
+        for a in self.alternatives:
+            if a.allowed is not None and a.allowed_text not in texts and len(texts) < MAX_ALLOWED_SHOWN:
+                allowed.append(a.allowed)
+                texts.append(a.allowed_text or show(a.allowed))
+            if got is None and a.got is not None:
+                got = a.got
+        msg = message or f.message
+        if message and status == "inconclusive":
+            msg = f"{message}; the furthest any execution reached: {f.message}"
+        return Verdict(status, self.n, f.pos + 1, msg, got, allowed, texts)
+
+    def _run(self) -> None:
+        kinds, at = self.kinds, self.at
+        n = self.n
+        while self.pos < n:
+            p = self.pos
+            if p == self.checkpoint_at:
+                self.checkpoint_at = -1
+                self._take_checkpoint()
+            kind = kinds[p]
+            op = at[p]
+            if kind == _CALL:
+                assert op is not None
+                if not self.live:
+                    self._execute(op)
+                else:
+                    self.queues.setdefault(op.client, []).append(op)
+                    self.live[op.inv] = op
+                    self._decide(p, op)
+            elif kind == _SEND:
+                assert op is not None
+                self.queues.setdefault(op.client, []).append(op)
+                self.live[op.inv] = op
+            elif kind == _RECV:
+                if op is None:
+                    e = self.trace.events[p]
+                    raise _Failure(p, "a reply to no command: the client has nothing outstanding",
+                                   e.reply)  # type: ignore[union-attr]
+                if op.inv in self.live:
+                    self._decide(p, op)
+            elif kind == _CLOSE:
+                self._decide(p, None)
+                self._close(self.trace.events[p].c)  # type: ignore[union-attr]
+            elif kind == _CONNECT:
+                self.server.client(self.trace.events[p].c)  # type: ignore[union-attr]
+            self.pos = p + 1
+
+    def _close(self, client: int) -> None:
+        for op in self.queues.pop(client, []):
+            self.live.pop(op.inv, None)
+            self.deferred.pop(op.inv, None)
+        blocked = self.blocked.pop(client, None)
+        if blocked is not None:
+            self.live.pop(blocked.inv, None)
+            self.timeout_deferred.pop(blocked.inv, None)
+        self.server.close(client)
+
+    # -- decisions ------------------------------------------------------------------
+    def _decide(self, p: int, required: Op | None) -> None:
+        """Run operations until ``required`` is complete, then choose when to move past event ``p``."""
+        live = self.live
+        while True:
+            options: list[tuple[int, Op | None]] = []
+            heads = []
+            for client, queue in self.queues.items():
+                if queue and client not in self.blocked:
+                    head = queue[0]
+                    since = self.deferred.get(head.inv)
+                    if since is None or self.max_inv > since:
+                        heads.append(head)
+            heads.sort(key=lambda o: o.inv)
+            options.extend((0, h) for h in heads)
+            done = required is None or required.inv not in live
+            if required is not None and not done and self.blocked.get(required.client) is required \
+                    and self._can_time_out(required):
+                options.append((1, required))
+            if done and self._may_move_on(p, heads):
+                options.append((2, None))
+            if self.branching:
+                for b in sorted(self.blocked.values(), key=lambda o: o.inv):
+                    if b is not required and self._can_time_out(b):
+                        options.append((1, b))
+            if not options:
+                raise self._stuck(p, required)
+            if (len(heads) > 1 or self.searching) and self.branching and self.k == len(self.log):
+                # A new choice between orders, or, once the first path failed, any step while
+                # operations overlap (not one replayed on the way back to a later choice).
+                self._visit()
+            kind, op = options[self.choose(len(options)) if len(options) > 1 else 0]
+            if kind == 0:
+                assert op is not None
+                self._execute(op)
+            elif kind == 1:
+                assert op is not None
+                self._time_out(op)
+            else:
+                for h in heads:
+                    self.deferred[h.inv] = p
+                if self.branching:
+                    for b in self.blocked.values():
+                        self.timeout_deferred[b.inv] = p
+                return
+
+    def _visit(self) -> None:
+        """Prune a state this search has already explored in full (from another order).
+
+        The key is exact only when no symbolic time is stored in the model (freezing
+        then fails on the unhashable times and nothing is pruned): the zone then
+        matters to the future only through the lowest value of the latest reading.
+        """
+        try:
+            key = (self.pos, self.server.freeze(), self.zone.lo[-1], self.max_inv,
+                   tuple(sorted((c, tuple(o.inv for o in q)) for c, q in self.queues.items() if q)),
+                   tuple(sorted((c, o.inv) for c, o in self.blocked.items())),
+                   tuple(sorted(self.deferred.items())), tuple(sorted(self.timeout_deferred.items())))
+            hash(key)
+        except TypeError:
+            return
+        data = repr(key).encode()  # canonical, unlike a pickle (which follows object sharing)
+        self.steps += len(data) // VISIT_BYTES_PER_STEP  # a large state costs like running commands
+        digest = hashlib.blake2b(data, digest_size=20).digest()
+        if digest in self.explored:
+            raise _Pruned()
+        if len(self.explored) < EXPLORED_LIMIT:
+            self.explored.add(digest)
+
+    def _may_move_on(self, p: int, heads: list[Op]) -> bool:
+        """Moving on defers the available heads; useless if one must run before anything new arrives."""
+        nxt = self.next_inv[p]
+        for h in heads:
+            if h.resp is not None and h.resp < nxt:
+                return False
+        return True
+
+    def _can_time_out(self, op: Op) -> bool:
+        if op.resp is None:
+            return False  # nothing observes it: staying blocked explains as much
+        since = self.timeout_deferred.get(op.inv)
+        if since is not None and self.max_inv <= since:
+            return False
+        state = self.server.clients[op.client].blocked
+        if state is None or state.deadline is None:
+            return False
+        if not self.wall:
+            return op.recv_now is not None and op.resp == self.pos
+        deadline = state.deadline
+        if isinstance(deadline, Time):
+            low = self.zone.range_of(deadline.pos, deadline.neg)[0] + deadline.c
+        else:
+            low = deadline
+        return low < op.hi  # BLOCK-8: the moment must pass the deadline
+
+    def _stuck(self, p: int, required: Op | None) -> _Failure:
+        e = self.trace.events[p]
+        got = getattr(e, "reply", None)
+        if required is not None and required.client in self.blocked \
+                and self.blocked[required.client] is required:
+            return _Failure(p, "the model is still blocked here: nothing served the command and its "
+                               "timeout cannot fire within its window", got)
+        return _Failure(p, "no execution order reaches this event", got)
+
+    # -- steps ------------------------------------------------------------------
+    def _begin(self, op: Op) -> None:
+        self.steps += 1
+        if self.steps > self.budget:
+            raise _Exhausted()
+        if self.wall:
+            self.clock.set_window(op.lo, op.hi, op.expected)  # type: ignore[union-attr]
+            self.zone.forget_trail()
+        else:
+            self.clock.ms = op.now  # type: ignore[union-attr]
+
+    def _execute(self, op: Op) -> None:
+        self._begin(op)
+        queue = self.queues.get(op.client)
+        if queue:
+            if queue[0] is op:
+                queue.pop(0)
+            self.live.pop(op.inv, None)
+            self.deferred.pop(op.inv, None)
+        if op.inv > self.max_inv:
+            self.max_inv = op.inv
+        try:
+            out = self.server.execute(op.client, op.argv)
+        except Infeasible as e:
+            raise _Failure(self.pos, f"no clock reading fits the time windows: {e}") from None
+        if out.blocked:
+            self.live[op.inv] = op
+            self.blocked[op.client] = op
+            state = self.server.clients[op.client].blocked
+            if self.wall and state is not None:
+                state.serve = _ServeInWindow(state.serve, op.lo, op.hi, self.clock)  # type: ignore[arg-type]
+        else:
+            self._check(op, out.reply)
+        for cid, reply in out.served:
+            served = self.blocked.pop(cid, None)
+            if served is None:
+                continue
+            self.live.pop(served.inv, None)
+            self.timeout_deferred.pop(served.inv, None)
+            self._check(served, reply)
+
+    def _time_out(self, op: Op) -> None:
+        self._begin(op)
+        if not self.wall:
+            self.clock.ms = op.recv_now  # type: ignore[union-attr]
+        state = self.server.clients[op.client].blocked
+        assert state is not None and state.deadline is not None
+        if self.wall:
+            try:
+                # BLOCK-8: 7.0 times a client out once the clock has passed its deadline.
+                require_at_least(self.clock.now_ms(), state.deadline + 1)
+            except Infeasible:
+                raise _Failure(self.pos, "the blocked command cannot time out within its window") from None
+        elif op.recv_now is None or state.deadline >= op.recv_now:  # BLOCK-8
+            raise _Failure(self.pos, "the model's deadline for the blocked command is later than the "
+                                     "moment the trace says it timed out")
+        self.blocked.pop(op.client, None)
+        self.live.pop(op.inv, None)
+        self.timeout_deferred.pop(op.inv, None)
+        reply = self.server.timeout(op.client)
+        self._check(op, reply)
+
+    def _check(self, op: Op, reply: Reply | None) -> None:
+        expected = op.expected
+        if expected is None or op.resp is None:
+            return
+        if reply is not None:
+            if self.wall:
+                zone = self.zone
+                mark = zone.mark()
+                zone.assume = True
+                try:
+                    same = reply == expected
+                finally:
+                    zone.assume = False
+                if same:
+                    return
+                zone.undo(mark)
+            elif reply == expected:
+                return
+            if environment_matches(op.argv, expected, reply):  # rule 5: checked by shape
+                return
+            model, text = _symbolic_view(reply)
+            raise _Failure(op.resp, "reply differs", expected, model, text)
+        raise _Failure(op.resp, "the model gives no reply to this command", expected)
+
+
+def check_trace(trace: Trace, dialect: str | None = None) -> Verdict:
+    """Does some execution of the model explain ``trace``? (TRACE-FORMAT.md, rules 1-6)."""
+    d = trace_dialect(trace, dialect)
+    n = len(trace.events)
+    reason = _config_reason(trace, d) or _dialect_scope_reason(trace, d)
+    if reason is not None:
+        return Verdict("unsupported", n, message=reason)
+    try:
+        operations = _operations(trace)
+    except _Unsupported as e:
+        return Verdict("unsupported", n, message=e.reason)
+    # The trace and the model's state are long-lived: keep the cycle collector from walking
+    # them again and again while the search allocates (a third of the time on long traces).
+    gc.freeze()
+    try:
+        verdict = _Search(trace, d, *operations).run()
+        if verdict.status == "diverge":
+            verdict = _first_unexplained(trace, d, verdict)
+        return verdict
+    finally:
+        gc.unfreeze()
+
+
+def _first_unexplained(trace: Trace, dialect: Dialect, verdict: Verdict) -> Verdict:
+    """The divergence at the first event no execution explains.
+
+    Explaining a prefix is monotone in its length, so this is a search for the
+    shortest prefix that diverges, starting around the event the failed search
+    reached. A prefix the search cannot decide leaves the divergence at the
+    shortest prefix known to diverge.
+    """
+    n = len(trace.events)
+
+    def prefix(length: int) -> Verdict:
+        shorter = Trace(trace.header, trace.events[:length], trace.path)
+        return _Search(shorter, dialect, *_operations(shorter)).run()
+
+    good, bad, found = 0, n, verdict  # prefixes of length <= good conform; of length bad diverges
+    hint = verdict.event or n
+    lengths = [length for length in (hint - 1, hint) if 0 < length < n]
+    while bad - good > 1:
+        length = lengths.pop(0) if lengths else (good + bad) // 2
+        if not good < length < bad:
+            continue
+        v = prefix(length)
+        if v.status == "conform":
+            good = length
+        elif v.status == "diverge":
+            bad, found = length, v
+        else:
+            found.message += (f" (no execution explains the first {bad} events; whether one explains the first "
+                              f"{length} is past the search bound)")
+            break
+    found.events = n
+    return found

@@ -1,0 +1,1 @@
+"""The differential fuzzer (``xspec fuzz``): command generation, Hypothesis strategies, campaigns."""

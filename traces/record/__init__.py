@@ -1,0 +1,1 @@
+"""Recording: scripted clients, the recording proxy (``xspec record``) and a small RESP client."""
