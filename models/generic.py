@@ -14,21 +14,16 @@ and ``signalModifiedKey`` tell them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TypeVar
-
 from xspec.models.cerrno import note_strtoull
-from xspec.models.server import NUM_DATABASES, Call, CommandError, Server, command
+from xspec.models.clock import Duration, Instant
+from xspec.models.server import Call, CommandError, Server, command
 from xspec.models.state import Stream, Value, type_name
 from xspec.spec import commands as table
+from xspec.spec.errors import DB_OUT_OF_RANGE, INT_OUT_OF_RANGE, INVALID_CURSOR, INVALID_FIRST_DB, INVALID_SECOND_DB
+from xspec.spec.glob import matching_keys
 from xspec.spec.ids import I64_MAX, c_string, parse_ll, strtoull
+from xspec.spec.limits import NUM_DATABASES
 from xspec.spec.resp import NULL_BULK, OK, Array, Bulk, Int, Reply, Simple
-
-DB_OUT_OF_RANGE = "ERR DB index is out of range"
-
-# stringmatchlen's protection against abusive patterns (util.c): a '*' reached
-# deeper than this many nested '*' never matches.
-_MAX_PATTERN_NESTING = 1000
 
 
 # -- PING / ECHO ------------------------------------------------------------------
@@ -61,7 +56,7 @@ def select(call: Call) -> Reply:
     if db is None:  # SELECT-1
         raise CommandError(table.NOT_INTEGER)
     if not -(1 << 31) <= db < (1 << 31):  # SELECT-1: getIntFromObjectOrReply's own range error
-        raise CommandError("ERR value is out of range, value must between -2147483648 and 2147483647")
+        raise CommandError(INT_OUT_OF_RANGE)
     if not 0 <= db < NUM_DATABASES:  # SELECT-2
         raise CommandError(DB_OUT_OF_RANGE)
     call.client.db = db  # SELECT-3
@@ -73,10 +68,10 @@ def select(call: Call) -> Reply:
 def swapdb(call: Call) -> Reply:
     first = parse_int(call.argv[1])
     if first is None:  # SWAPDB-1
-        raise CommandError("ERR invalid first DB index")
+        raise CommandError(INVALID_FIRST_DB)
     second = parse_int(call.argv[2])
     if second is None:  # SWAPDB-1
-        raise CommandError("ERR invalid second DB index")
+        raise CommandError(INVALID_SECOND_DB)
     if not (0 <= first < NUM_DATABASES and 0 <= second < NUM_DATABASES):  # SWAPDB-2
         raise CommandError(DB_OUT_OF_RANGE)
     if first != second:  # SWAPDB-3
@@ -253,156 +248,6 @@ def rename(call: Call) -> Reply:
 
 
 # -- KEYS and SCAN ------------------------------------------------------------------
-def _signed_char(b: int) -> int:
-    # C's char is signed on the platforms Redis runs on: bytes >= 0x80 compare as negative
-    return b - 256 if b >= 128 else b
-
-
-def pattern_matches(pattern: bytes, subject: bytes, *, nocase: bool = False) -> bool:
-    """Redis 7.0.15's ``stringmatchlen``, including its nesting limit.
-
-    Glob syntax: ``*``, ``?``, ``[...]`` with ``^`` negation, ``a-z`` ranges
-    (ends in either order) and ``\\`` escapes; an unterminated ``[`` matches
-    as if closed at the pattern's end. A ``*`` reached through more than 1000
-    nested ``*`` never matches (KEYS-3). ``nocase`` (CONFIG GET) lowers both
-    sides byte by byte, except an escaped byte inside ``[...]``, and a range's
-    ends are ordered before they are lowered, as C does.
-    """
-    state = {"skip_longer": False}
-    return _match(pattern, subject, nocase, state)
-
-
-def _match(pat: bytes, s: bytes, nocase: bool, state: dict[str, bool]) -> bool:
-    # An explicit stack replaces C's recursion on '*', so that deep patterns do
-    # not exhaust Python's recursion limit. A frame is a '*' trying subject
-    # offsets for the rest of the pattern: [rest of pattern, offset, nesting].
-    stack: list[list[int]] = []
-    result = _match_from(pat, 0, s, 0, 0, nocase, stack)
-    while True:
-        if result is None:  # a '*' was reached: try its first offset
-            frame = stack[-1]
-            result = _match_from(pat, frame[0], s, frame[1], frame[2], nocase, stack)
-            continue
-        if result or not stack:
-            return result
-        frame = stack[-1]
-        if state["skip_longer"]:
-            stack.pop()
-            continue
-        frame[1] += 1
-        if frame[1] >= len(s):
-            # No offset matched the rest of the pattern, so longer matches of
-            # earlier stars cannot match either (stringmatchlen's skipLongerMatches).
-            state["skip_longer"] = True
-            stack.pop()
-            continue
-        result = _match_from(pat, frame[0], s, frame[1], frame[2], nocase, stack)
-
-
-def _lower(b: int) -> int:
-    return b + 32 if 0x41 <= b <= 0x5A else b
-
-
-def _match_from(pat: bytes, p: int, s: bytes, i: int, nesting: int, nocase: bool,
-                stack: list[list[int]]) -> bool | None:
-    """Match ``pat[p:]`` against ``s[i:]``; returns None after pushing a '*' frame."""
-    if nesting > _MAX_PATTERN_NESTING:
-        return False
-    plen = len(pat) - p
-    slen = len(s) - i
-
-    def at(k: int) -> int:
-        return pat[k] if k < len(pat) else 0  # the sds terminator
-
-    while plen and slen:
-        ch = pat[p]
-        if ch == 0x2A:  # '*'
-            while plen and at(p + 1) == 0x2A:
-                p += 1
-                plen -= 1
-            if plen == 1:
-                return True
-            stack.append([p + 1, i, nesting + 1])
-            return None
-        if ch == 0x3F:  # '?'
-            i += 1
-            slen -= 1
-        elif ch == 0x5B:  # '['
-            p += 1
-            plen -= 1
-            negate = at(p) == 0x5E
-            if negate:
-                p += 1
-                plen -= 1
-            matched = False
-            while True:
-                if at(p) == 0x5C and plen >= 2:
-                    p += 1
-                    plen -= 1
-                    if at(p) == s[i]:
-                        matched = True
-                elif at(p) == 0x5D:
-                    break
-                elif plen == 0:
-                    p -= 1
-                    plen += 1
-                    break
-                elif plen >= 3 and at(p + 1) == 0x2D:
-                    start, end = _signed_char(at(p)), _signed_char(at(p + 2))
-                    subject = _signed_char(s[i])
-                    if start > end:
-                        start, end = end, start
-                    if nocase:
-                        start, end, subject = _lower(start), _lower(end), _lower(subject)
-                    p += 2
-                    plen -= 2
-                    if start <= subject <= end:
-                        matched = True
-                elif at(p) == s[i] or (nocase and _lower(at(p)) == _lower(s[i])):
-                    matched = True
-                p += 1
-                plen -= 1
-            if negate:
-                matched = not matched
-            if not matched:
-                return False
-            i += 1
-            slen -= 1
-        else:
-            if ch == 0x5C and plen >= 2:  # '\\' escapes the next byte
-                p += 1
-                plen -= 1
-            if at(p) != s[i] and not (nocase and _lower(at(p)) == _lower(s[i])):
-                return False
-            i += 1
-            slen -= 1
-        p += 1
-        plen -= 1
-        if slen == 0:
-            while at(p) == 0x2A:
-                p += 1
-                plen -= 1
-            break
-    return plen == 0 and slen == 0
-
-
-V = TypeVar("V")
-
-
-def matching_keys(db: Mapping[bytes, V], pattern: bytes | None, type_filter: bytes | None,
-                  type_of: Callable[[V], str]) -> list[Bulk]:
-    """The keys of ``db`` that KEYS/SCAN list: matching ``pattern`` (None: all) and, for SCAN's
-    TYPE, whose ``type_of`` (TYPE's name of the value) is ``type_filter`` (None: any)."""
-    out = []
-    for key, value in db.items():
-        if pattern is not None and not pattern_matches(pattern, key):
-            continue
-        if type_filter is not None and c_string(type_filter).lower() != type_of(value).encode():
-            continue
-        out.append(Bulk(key))
-    return out
-
-
 @command("keys")
 def keys(call: Call) -> Reply:
     pattern = call.argv[1]
@@ -430,7 +275,7 @@ def scan(call: Call) -> Reply:
     note_strtoull(call.server, overflow=False)
     cursor = parse_cursor(call.argv[1])
     if cursor is None:  # SCAN-1
-        raise CommandError("ERR invalid cursor")
+        raise CommandError(INVALID_CURSOR)
     pattern: bytes | None = None
     type_filter: bytes | None = None
     i = 2
@@ -491,7 +336,7 @@ def set_(call: Call) -> Reply:
         else:
             raise CommandError(table.SYNTAX)
         i += 1
-    expire_ms: tuple[int, int] | None = None
+    expire_ms: tuple[Duration, Instant] | None = None
     if expire_unit is not None:  # SET-2
         expire_ms = _expire_time(call, expire_unit, expire_arg)
     if get:  # SET-3
@@ -509,8 +354,8 @@ def set_(call: Call) -> Reply:
     return reply if get else OK
 
 
-def _expire_time(call: Call, unit: bytes, arg: bytes) -> tuple[int, int]:
-    """``getExpireMillisecondsOrReply`` for SET: the expiry in ms (relative for EX/PX) and as an absolute time."""
+def _expire_time(call: Call, unit: bytes, arg: bytes) -> tuple[Duration, Instant]:
+    """``getExpireMillisecondsOrReply`` for SET: the expiry in ms, as given (relative for EX/PX), and as an instant."""
     ms = parse_ll(arg)
     if ms is None:  # SET-2
         raise CommandError(table.NOT_INTEGER)
@@ -521,14 +366,14 @@ def _expire_time(call: Call, unit: bytes, arg: bytes) -> tuple[int, int]:
     if seconds:
         ms *= 1000
     if unit in (b"ex", b"px"):
-        when = ms + call.now()
-        if when > I64_MAX:  # the C sum overflows and turns negative
+        when = call.now() + Duration(ms)
+        if when > Instant(I64_MAX):  # the C sum overflows and turns negative
             raise CommandError(invalid)
-        return ms, when
-    return ms, ms
+        return Duration(ms), when
+    return Duration(ms), Instant(ms)
 
 
-def _set_propagation(call: Call, unit: bytes | None, expire_ms: tuple[int, int] | None,
+def _set_propagation(call: Call, unit: bytes | None, expire_ms: tuple[Duration, Instant] | None,
                      get: bool) -> list[bytes | int]:
     """The argv a SET that wrote sends to replicas and the AOF (SET-6, SET-DIALECT-2)."""
     argv = call.argv
@@ -536,8 +381,8 @@ def _set_propagation(call: Call, unit: bytes | None, expire_ms: tuple[int, int] 
     if expire_ms is not None and not (unit == b"pxat" and style == "pxat-verbatim"):
         relative, absolute = expire_ms
         if style == "px" and unit in (b"ex", b"px"):  # SET-DIALECT-2: 6.2 sends EX and PX as PX <ms>
-            return [b"SET", argv[1], argv[2], b"PX", relative]
-        return [b"SET", argv[1], argv[2], b"PXAT", absolute]  # SET-6: every expiry becomes PXAT
+            return [b"SET", argv[1], argv[2], b"PX", Duration.propagated_ms(relative)]
+        return [b"SET", argv[1], argv[2], b"PXAT", Instant.propagated_ms(absolute)]  # SET-6: every expiry becomes PXAT
     if get and expire_ms is None:
         # SET-6: every GET option is dropped (matched as C does, up to the first NUL)
         return [a for n, a in enumerate(argv) if n < 3 or c_string(a).lower() != b"get"]

@@ -16,11 +16,28 @@ from typing import NamedTuple
 
 from xspec.models import pel
 from xspec.models.cerrno import note_id_parse, note_iterator_end, strict_id
+from xspec.models.clock import EPOCH, ZERO_DURATION, Duration, Instant
 from xspec.models.intervals import interval_bounds, interval_start
 from xspec.models.reads import lookup_entry
 from xspec.models.server import Call, CommandError, command
 from xspec.models.state import Consumer, Group, Nack, Stream
 from xspec.spec import commands as table
+from xspec.spec.errors import (
+    BUSYGROUP,
+    ENTRIESREAD_RANGE,
+    KEY_REQUIRED,
+    XAUTOCLAIM_BAD_MIN_IDLE,
+    XAUTOCLAIM_COUNT_NOT_POSITIVE,
+    XCLAIM_BAD_IDLE,
+    XCLAIM_BAD_MIN_IDLE,
+    XCLAIM_BAD_RETRYCOUNT,
+    XCLAIM_BAD_TIME,
+    no_such_group_for_key,
+    no_such_key_or_group,
+    subcommand_syntax,
+    xclaim_unrecognized_option,
+)
+from xspec.spec.help import XGROUP_HELP, XGROUP_HELP_62
 from xspec.spec.ids import (
     I64_MAX,
     MIN_ID,
@@ -31,63 +48,10 @@ from xspec.spec.ids import (
     parse_loose,
     successor,
 )
+from xspec.spec.limits import AUTOCLAIM_ATTEMPTS_FACTOR, AUTOCLAIM_DEFAULT_COUNT, AUTOCLAIM_MAX_COUNT
 from xspec.spec.resp import OK, Array, Bulk, Int, NullArray, NullBulk, Reply, Simple
 
-AUTOCLAIM_ATTEMPTS_FACTOR = 10
-# XAUTOCLAIM-3: COUNT is capped so that COUNT * 16 (the bytes of one ID) cannot overflow.
-AUTOCLAIM_MAX_COUNT = I64_MAX // 16
-AUTOCLAIM_DEFAULT_COUNT = 100
-
-KEY_REQUIRED = ("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you "
-                "may want to use the MKSTREAM option to create an empty stream automatically.")
-BUSYGROUP = "BUSYGROUP Consumer Group name already exists"
-ENTRIESREAD_RANGE = "ERR value for ENTRIESREAD must be positive or -1"
-
-XGROUP_HELP = (
-    "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "CREATE <key> <groupname> <id|$> [option]",
-    "    Create a new consumer group. Options are:",
-    "    * MKSTREAM",
-    "      Create the empty stream if it does not exist.",
-    "    * ENTRIESREAD entries_read",
-    "      Set the group's entries_read counter (internal use).",
-    "CREATECONSUMER <key> <groupname> <consumer>",
-    "    Create a new consumer in the specified group.",
-    "DELCONSUMER <key> <groupname> <consumer>",
-    "    Remove the specified consumer.",
-    "DESTROY <key> <groupname>",
-    "    Remove the specified group.",
-    "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
-    "    Set the current group ID and entries_read counter.",
-    "HELP",
-    "    Prints this help.",
-)
-
-# XGROUP-DIALECT-2: 6.2's help has no ENTRIESREAD, and DESTROY's line holds its description.
-XGROUP_HELP_62 = (
-    *XGROUP_HELP[:5],
-    *XGROUP_HELP[7:11],
-    "DESTROY <key> <groupname>    Remove the specified group.",
-    "SETID <key> <groupname> <id|$>",
-    "    Set the current group ID.",
-    *XGROUP_HELP[-2:],
-)
-
-
 # -- helpers ------------------------------------------------------------------
-
-
-def _quoted(arg: bytes, limit: int | None = None) -> str:
-    """An argument as C's ``%s`` (or ``%.Ns``) prints it: up to the first NUL."""
-    s = c_string(arg)
-    if limit is not None:
-        s = s[:limit]
-    return s.decode("utf-8", "surrogateescape")
-
-
-def _error(text: str) -> CommandError:
-    """``addReplyErrorFormat``: CR and LF in a formatted error become spaces."""
-    return CommandError(text.replace("\r", " ").replace("\n", " "))
 
 
 def _option(arg: bytes) -> bytes:
@@ -104,8 +68,7 @@ def _id_reply(entry_id: StreamID) -> Reply:
 
 
 def _nogroup(call: Call) -> CommandError:
-    return _error(f"NOGROUP No such key '{_quoted(call.argv[1])}' or consumer group "
-                  f"'{_quoted(call.argv[2])}'")
+    return CommandError(no_such_key_or_group(call.argv[1], call.argv[2]))
 
 
 def _stream_and_group(call: Call) -> tuple[Stream, Group]:
@@ -142,9 +105,8 @@ def _pending_owner(nack: Nack) -> Consumer:
 
 def _subcommand_syntax(call: Call) -> CommandError:
     # XGROUP-2: the subcommand is echoed as typed, at most 128 bytes.
-    word = "unknown" if call.server.dialect.subcommand_table else "Unknown"  # DISPATCH-DIALECT-1
-    return _error(f"ERR {word} subcommand or wrong number of arguments for "
-                  f"'{_quoted(call.argv[1], 128)}'. Try XGROUP HELP.")
+    # DISPATCH-DIALECT-1: 6.2 words it "Unknown"
+    return CommandError(subcommand_syntax(call.argv[1], call.argv[0], call.server.dialect.subcommand_table))
 
 
 class _XGroupTarget(NamedTuple):
@@ -184,8 +146,7 @@ def _xgroup_preamble(call: Call, sub: str) -> _XGroupTarget:
             raise CommandError(KEY_REQUIRED)
         group = stream.groups.get(argv[3])
         if group is None and sub in ("setid", "createconsumer", "delconsumer"):  # XGROUP-5
-            raise _error(f"NOGROUP No such consumer group '{_quoted(argv[3])}' "
-                         f"for key name '{_quoted(argv[2])}'")
+            raise CommandError(no_such_group_for_key(argv[3], argv[2]))
     return _XGroupTarget(stream, group, entries_read)
 
 
@@ -302,8 +263,7 @@ def xgroup_refused(call: Call) -> Reply:
         if stream is None:
             raise CommandError(KEY_REQUIRED)
         if argv[3] not in stream.groups and _option(argv[1]) in (b"setid", b"createconsumer", b"delconsumer"):
-            raise _error(f"NOGROUP No such consumer group '{_quoted(argv[3])}' "
-                         f"for key name '{_quoted(argv[2])}'")
+            raise CommandError(no_such_group_for_key(argv[3], argv[2]))
     raise _subcommand_syntax(call)
 
 
@@ -341,7 +301,7 @@ def xpending(call: Call) -> Reply:
     argc = len(argv)
     if argc != 3 and not 6 <= argc <= 9:  # XPENDING-1
         raise CommandError(table.SYNTAX)
-    min_idle = 0
+    min_idle = ZERO_DURATION
     count = 0
     start = end = MIN_ID
     consumer_name: bytes | None = None
@@ -351,7 +311,7 @@ def xpending(call: Call) -> Reply:
             idle = parse_ll(argv[4])
             if idle is None:
                 raise CommandError(table.NOT_INTEGER)
-            min_idle = idle
+            min_idle = Duration(idle)
             if argc < 8:
                 raise CommandError(table.SYNTAX)
             first += 2
@@ -380,7 +340,7 @@ def _pending_summary(call: Call, group: Group) -> Reply:
 
 
 def _pending_entries(call: Call, group: Group, start: StreamID, end: StreamID, count: int,
-                     min_idle: int, consumer_name: bytes | None) -> Reply:
+                     min_idle: Duration, consumer_name: bytes | None) -> Reply:
     if consumer_name is not None:
         consumer = group.consumers.get(consumer_name)
         if consumer is None:  # XPENDING-9
@@ -400,7 +360,8 @@ def _pending_entries(call: Call, group: Group, start: StreamID, end: StreamID, c
             continue
         count -= 1
         rows.append(Array((_id_reply(entry_id), Bulk(_pending_owner(nack).name),
-                           Int(max(now - nack.delivery_time, 0)), Int(pel.reported_count(nack)))))
+                           Int(Duration.reply_ms(max(now - nack.delivery_time, ZERO_DURATION))),
+                           Int(pel.reported_count(nack)))))
         if not count:
             break
     else:
@@ -419,12 +380,12 @@ class _ClaimOptions:
     def __init__(self) -> None:
         self.force = False
         self.justid = False
-        self.delivery_time: int | None = None  # from IDLE or TIME
+        self.delivery_time: Instant | None = None  # from IDLE or TIME
         self.retry_count = -1  # -1: not given
         self.last_id = MIN_ID
 
 
-def _claim_options(call: Call, first: int, now: int) -> _ClaimOptions:
+def _claim_options(call: Call, first: int, now: Instant) -> _ClaimOptions:
     argv = call.argv
     opts = _ClaimOptions()
     j = first
@@ -439,19 +400,19 @@ def _claim_options(call: Call, first: int, now: int) -> _ClaimOptions:
             j += 1
             idle = parse_ll(argv[j])
             if idle is None:
-                raise CommandError("ERR Invalid IDLE option argument for XCLAIM")
-            opts.delivery_time = now - idle
+                raise CommandError(XCLAIM_BAD_IDLE)
+            opts.delivery_time = now - Duration(idle)
         elif opt == b"time" and more:
             j += 1
             at = parse_ll(argv[j])
             if at is None:
-                raise CommandError("ERR Invalid TIME option argument for XCLAIM")
-            opts.delivery_time = at
+                raise CommandError(XCLAIM_BAD_TIME)
+            opts.delivery_time = Instant(at)
         elif opt == b"retrycount" and more:
             j += 1
             retry = parse_ll(argv[j])
             if retry is None:
-                raise CommandError("ERR Invalid RETRYCOUNT option argument for XCLAIM")
+                raise CommandError(XCLAIM_BAD_RETRYCOUNT)
             opts.retry_count = retry
         elif opt == b"lastid" and more:
             j += 1
@@ -460,7 +421,7 @@ def _claim_options(call: Call, first: int, now: int) -> _ClaimOptions:
                 raise CommandError(table.INVALID_ID)
             opts.last_id = last_id
         else:
-            raise _error(f"ERR Unrecognized XCLAIM option '{_quoted(argv[j])}'")
+            raise CommandError(xclaim_unrecognized_option(argv[j]))
         j += 1
     return opts
 
@@ -470,10 +431,10 @@ def xclaim(call: Call) -> Reply:
     argv = call.argv
     key = argv[1]
     stream, group = _stream_and_group(call)  # XCLAIM-1
-    min_idle = parse_ll(argv[4])  # XCLAIM-2
-    if min_idle is None:
-        raise CommandError("ERR Invalid min-idle-time argument for XCLAIM")
-    min_idle = max(min_idle, 0)
+    min_idle_arg = parse_ll(argv[4])  # XCLAIM-2
+    if min_idle_arg is None:
+        raise CommandError(XCLAIM_BAD_MIN_IDLE)
+    min_idle = Duration(max(min_idle_arg, 0))
     ids: list[tuple[StreamID, bytes]] = []
     j = 5
     while j < len(argv):  # XCLAIM-3
@@ -489,7 +450,7 @@ def xclaim(call: Call) -> Reply:
         group.last_id = opts.last_id
         propagate_last_id = True
     delivery_time = opts.delivery_time  # XCLAIM-7
-    if delivery_time is None or delivery_time < 0 or delivery_time > now:
+    if delivery_time is None or delivery_time < EPOCH or delivery_time > now:
         delivery_time = now
 
     consumer: Consumer | None = None
@@ -544,10 +505,10 @@ def xclaim(call: Call) -> Reply:
 def xautoclaim(call: Call) -> Reply:
     argv = call.argv
     key = argv[1]
-    min_idle = parse_ll(argv[4])  # XAUTOCLAIM-1
-    if min_idle is None:
-        raise CommandError("ERR Invalid min-idle-time argument for XAUTOCLAIM")
-    min_idle = max(min_idle, 0)
+    min_idle_arg = parse_ll(argv[4])  # XAUTOCLAIM-1
+    if min_idle_arg is None:
+        raise CommandError(XAUTOCLAIM_BAD_MIN_IDLE)
+    min_idle = Duration(max(min_idle_arg, 0))
     start = interval_start(call, argv[5])  # XAUTOCLAIM-2
     count = AUTOCLAIM_DEFAULT_COUNT
     justid = False
@@ -559,7 +520,7 @@ def xautoclaim(call: Call) -> Reply:
             # XAUTOCLAIM-DIALECT-1: 6.2 caps COUNT at LONG_MAX only
             highest = AUTOCLAIM_MAX_COUNT if call.server.dialect.claims_drop_deleted else I64_MAX
             if value is None or not 1 <= value <= highest:
-                raise CommandError("ERR COUNT must be > 0")
+                raise CommandError(XAUTOCLAIM_COUNT_NOT_POSITIVE)
             count = value
             j += 1
         elif opt == b"justid":

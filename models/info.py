@@ -15,28 +15,19 @@ from typing import Any
 from sortedcontainers import SortedDict
 
 from xspec.models.cerrno import note_iterator_end
+from xspec.models.clock import ZERO_DURATION, Duration, Instant
 from xspec.models.lag import INVALID_ENTRIES_READ, group_lag
 from xspec.models.ordered import LazySortedDict
 from xspec.models.pel import reported_count
-from xspec.models.reads import entry_reply, error_text
+from xspec.models.reads import entry_reply
 from xspec.models.server import Call, CommandError, command
-from xspec.models.state import Group, Stream
+from xspec.models.state import NEVER_ACTIVE, Group, Stream
 from xspec.spec import commands as table
+from xspec.spec.errors import no_such_group_for_key, subcommand_syntax
+from xspec.spec.help import XINFO_HELP
 from xspec.spec.ids import MAX_ID, MIN_ID, as_i64, c_string, parse_ll
+from xspec.spec.limits import FULL_DEFAULT_COUNT
 from xspec.spec.resp import Array, Bulk, Int, Map, NullBulk, Reply, Simple
-
-FULL_DEFAULT_COUNT = 10
-
-HELP_LINES = (
-    "CONSUMERS <key> <groupname>",
-    "    Show consumers of <groupname>.",
-    "GROUPS <key>",
-    "    Show the stream consumer groups.",
-    "STREAM <key> [FULL [COUNT <count>]",
-    "    Show information about the stream.",
-    "HELP",
-    "    Prints this help.",
-)
 
 
 def _field(name: str, value: Reply) -> tuple[Reply, Reply]:
@@ -63,11 +54,8 @@ def info_stream(call: Call) -> Stream:
 
 def subcommand_syntax_error(call: Call) -> CommandError:
     """``addReplySubcommandSyntaxError``: names the subcommand as typed."""
-    sub = error_text(c_string(call.argv[1])[:128])  # "%.128s": at most 128 bytes
-    container = c_string(call.argv[0]).decode("utf-8", "surrogateescape").upper()
-    word = "unknown" if call.server.dialect.subcommand_table else "Unknown"  # DISPATCH-DIALECT-1
-    return CommandError(f"ERR {word} subcommand or wrong number of arguments for '{sub}'. "
-                        f"Try {container} HELP.")
+    # DISPATCH-DIALECT-1: 6.2 words it "Unknown"
+    return CommandError(subcommand_syntax(call.argv[1], call.argv[0], call.server.dialect.subcommand_table))
 
 
 @command("xinfo|*")
@@ -84,7 +72,7 @@ def xinfo_help(call: Call) -> Reply:
     container = c_string(call.argv[0]).decode("utf-8", "surrogateescape").upper()
     head = f"{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
     # HELP-DIALECT-1: the closing line is the dialect's
-    return Array(tuple(Simple(line) for line in (head, *HELP_LINES[:-1], call.server.dialect.help_last_line)))
+    return Array(tuple(Simple(line) for line in (head, *XINFO_HELP[:-1], call.server.dialect.help_last_line)))
 
 
 @command("xinfo|stream")
@@ -176,17 +164,18 @@ def _stream_full(call: Call, stream: Stream, count: int) -> tuple[tuple[Reply, R
         entries = [entry_reply(i, f) for i, f in _head(stream.entries, count)]
     groups = []
     for group in stream.groups.values():
-        pending = [Array((Bulk(i.encode()), Bulk(n.consumer.name), Int(n.delivery_time),
+        pending = [Array((Bulk(i.encode()), Bulk(n.consumer.name), Int(Instant.reply_ms(n.delivery_time)),
                           Int(reported_count(n))))
                    for i, n in _head(group.pel, count)]
         consumers = []
         for consumer in group.consumers.values():
-            own = [Array((Bulk(i.encode()), Int(n.delivery_time), Int(reported_count(n))))
+            own = [Array((Bulk(i.encode()), Int(Instant.reply_ms(n.delivery_time)), Int(reported_count(n))))
                    for i, n in _head(consumer.pel, count)]
             consumers.append(Map((
                 _field("name", Bulk(consumer.name)),
-                _field("seen-time", Int(consumer.seen_time)),
-                *((_field("active-time", Int(consumer.active_time)),) if active else ()),  # XINFO-DIALECT-3
+                _field("seen-time", Int(Instant.reply_ms(consumer.seen_time))),
+                *((_field("active-time", Int(Instant.reply_ms(consumer.active_time))),)
+                  if active else ()),  # XINFO-DIALECT-3
                 _field("pel-count", Int(len(consumer.pel))),
                 _field("pending", Array(tuple(own))),
             )))
@@ -233,19 +222,18 @@ def xinfo_consumers(call: Call) -> Reply:
     stream = info_stream(call)
     group = stream.groups.get(call.argv[3])
     if group is None:
-        raise CommandError(f"NOGROUP No such consumer group '{error_text(call.argv[3])}' "
-                           f"for key name '{error_text(call.argv[2])}'")
+        raise CommandError(no_such_group_for_key(call.argv[3], call.argv[2]))
     now = call.now()
     note_iterator_end(call)  # XADD-14: the walk over the consumers' tree ends off it
     if call.server.dialect.consumer_active_time:  # XINFO-DIALECT-3: 7.2+ adds inactive
         return Array(tuple(Map((
             _field("name", Bulk(c.name)),
             _field("pending", Int(len(c.pel))),
-            _field("idle", Int(max(now - c.seen_time, 0))),
-            _field("inactive", Int(-1 if c.active_time == -1 else now - c.active_time)),
+            _field("idle", Int(Duration.reply_ms(max(now - c.seen_time, ZERO_DURATION)))),
+            _field("inactive", Int(-1 if c.active_time == NEVER_ACTIVE else Duration.reply_ms(now - c.active_time))),
         )) for c in group.consumers.values()))
     return Array(tuple(Map((
         _field("name", Bulk(c.name)),
         _field("pending", Int(len(c.pel))),
-        _field("idle", Int(max(now - c.seen_time, 0))),
+        _field("idle", Int(Duration.reply_ms(max(now - c.seen_time, ZERO_DURATION)))),
     )) for c in group.consumers.values()))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from xspec.models.cerrno import note_interval_parse
 from xspec.models.server import Call, CommandError
 from xspec.spec import commands as table
+from xspec.spec.errors import ERR_END_INTERVAL, ERR_START_INTERVAL
 from xspec.spec.ids import (
     MAX_ID,
     MIN_ID,
@@ -24,8 +25,6 @@ from xspec.spec.ids import (
     successor,
 )
 
-ERR_START_INTERVAL = "ERR invalid start ID for the interval"
-ERR_END_INTERVAL = "ERR invalid end ID for the interval"
 _SPECIAL_BOUNDS = {b"-": MIN_ID, b"+": MAX_ID}  # ID-4
 
 

@@ -32,9 +32,8 @@ from collections.abc import Hashable, Iterator, Mapping
 
 from xspec.models.rax import Rax
 from xspec.spec.ids import MAX_ID, MIN_ID, StreamID
+from xspec.spec.limits import LISTPACK_MAX_SIZE
 from xspec.spec.listpack import LISTPACK_OVERHEAD, element_size, int_element_size
-
-LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE: the byte limit when stream-node-max-bytes is 0 or larger
 
 _U64 = (1 << 64) - 1
 _FLAGS_SIZE = int_element_size(0)  # flags are 0..3: always a 1-byte integer

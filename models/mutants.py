@@ -164,8 +164,8 @@ _MUTANTS: tuple[Mutant, ...] = (
        streams, "range_reply", "if count and len(out) == count:", "if count and len(out) == count + 1:",
        "XRANGE-3", "default"),
     _m("xadd-auto-seq-starts-at-one", "XADD * in a new millisecond starts the sequence at 1",
-       streams, "_next_auto_id", "return StreamID(call.server.clock.concrete(now), 0)",
-       "return StreamID(call.server.clock.concrete(now), 1)", "XADD-11", "clock"),
+       streams, "_next_auto_id", "return StreamID(Instant.id_ms(now), 0)",
+       "return StreamID(Instant.id_ms(now), 1)", "XADD-11", "clock"),
     _m("xsetid-ignores-entries-added", "XSETID ENTRIESADDED is validated but not stored",
        streams, "xsetid", "stream.entries_added = entries_added", "pass", "XSETID-5", "lag"),
 )

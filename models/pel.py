@@ -8,6 +8,7 @@ PEL as the same object; a consumer PEL holds nothing else.
 
 from __future__ import annotations
 
+from xspec.models.clock import Instant
 from xspec.models.server import Call
 from xspec.models.state import Consumer, Group, Nack
 from xspec.spec.ids import StreamID
@@ -30,7 +31,7 @@ def reported_count(nack: Nack) -> int:
     return n - (1 << 64) if n >= 1 << 63 else n
 
 
-def create_consumer(group: Group, name: bytes, now: int) -> Consumer:
+def create_consumer(group: Group, name: bytes, now: Instant) -> Consumer:
     """``streamCreateConsumer``: a new consumer whose seen-time is ``now``."""
     c = Consumer(name, seen_time=now)
     group.consumers[name] = c
@@ -59,7 +60,7 @@ def propagate_claim(call: Call, key: bytes, group: Group, consumer_name: bytes,
                     id_arg: bytes, nack: Nack) -> None:
     """``streamPropagateXCLAIM``: the idempotent XCLAIM that replicates one PEL change."""
     call.propagate([b"XCLAIM", key, group.name, consumer_name, b"0", id_arg,
-                    b"TIME", nack.delivery_time, b"RETRYCOUNT", reported_count(nack),
+                    b"TIME", Instant.propagated_ms(nack.delivery_time), b"RETRYCOUNT", reported_count(nack),
                     b"FORCE", b"JUSTID", b"LASTID", group.last_id.encode()])
 
 

@@ -20,10 +20,26 @@ from typing import cast
 
 from xspec.models import lag, pel
 from xspec.models.cerrno import note_entry_lookup, note_iterator_end, strict_id
+from xspec.models.clock import Duration, Instant
 from xspec.models.ordered import keys_from
 from xspec.models.server import BLOCKED, Call, CommandError, HandlerResult, command
 from xspec.models.state import Consumer, Fields, Group, Nack, Stream
 from xspec.spec import commands as table
+from xspec.spec.errors import (
+    DOLLAR_IN_XREADGROUP,
+    GROUP_IN_XREAD,
+    GT_IN_XREAD,
+    MISSING_GROUP,
+    NOACK_IN_XREAD,
+    PLUS_IN_XREADGROUP,
+    TIMEOUT_NEGATIVE,
+    TIMEOUT_NOT_INTEGER,
+    TIMEOUT_OUT_OF_RANGE,
+    UNBLOCKED_GROUP_GONE,
+    UNBLOCKED_KEY_GONE,
+    no_such_key_or_group_in_xreadgroup,
+    unbalanced_streams,
+)
 from xspec.spec.ids import (
     I64_MAX,
     MAX_ID,
@@ -34,32 +50,8 @@ from xspec.spec.ids import (
     predecessor,
     successor,
 )
+from xspec.spec.limits import BLOCKED_DEFAULT_COUNT
 from xspec.spec.resp import Array, Bulk, Error, Map, NullArray, Reply
-
-BLOCKED_DEFAULT_COUNT = 1000  # XREAD_BLOCKED_DEFAULT_COUNT
-
-UNBALANCED = ("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be "
-              "specified.")
-GROUP_IN_XREAD = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
-NOACK_IN_XREAD = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
-MISSING_GROUP = "ERR Missing GROUP option for XREADGROUP"
-TIMEOUT_NOT_INTEGER = "ERR timeout is not an integer or out of range"
-TIMEOUT_NEGATIVE = "ERR timeout is negative"
-DOLLAR_IN_XREADGROUP = (
-    "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of "
-    "this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would "
-    "just return an empty result set.")
-PLUS_IN_XREADGROUP = DOLLAR_IN_XREADGROUP.replace("$", "+")
-GT_IN_XREAD = ("ERR The > ID can be specified only when calling XREADGROUP using the GROUP "
-               "<group> <consumer> option.")
-UNBLOCKED_KEY_GONE = "UNBLOCKED the stream key no longer exists"
-UNBLOCKED_GROUP_GONE = "NOGROUP the consumer group this client was blocked on no longer exists"
-
-
-def error_text(arg: bytes) -> str:
-    """An argument as a ``%s`` in an error shows it: cut at a NUL, CR and LF made spaces."""
-    text = c_string(arg).decode("utf-8", "surrogateescape")
-    return text.replace("\r", " ").replace("\n", " ")
 
 
 def entry_reply(entry_id: StreamID, fields: Fields) -> Reply:
@@ -79,8 +71,8 @@ class ReadOptions:
     """What the option loop of XREAD/XREADGROUP found."""
 
     count: int  # 0: no limit
-    timeout_ms: int | None  # None: no BLOCK; 0: block forever
-    timeout_read_at: int | None  # the clock reading of a positive BLOCK timeout
+    timeout_ms: Duration | None  # None: no BLOCK; 0: block forever
+    timeout_read_at: Instant | None  # the clock reading of a positive BLOCK timeout
     group: bytes | None
     consumer: bytes | None
     noack: bool
@@ -104,8 +96,8 @@ def parse_options(call: Call, grouped: bool) -> ReadOptions:
     argv = call.argv
     argc = len(argv)
     count = 0
-    timeout_ms: int | None = None
-    timeout_read_at: int | None = None
+    timeout_ms: Duration | None = None
+    timeout_read_at: Instant | None = None
     group: bytes | None = None
     consumer: bytes | None = None
     noack = False
@@ -121,13 +113,13 @@ def parse_options(call: Call, grouped: bool) -> ReadOptions:
                 raise CommandError(TIMEOUT_NOT_INTEGER)
             if t < 0:  # XREAD-2
                 raise CommandError(TIMEOUT_NEGATIVE)
-            timeout_ms = t
+            timeout_ms = Duration(t)
             # XREAD-2: 7.0 turns a positive timeout into a deadline while parsing, so this
             # reading comes before the command's delivery and seen-time readings.
             timeout_read_at = call.now() if t > 0 else None
             if (timeout_read_at is not None and call.server.dialect.block_timeout_range_check
-                    and t > I64_MAX - timeout_read_at):  # XREAD-DIALECT-3
-                raise CommandError("ERR timeout is out of range")
+                    and timeout_ms > Instant(I64_MAX) - timeout_read_at):  # XREAD-DIALECT-3
+                raise CommandError(TIMEOUT_OUT_OF_RANGE)
         elif opt == b"count" and more:
             i += 1
             n = parse_ll(argv[i])
@@ -137,10 +129,8 @@ def parse_options(call: Call, grouped: bool) -> ReadOptions:
         elif opt == b"streams" and more:
             streams_at = i + 1
             if (argc - streams_at) % 2:  # XREAD-4
-                if call.server.dialect.unbalanced_names_command:  # XREAD-DIALECT-1
-                    raise CommandError(f"ERR Unbalanced '{call.spec.fullname}' list of streams: for each "
-                                       f"stream key an ID or '{'>' if grouped else '$'}' must be specified.")
-                raise CommandError(UNBALANCED)
+                # XREAD-DIALECT-1: the text may name the command
+                raise CommandError(unbalanced_streams(grouped, call.server.dialect.unbalanced_names_command))
             break
         elif opt == b"group" and more >= 2:
             if not grouped:  # XREAD-5
@@ -182,9 +172,7 @@ def check_streams(call: Call, opts: ReadOptions) -> list[StreamRead]:
         if opts.group is not None:
             group = None if stream is None else stream.groups.get(opts.group)
             if group is None:  # XREADGROUP-2
-                raise CommandError(
-                    f"NOGROUP No such key '{error_text(key)}' or consumer group "
-                    f"'{error_text(opts.group)}' in XREADGROUP with GROUP option")
+                raise CommandError(no_such_key_or_group_in_xreadgroup(key, opts.group))
         token = c_string(id_arg)
         if token == b"$":
             if opts.group is not None:  # XREADGROUP-3

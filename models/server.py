@@ -19,15 +19,14 @@ from dataclasses import dataclass, field
 from errno import EAGAIN
 from typing import Any
 
-from xspec.models.clock import Clock, ManualClock
+from xspec.models.clock import Clock, Duration, Instant, ManualClock
 from xspec.models.state import BlockState, Client, Stream, Value, freeze_value
 from xspec.spec import commands as table
 from xspec.spec.dialect import REDIS_70, Dialect
+from xspec.spec.errors import NOAUTH, NOT_ALLOWED_IN_MULTI, exec_aborted
+from xspec.spec.limits import NUM_DATABASES
 from xspec.spec.resp import QUEUED as _QUEUED
 from xspec.spec.resp import Bulk, Error, Int, NullArray, Reply, Simple, for_protocol
-
-NUM_DATABASES = 16
-NOAUTH = "NOAUTH Authentication required."
 
 
 class CommandError(Exception):
@@ -106,7 +105,7 @@ class Call:
         self.can_block = not in_exec
 
     # -- time ---------------------------------------------------------------
-    def now(self) -> int:
+    def now(self) -> Instant:
         """One reading of the server clock (see models/clock.py)."""
         return self.server.now()
 
@@ -143,9 +142,9 @@ class Call:
     def propagate(self, argv: list[bytes | int]) -> None:
         """``alsoPropagate``: send ``argv`` to replicas and the AOF after this command.
 
-        Integers (times, counts) are kept as values and rendered by
-        :func:`render_op`, so a symbolic time never has to be made concrete
-        just to be propagated.
+        Integers (counts, and times through ``Instant.propagated_ms``) are
+        kept as values and rendered by :func:`render_op`, so a symbolic time
+        never has to be made concrete just to be propagated.
         """
         self.ops.append((self.client.db, argv))
 
@@ -154,9 +153,9 @@ class Call:
         self.propagate(argv)
 
     # -- blocking -------------------------------------------------------------------
-    def block(self, keys: list[bytes], timeout_ms: int, payload: Any,
+    def block(self, keys: list[bytes], timeout_ms: Duration, payload: Any,
               serve: Callable[..., Reply | None], timeout_reply: Reply | None = None,
-              *, read_at: int | None = None) -> _Blocked:
+              *, read_at: Instant | None = None) -> _Blocked:
         """Block the client on ``keys`` (FIFO per key); ``timeout_ms`` 0 blocks forever.
 
         A key named twice is waited on once. Like 7.0's ``getTimeoutFromObjectOrReply``
@@ -198,7 +197,7 @@ class Server:
         self.blocking: dict[tuple[int, bytes], list[int]] = {}
         self.ready_keys: dict[tuple[int, bytes], None] = {}
         self.repl_db = -1  # the database the replication stream last SELECTed
-        self._snapshot: int | None = None
+        self._snapshot: Instant | None = None
         # The C errno of Redis's main thread, as far as it shows: 7.0's XADD
         # words one failure after it (XADD-14). Stream handlers update it
         # where Redis's code sets it; 0 until something does.
@@ -214,7 +213,7 @@ class Server:
         return int(self.config[name])
 
     # -- time ---------------------------------------------------------------
-    def now(self) -> int:
+    def now(self) -> Instant:
         if self._snapshot is not None:
             return self._snapshot
         return self.clock.now_ms()
@@ -295,9 +294,9 @@ class Server:
         if self.unauthenticated and self.auth_required(c, spec):  # DISPATCH-8
             return self._reject(c, NOAUTH, spec)
         name = spec.fullname
-        if c.in_multi and name not in _RUN_INSIDE_MULTI:
+        if c.in_multi and name not in table.RUN_INSIDE_MULTI:
             if "no_multi" in spec.flags:  # DISPATCH-3
-                return self._reject(c, "ERR Command not allowed inside a transaction")
+                return self._reject(c, NOT_ALLOWED_IN_MULTI)
             # DISPATCH-4: a doomed transaction (rejected command or touched
             # watch) answers QUEUED but stops growing its queue.
             if not (c.multi_error or c.dirty_cas):
@@ -342,8 +341,7 @@ class Server:
             c.multi_error = False
             c.watched.clear()
             c.dirty_cas = False
-            reason = text.removeprefix("ERR ")
-            return Outcome(self._render(c, Error(f"EXECABORT Transaction discarded because of: {reason}")))
+            return Outcome(self._render(c, Error(exec_aborted(text))))
         if c.in_multi:
             c.multi_error = True
         return Outcome(self._render(c, Error(text)))
@@ -489,7 +487,7 @@ class Server:
             self.errno = 0
         return self._render(c, r)
 
-    def due_timeouts(self, now: int) -> list[tuple[int, Reply]]:
+    def due_timeouts(self, now: Instant) -> list[tuple[int, Reply]]:
         """Time out every blocked client whose deadline is before ``now``, earliest first (BLOCK-8).
 
         7.0's ``handleBlockedClientsTimeout`` unblocks a client when ``deadline < now``.
@@ -519,5 +517,3 @@ def render_op(argv: list[bytes | int]) -> list[bytes]:
 
 # Replies that for_protocol renders as themselves on RESP2 and RESP3 alike.
 _SAME_IN_EVERY_PROTOCOL = frozenset({Simple, Error, Int, Bulk})
-
-_RUN_INSIDE_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})

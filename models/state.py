@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from sortedcontainers import SortedDict
 
+from xspec.models.clock import Duration, Instant
 from xspec.models.layout import NodeLayout
 from xspec.models.ordered import LazySortedDict
 from xspec.spec.ids import MIN_ID, StreamID
@@ -34,7 +35,7 @@ class Nack:
 
     __slots__ = ("delivery_time", "delivery_count", "consumer")
 
-    def __init__(self, delivery_time: int, delivery_count: int, consumer: Consumer | None) -> None:
+    def __init__(self, delivery_time: Instant, delivery_count: int, consumer: Consumer | None) -> None:
         self.delivery_time = delivery_time
         self.delivery_count = delivery_count
         self.consumer = consumer
@@ -44,15 +45,19 @@ class Nack:
                 None if self.consumer is None else self.consumer.name)
 
 
+NEVER_ACTIVE: Final = Instant(-1)
+"""The active-time of a consumer that was never active (7.2+), reported as -1."""
+
+
 class Consumer:
     """A consumer of a group; ``pel`` holds the same Nack objects as the group PEL."""
 
     __slots__ = ("name", "seen_time", "active_time", "pel")
 
-    def __init__(self, name: bytes, seen_time: int, active_time: int = -1) -> None:
+    def __init__(self, name: bytes, seen_time: Instant, active_time: Instant = NEVER_ACTIVE) -> None:
         self.name = name
         self.seen_time = seen_time
-        self.active_time = active_time  # 7.2+; -1 means never active
+        self.active_time = active_time  # 7.2+
         self.pel = LazySortedDict()  # StreamID -> Nack
 
     def freeze(self) -> tuple[Any, ...]:
@@ -136,8 +141,8 @@ class BlockState:
 
     keys: list[bytes]
     db: int
-    deadline: int | None  # ms; None blocks forever
-    timeout_ms: int
+    deadline: Instant | None  # None blocks forever
+    timeout_ms: Duration
     argv: list[bytes]
     payload: Any
     serve: Callable[..., Reply | None]

@@ -22,6 +22,7 @@ from errno import EDOM, ERANGE
 from sortedcontainers import SortedDict
 
 from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_iterator_end, strict_id
+from xspec.models.clock import Instant
 from xspec.models.intervals import interval_bounds
 from xspec.models.ordered import (
     discard_all,
@@ -36,6 +37,24 @@ from xspec.models.reads import entry_reply
 from xspec.models.server import Call, CommandError, HandlerResult, command
 from xspec.models.state import Fields, Stream
 from xspec.spec import commands as table
+from xspec.spec.errors import (
+    ERR_ENTRIES_ADDED_NEGATIVE,
+    ERR_EXHAUSTED,
+    ERR_ID_NOT_ABOVE_TOP,
+    ERR_ID_ZERO,
+    ERR_LIMIT_NEGATIVE,
+    ERR_LIMIT_NO_STRATEGY,
+    ERR_LIMIT_NOT_APPROX,
+    ERR_MAXLEN_NEGATIVE,
+    ERR_SETID_BELOW_CURRENT_MAXDELETED,
+    ERR_SETID_BELOW_MAXDELETED,
+    ERR_SETID_BELOW_TOP,
+    ERR_SETID_ENTRIES_ADDED,
+    ERR_STRATEGIES,
+    ERR_TOO_LARGE,
+    ERR_XADD_ARITY,
+    ERR_XTRIM_NO_STRATEGY,
+)
 from xspec.spec.ids import (
     MAX_ID,
     MIN_ID,
@@ -50,28 +69,8 @@ from xspec.spec.ids import (
     parse_ll,
     successor,
 )
+from xspec.spec.limits import APPROX_LIMIT_CAP, APPROX_LIMIT_WHEN_UNSET, DEFAULT_APPROX_LIMIT_FACTOR, LISTPACK_MAX_SIZE
 from xspec.spec.resp import OK, Array, Bulk, Int, NullArray, NullBulk, Reply
-
-LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE: the most field and value bytes one entry may carry
-
-ERR_STRATEGIES = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
-ERR_MAXLEN_NEGATIVE = "ERR The MAXLEN argument must be >= 0."
-ERR_LIMIT_NEGATIVE = "ERR The LIMIT argument must be >= 0."
-ERR_LIMIT_NO_STRATEGY = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
-ERR_XTRIM_NO_STRATEGY = "ERR syntax error, XTRIM must be called with a trimming strategy"
-ERR_LIMIT_NOT_APPROX = "ERR syntax error, LIMIT cannot be used without the special ~ option"
-ERR_ID_ZERO = "ERR The ID specified in XADD must be greater than 0-0"
-ERR_EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
-ERR_ID_NOT_ABOVE_TOP = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
-ERR_TOO_LARGE = "ERR Elements are too large to be stored"
-ERR_ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
-ERR_SETID_BELOW_MAXDELETED = "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
-ERR_SETID_BELOW_TOP = "ERR The ID specified in XSETID is smaller than the target stream top item"
-ERR_SETID_ENTRIES_ADDED = "ERR The entries_added specified in XSETID is smaller than the target stream length"
-
-DEFAULT_APPROX_LIMIT_FACTOR = 100  # ~ without LIMIT: at most 100 nodes' worth of entries
-APPROX_LIMIT_WHEN_UNSET = 10_000
-APPROX_LIMIT_CAP = 1_000_000
 
 
 # -- errno (XADD-14) ---------------------------------------------------------------
@@ -235,8 +234,8 @@ def rewritten_trim_argv(argv: Sequence[bytes | int], stream: Stream, args: AddTr
 def _next_auto_id(call: Call, last: StreamID) -> StreamID:
     """``streamNextID`` (XADD-11): the clock's millisecond if it is past the top, else the top's successor."""
     now = call.now()
-    if now > last.ms:
-        return StreamID(call.server.clock.concrete(now), 0)
+    if now > Instant(last.ms):
+        return StreamID(Instant.id_ms(now), 0)
     nxt = successor(last)
     assert nxt is not None, "the exhausted check (XADD-9) comes first"
     return nxt
@@ -251,7 +250,7 @@ def xadd(call: Call) -> HandlerResult:
     nfields = len(argv) - field_pos
     if nfields < 2 or nfields % 2 == 1:  # XADD-5
         if not call.server.dialect.subcommand_table:  # XADD-DIALECT-2: 6.2's own wording
-            raise CommandError("ERR wrong number of arguments for XADD")
+            raise CommandError(ERR_XADD_ARITY)
         raise CommandError(table.arity_error(call.spec))
     given = args.id
     if given is not None and given.seq_given and given.id == MIN_ID:  # XADD-6
@@ -506,7 +505,7 @@ def xsetid(call: Call) -> Reply:
     stream = call.stream(argv[1])
     assert stream is not None
     if call.server.dialect.xsetid_checks_max_deleted and last_id < stream.max_deleted_id:  # XSETID-DIALECT-2
-        raise CommandError("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id")
+        raise CommandError(ERR_SETID_BELOW_CURRENT_MAXDELETED)
     if stream.length:  # XSETID-4
         if last_id < stream.last_live_id():
             raise CommandError(ERR_SETID_BELOW_TOP)

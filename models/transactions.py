@@ -10,6 +10,13 @@ from __future__ import annotations
 from xspec.models.server import Call, CommandError, PreRendered, command
 from xspec.models.state import Client
 from xspec.spec import commands as table
+from xspec.spec.errors import (
+    DISCARD_WITHOUT_MULTI,
+    EXEC_WITHOUT_MULTI,
+    NESTED_MULTI,
+    WATCH_INSIDE_MULTI,
+    command_not_allowed_in_multi,
+)
 from xspec.spec.resp import NULL_ARRAY, OK, Array, Error, Reply
 
 
@@ -32,7 +39,7 @@ def refuse_in_multi(call: Call) -> None:
     refuses them inside a transaction, naming the command, and dooms it."""
     if call.server.dialect.multi_watch_are_no_multi:
         call.client.multi_error = True
-        raise CommandError(f"ERR Command '{call.spec.fullname}' not allowed inside a transaction")
+        raise CommandError(command_not_allowed_in_multi(call.spec.fullname))
 
 
 @command("multi")
@@ -40,7 +47,7 @@ def multi(call: Call) -> Reply:
     c = call.client
     if c.in_multi:  # MULTI-2: an error reply that does not doom the transaction
         refuse_in_multi(call)
-        raise CommandError("ERR MULTI calls can not be nested")
+        raise CommandError(NESTED_MULTI)
     c.in_multi = True  # MULTI-1
     c.multi_used = True  # CLIENT-DIALECT-1: Valkey's CLIENT LIST multi= is 0, not -1, from now on
     return OK
@@ -50,7 +57,7 @@ def multi(call: Call) -> Reply:
 def discard(call: Call) -> Reply:
     c = call.client
     if not c.in_multi:  # DISCARD-1
-        raise CommandError("ERR DISCARD without MULTI")
+        raise CommandError(DISCARD_WITHOUT_MULTI)
     discard_transaction(c)  # DISCARD-2
     return OK
 
@@ -59,7 +66,7 @@ def discard(call: Call) -> Reply:
 def exec_(call: Call) -> Reply | PreRendered:
     c = call.client
     if not c.in_multi:  # EXEC-1
-        raise CommandError("ERR EXEC without MULTI")
+        raise CommandError(EXEC_WITHOUT_MULTI)
     if c.multi_error:  # EXEC-2: a rejected command while queuing wins over a touched watch
         discard_transaction(c)
         return Error(table.EXECABORT)
@@ -84,7 +91,7 @@ def watch(call: Call) -> Reply:
     c = call.client
     if c.in_multi:  # WATCH-2: an error reply that does not doom the transaction
         refuse_in_multi(call)
-        raise CommandError("ERR WATCH inside MULTI is not allowed")
+        raise CommandError(WATCH_INSIDE_MULTI)
     for key in call.argv[1:]:  # WATCH-1: the key in the client's current database
         c.watched.setdefault((c.db, key), None)
     return OK

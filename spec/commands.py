@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from xspec.spec.errors import unknown_subcommand
 from xspec.spec.ids import c_string
 
 
@@ -138,7 +139,8 @@ _TABLE: list[CommandSpec] = [
 COMMANDS: dict[str, CommandSpec] = {c.name: c for c in _TABLE}
 
 # Commands that exist in Redis 7.0 but are outside the model's scope: a trace
-# that uses one is "unsupported", not "diverge".
+# that uses one is "unsupported", not "diverge". Also XSPEC.FAULT, the reference
+# server's fault injection, which its --trace writes as a call when it changes replies.
 OUT_OF_SCOPE: frozenset[str] = frozenset(
     """eval evalsha eval_ro evalsha_ro fcall fcall_ro function script subscribe psubscribe
     unsubscribe punsubscribe ssubscribe sunsubscribe publish spublish pubsub monitor sync psync
@@ -154,8 +156,12 @@ OUT_OF_SCOPE: frozenset[str] = frozenset(
     hkeys hvals hlen hexists hincrby hmset hmget hsetnx hscan hstrlen hrandfield pfadd pfcount
     pfmerge setbit getbit bitcount bitpos bitop bitfield bitfield_ro geoadd geodist geopos
     georadius geosearch lastsave time role lolwut latency slowlog command swapdb_ object
+    xspec.fault
     """.split()
 )
+
+# DISPATCH-4: the commands that run at once inside MULTI instead of being queued.
+RUN_INSIDE_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 
 
 def _table_name(arg: bytes) -> str:
@@ -198,29 +204,27 @@ def lookup(argv: list[bytes]) -> CommandSpec | None:
     return base.subcommands.get(_table_name(argv[1]))
 
 
-def _fmt(arg: bytes, limit: int) -> str:
-    # C's "%.*s" on an sds: stops at the first NUL and at the limit.
-    return c_string(arg)[:limit].decode("latin-1")
-
-
-def _reject_format(msg: str) -> str:
-    # rejectCommandFormat maps CR and LF to spaces so the error stays one line.
-    return msg.replace("\r", " ").replace("\n", " ")
-
-
 def unknown_command_error(argv: list[bytes]) -> str:
-    """The error text for a command (or subcommand) the table does not have."""
+    """The error text for a command (or subcommand) the table does not have (DISPATCH-1).
+
+    The arguments are cut as C's ``%.*s`` cuts them (at a NUL, and to 128 bytes in all), so the
+    text is built as bytes and read as an error line is read (:func:`rejected_text`).
+    """
     base = _base(argv[0])
     if base is not None and base.subcommands:
-        return _reject_format(
-            f"ERR unknown subcommand '{_fmt(argv[1], 128)}'. Try {base.name.upper()} HELP.")
-    args = ""
+        return unknown_subcommand(argv[1], base.name)
+    args = b""
     for a in argv[1:]:
         if len(args) >= 128:
             break
-        args += "'" + _fmt(a, 128 - len(args)) + "' "
-    return _reject_format(
-        f"ERR unknown command '{_fmt(argv[0], 128)}', with args beginning with: {args}")
+        args += b"'" + c_string(a)[:128 - len(args)] + b"' "
+    return rejected_text(b"ERR unknown command '" + c_string(argv[0])[:128] + b"', with args beginning with: " + args)
+
+
+def rejected_text(msg: bytes) -> str:
+    """``rejectCommandFormat``: CR and LF become spaces so the error stays one line; the bytes are
+    read as UTF-8 with surrogate escapes, as a client reads an error line, so they go out unchanged."""
+    return msg.decode("utf-8", "surrogateescape").replace("\r", " ").replace("\n", " ")
 
 
 def arity_error(spec: CommandSpec) -> str:

@@ -1,4 +1,4 @@
-"""Replies that describe the host, checked by shape (TRACE-FORMAT.md "Environment").
+"""Replies that describe the host, checked by shape (spec/trace-format.md "Environment").
 
 :func:`environment_matches` is called by the conformance checker when a
 recorded reply differs from the model's. It returns None when the command's

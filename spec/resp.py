@@ -9,7 +9,7 @@ model reply compare with ``==``.
 This module also holds the byte encoding (:func:`encode`), an incremental
 parser that keeps every wire type (:class:`Parser`; hiredis folds the two RESP2
 nulls together, which a conformance checker must not), and the JSON form used
-by traces (:func:`to_json`, :func:`from_json`, see TRACE-FORMAT.md "Values").
+by traces (:func:`to_json`, :func:`from_json`, see spec/trace-format.md "Values").
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import pytest
 
 from tests.support import scenario
 from xspec.models import ManualClock, Server
-from xspec.models.generic import pattern_matches
 from xspec.spec.environment import environment_matches
+from xspec.spec.glob import pattern_matches
 from xspec.spec.resp import Array, Bulk, Int, Map, Verbatim
 
 pytestmark = pytest.mark.redis
