@@ -120,9 +120,9 @@ def run_redis(cmds: list[Command], chunk: int = 10_000) -> float | None:
 
 def run_reference_core(cmds: list[Command]) -> float:
     """Commands per second (of CPU time) of the reference server's core, in process, from a fresh state."""
-    from xspec.reference.core import Core
+    from xspec.reference.handlers import new_core
 
-    core = Core(clock=ManualClock(1_700_000_000_000))
+    core = new_core(clock=ManualClock(1_700_000_000_000))
     client = core.connect(None)
     execute = core.execute
     t = time.process_time()

@@ -1,1 +1,1 @@
-"""xspec.reference: the reference RESP server (built in a later issue)."""
+"""xspec.reference: the reference server (``xspec serve``), an implementation of the spec independent of the model."""

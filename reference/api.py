@@ -56,6 +56,24 @@ class Blocked:
 BLOCKED = Blocked()
 
 
+class Postponed:
+    """Returned for a command held back by CLIENT PAUSE: it runs from the start once the pause ends."""
+
+    __slots__ = ()
+
+
+POSTPONED = Postponed()
+
+
+class PreRendered:
+    """A reply already rendered for the wire (EXEC's array mixes protocols after a queued HELLO)."""
+
+    __slots__ = ("reply",)
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+
+
 class ClientView(Protocol):
     """What a handler may know about the calling client."""
 
@@ -130,3 +148,54 @@ class Context(Protocol):
 
 # A command handler: ``argv[0]`` is the command name as sent.
 Handler = Callable[[Context], Reply | Encoded | Blocked]
+
+
+# -- ``--checked``: what the server needs from a checker ----------------------------------------
+class CheckerClock(Protocol):
+    """The clock the server hands its checker: the readings the server's own handlers made."""
+
+    def now_ms(self) -> int:
+        """The next reading the server made for the command being checked."""
+        ...
+
+
+class CheckedOutcome(Protocol):
+    """What the checker says one command did."""
+
+    @property
+    def reply(self) -> Reply | None:
+        """The reply, as the calling client's protocol renders it; None when it blocked or gave none."""
+        ...
+
+    @property
+    def blocked(self) -> bool: ...
+
+    @property
+    def served(self) -> list[tuple[int, Reply]]:
+        """The blocked clients this command served, in order, with their replies."""
+        ...
+
+
+class Checker(Protocol):
+    """An executable specification run beside the server by ``xspec serve --checked``.
+
+    The server feeds it every command it executes (not those it does not run
+    itself, nor those an injected fault refused) and compares what comes back.
+    """
+
+    def connect(self, client_id: int | None = None) -> int:
+        """A new connection with the server's client id."""
+        ...
+
+    def close(self, client_id: int) -> None: ...
+
+    def execute(self, client_id: int, argv: list[bytes]) -> CheckedOutcome: ...
+
+    def timeout(self, client_id: int) -> Reply:
+        """The blocked client's deadline passed: its timeout reply."""
+        ...
+
+
+# Builds a checker for the served dialect, reading the given clock, with the server's
+# configuration (the dialect's stream settings, ``requirepass`` when set).
+CheckerFactory = Callable[[Dialect, CheckerClock, dict[str, str]], Checker]

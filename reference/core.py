@@ -24,15 +24,15 @@ commands run after that. Timeouts fire once the clock has passed the deadline
 moves the virtual clock.
 
 Handlers (``reference.generic`` and the stream module's
-``reference.xcommands.HANDLERS``) see the server through :class:`Context`,
+``reference.xcommands.HANDLERS``, put together per dialect by
+``reference.handlers``, which hands the table to the core: this module
+imports no handler module) see the server through :class:`Context`,
 which implements ``reference.api.Context`` and adds what the generic commands
 need (the core, the command's table entry).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 import os
 import time
@@ -40,13 +40,22 @@ from collections.abc import Callable, MutableMapping
 from errno import EAGAIN
 from typing import Any, Protocol
 
-from xspec.reference.api import BLOCKED, Blocked, Encoded, ReplyError
+from xspec.reference.api import BLOCKED, POSTPONED, Blocked, Encoded, Postponed, PreRendered, ReplyError
 from xspec.reference.clock import Clock, WallClock
 from xspec.reference.tracking import Tracking
 from xspec.spec import commands as table
 from xspec.spec.commands import CommandSpec
+from xspec.spec.config import CONFIG_DEFAULTS
 from xspec.spec.dialect import Dialect, get_dialect
+from xspec.spec.errors import (
+    NOAUTH,
+    NOT_ALLOWED_IN_MULTI,
+    command_not_allowed_in_multi,
+    exec_aborted,
+    unknown_subcommand,
+)
 from xspec.spec.ids import c_string
+from xspec.spec.limits import NUM_DATABASES
 from xspec.spec.resp import QUEUED, Error, Reply
 
 log = logging.getLogger("xspec.serve")
@@ -55,17 +64,13 @@ log = logging.getLogger("xspec.serve")
 # generic ones this module's richer :class:`Context` (which provides it).
 Handler = Callable[[Any], Any]
 
-NUM_DATABASES = 16
 # The dialects this server reproduces: every dialect the model has (spec/dialect.py).
 SERVED_DIALECTS = ("redis-7.0", "redis-6.2", "redis-7.2", "redis-7.4", "valkey-9.1")
-NOAUTH = "NOAUTH Authentication required."
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it "
     "from a local connection, otherwise you need to set this option in the configuration file, and then "
     "restart the server.")
 
-# Commands that run at once inside MULTI instead of being queued.
-_RUN_INSIDE_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 # MULTI-DIALECT-1: the commands Valkey flags "no-multi" among them.
 _NO_MULTI_IN_VALKEY = frozenset({"multi", "watch"})
 
@@ -104,30 +109,15 @@ def unknown_command_error(argv: list[bytes]) -> str:
     """Redis 7.0's words for an unknown command or an unknown subcommand of a container."""
     extra = EXTRA_COMMANDS.get(c_string(argv[0]).decode("latin-1").lower())
     if extra is not None and extra.subcommands:
-        sub = c_string(argv[1])[:128].decode("utf-8", "surrogateescape")
-        return f"ERR unknown subcommand '{sub}'. Try {extra.name.upper()} HELP.".replace(
-            "\r", " ").replace("\n", " ")
-    return _as_sent(table.unknown_command_error(argv))
-
-
-def _as_sent(text: str) -> str:
-    """The shared table words errors with arguments decoded as latin-1; this server writes
-    error texts as UTF-8 with surrogate escapes, so map the bytes back."""
-    return text.encode("latin-1").decode("utf-8", "surrogateescape")
-
-
-def version_at_least(dialect: Dialect, major: int, minor: int) -> bool:
-    """Whether the dialect's server descends from Redis ``major.minor`` (Valkey from 7.2)."""
-    if dialect.server == "valkey":
-        return (7, 2) >= (major, minor)
-    return tuple(int(x) for x in dialect.version.split(".")[:2]) >= (major, minor)
+        return unknown_subcommand(argv[1], extra.name)
+    return table.unknown_command_error(argv)
 
 
 # Subcommands newer servers have beyond 7.0's table, as Valkey 9.1.2 declares them: CLIENT
 # SETINFO came with 7.2 (NO-TOUCH too; it is in the shared table), CAPA and IMPORT-SOURCE are Valkey's.
-_CLIENT_72 = _spec("client", -2, "", (("setinfo", 4, "noscript loading stale"),)).subcommands
-_CLIENT_VALKEY = {**_CLIENT_72, **_spec("client", -2, "", (
-    ("capa", -3, "noscript loading stale"), ("import-source", 3, "noscript loading stale"))).subcommands}
+_CLIENT_SETINFO = _spec("client", -2, "", (("setinfo", 4, "noscript loading stale"),)).subcommands
+_CLIENT_CAPA = _spec("client", -2, "", (
+    ("capa", -3, "noscript loading stale"), ("import-source", 3, "noscript loading stale"))).subcommands
 # What 6.2's COMMAND has: no DOCS or LIST.
 _COMMAND_62 = frozenset({"count", "info", "getkeys", "help"})
 
@@ -137,17 +127,18 @@ Lookup = Callable[[list[bytes]], CommandSpec | None]
 def dialect_dispatch(dialect: Dialect) -> tuple[Lookup, Callable[[list[bytes]], str]]:
     """The command lookup and unknown-command words of a dialect (DISPATCH-DIALECT-1).
 
-    7.0 is :func:`lookup`; 7.2, 7.4 and Valkey know a few more CLIENT subcommands.
+    7.0 is :func:`lookup`; 7.2, 7.4 and Valkey know a few more CLIENT subcommands
+    (``Dialect.client_setinfo``, ``Dialect.client_capa``).
     6.2 looks the command name up only: a container accepts any subcommand
     (arity -2) and refuses an unknown one, or a count of arguments it does not
     take, when it runs. Its lookup then gives the pseudo-subcommand
     ``<container>|*``, whose handler answers 6.2's error.
     """
     if not dialect.subcommand_table:
-        return _legacy_lookup(dialect.lookup), lambda argv: _as_sent(dialect.unknown_command_error(argv))
-    if not version_at_least(dialect, 7, 2):
+        return _legacy_lookup(dialect.lookup), dialect.unknown_command_error
+    more = {**(_CLIENT_SETINFO if dialect.client_setinfo else {}), **(_CLIENT_CAPA if dialect.client_capa else {})}
+    if not more:
         return lookup, unknown_command_error
-    more = _CLIENT_VALKEY if dialect.server == "valkey" else _CLIENT_72
 
     def lookup_newer(argv: list[bytes]) -> CommandSpec | None:
         spec = lookup(argv)
@@ -283,7 +274,7 @@ class Context:
         self.spec: CommandSpec | None = None
 
     def now_ms(self) -> int:
-        """The clock: a fresh reading, or the command's snapshot in 7.2+ (TRACE-FORMAT rule 2)."""
+        """The clock: a fresh reading, or the command's snapshot in 7.2+ (spec/trace-format.md rule 2)."""
         core = self.core
         t = core.snapshot
         return core.now_ms() if t is None else t
@@ -294,7 +285,7 @@ class Context:
 
     @property
     def dialect(self) -> Dialect:
-        """The dialect the server reproduces (its switches, ``models.dialect``)."""
+        """The dialect the server reproduces (its switches, ``spec.dialect``)."""
         return self.core.dialect
 
     @property
@@ -337,24 +328,6 @@ class Context:
         return BLOCKED
 
 
-class Postponed:
-    """Returned for a command held back by CLIENT PAUSE: it runs from the start once the pause ends."""
-
-    __slots__ = ()
-
-
-POSTPONED = Postponed()
-
-
-class PreRendered:
-    """A reply already rendered for the wire (EXEC's array mixes protocols after a queued HELLO)."""
-
-    __slots__ = ("reply",)
-
-    def __init__(self, reply: Reply) -> None:
-        self.reply = reply
-
-
 RunResult = Reply | Encoded | PreRendered | None  # None: the client blocked
 Result = RunResult | Postponed
 
@@ -367,6 +340,10 @@ class Observer(Protocol):
     def closed(self, c: Client, by: str) -> None: ...
 
     def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None: ...
+
+    def refused(self, c: Client, argv: list[bytes], reply: Reply, t0: int) -> None:
+        """An injected fault (XSPEC.FAULT ERROR) rejected the command: it did not run."""
+        ...
 
     def served(self, c: Client, reply: Reply | Encoded, timed_out: bool) -> None: ...
 
@@ -402,9 +379,8 @@ class Core:
 
     def __init__(self, *, dialect: str = "redis-7.0", clock: Clock | None = None,
                  requirepass: str | None = None, config: dict[str, str] | None = None,
-                 enable_debug: str = "no", port: int = 0) -> None:
-        from xspec.reference.generic import CONFIG_DEFAULTS
-
+                 enable_debug: str = "no", port: int = 0,
+                 handlers: Callable[[Dialect], dict[str, Handler]]) -> None:
         if dialect not in SERVED_DIALECTS:
             raise ValueError(f"xspec serve runs {', '.join(SERVED_DIALECTS)}; not {dialect!r} yet")
         self.dialect: Dialect = get_dialect(dialect)
@@ -428,13 +404,15 @@ class Core:
         self.blocking: dict[tuple[int, bytes], list[Client]] = {}
         self.ready_keys: dict[tuple[int, bytes], None] = {}
         self.watchers: dict[tuple[int, bytes], dict[Client, None]] = {}
-        self.handlers: dict[str, Handler] = load_handlers(self.dialect)
+        # The command handlers for this dialect: ``handlers`` is ``reference.handlers.load_handlers``
+        # (a module above this one), or a test's own table.
+        self.handlers: dict[str, Handler] = handlers(self.dialect)
         # The dialect's switches the dispatcher reads, read once here.
         self.lookup, self.unknown_command_error = dialect_dispatch(self.dialect)
         self.legacy_containers = legacy_container_handlers(self.dialect, self.handlers)
         self.no_multi = _NO_MULTI_IN_VALKEY if self.dialect.multi_watch_are_no_multi else frozenset()
-        self.run_inside_multi = _RUN_INSIDE_MULTI - self.no_multi
-        # TRACE-FORMAT rule 2: 7.2+ read the clock once per command (per EXEC, per re-executed
+        self.run_inside_multi = table.RUN_INSIDE_MULTI - self.no_multi
+        # spec/trace-format.md rule 2: 7.2+ read the clock once per command (per EXEC, per re-executed
         # blocked command); ``snapshot`` is that reading while a command runs, else None.
         self.snapshot_per_command = self.dialect.time_snapshot_per_command
         self.snapshot: int | None = None
@@ -444,8 +422,8 @@ class Core:
         # BLOCK-DIALECT-1: 6.2 wakes nobody when a key is deleted or overwritten.
         self.signal_deletions = self.dialect.deleted_key_wakes_readgroup
         self.auth_first = self.dialect.auth_before_lookup  # DISPATCH-DIALECT-2
-        # 6.2: DEBUG is always allowed (enable-debug-command came with 7.0); SET's own rules.
-        self.before_70 = not version_at_least(self.dialect, 7, 0)
+        # 6.2: DEBUG is always allowed (enable-debug-command came with 7.0).
+        self.debug_needs_enabling = self.dialect.debug_needs_enabling
         # argv[0] as sent -> (name, arity, handler, table entry), for plain commands already seen.
         self.fast_commands: dict[bytes, tuple[str, int, Handler, CommandSpec]] = {}
         self.config_ints: dict[str, int] = {}  # parsed integer settings; cleared by CONFIG SET
@@ -453,6 +431,7 @@ class Core:
         self.now_ms: Callable[[], int] = self.clock.now_ms
         self.observer: Observer | None = None
         self.executing = False  # inside execute(), for observers: replies served now follow the command
+        self.fault_refused = False  # for observers: an injected fault rejected the command just dispatched
         # Called with (seconds, callback) to arm a timeout timer; returns a
         # handle with cancel(). None: timeouts are only checked when asked.
         self.timer_factory: Callable[[float, Callable[[], None]], Any] | None = None
@@ -465,7 +444,9 @@ class Core:
         self.started = time.time()
         self.run_id = os.urandom(20).hex()
         self.errno = 0  # the C errno of 7.0's main thread, which one XADD error shows (XADD-14)
-        self.tracking = Tracking(self)  # CLIENT TRACKING (reference/tracking.py)
+        # CLIENT TRACKING (reference/tracking.py)
+        self.tracking = Tracking(self.clients, self.dialect.tracking_redirect_before_reply,
+                                 self.dialect.tracking_overlap_then_ok)
         self.server: Any = None  # the reference.server.ReferenceServer serving this core, if any
         self.reset_stats()
 
@@ -483,7 +464,7 @@ class Core:
     # -- clients -------------------------------------------------------------------------
     def connect(self, conn: Connection | None, addr: str = "127.0.0.1:0", laddr: str = "127.0.0.1:0",
                 fd: int = -1) -> Client:
-        """A new connection: RESP2, database 0, the next client ID."""
+        """A new connection: RESP2, database 0, the next client ID (CONN-2)."""
         c = Client(self.next_client_id, conn, self.requirepass is None, addr, laddr, fd)
         c.ctx.core = self
         self.next_client_id += 1
@@ -495,7 +476,7 @@ class Core:
         return c
 
     def disconnect(self, c: Client, by: str = "client") -> None:
-        """The connection is gone: forget its block, watches and transaction."""
+        """The connection is gone: forget its block, watches and transaction (CONN-1, BLOCK-10)."""
         if self.clients.pop(c.id, None) is None:
             return
         self.postponed.pop(c, None)
@@ -548,7 +529,7 @@ class Core:
         return result
 
     def _execute_with_snapshot(self, c: Client, argv: list[bytes]) -> Result:
-        """:meth:`execute` in a dialect with one clock reading per command (TRACE-FORMAT rule 2)."""
+        """:meth:`execute` in a dialect with one clock reading per command (spec/trace-format.md rule 2)."""
         if self.observer is not None:
             return self._execute_plain(c, argv)  # _execute_observed takes the snapshot
         self.snapshot = self.now_ms()
@@ -561,6 +542,7 @@ class Core:
         assert self.observer is not None
         t0 = time.time_ns() // 1000
         self.executing = True
+        self.fault_refused = False
         try:
             if self.snapshot_per_command:
                 self.snapshot = self.now_ms()
@@ -574,7 +556,11 @@ class Core:
             return result
         if type(result) is Error:
             self.stat_errors += 1
-        self.observer.executed(c, argv, result, t0)
+        if self.fault_refused:
+            assert type(result) is Error
+            self.observer.refused(c, argv, result, t0)
+        else:
+            self.observer.executed(c, argv, result, t0)
         return result
 
     def _dispatch(self, c: Client, argv: list[bytes]) -> Result:
@@ -585,14 +571,14 @@ class Core:
             # arity checks; 6.2 and 7.0 after them (DISPATCH-8, below).
             c.last_cmd = "NULL" if spec is None else spec.fullname
             return self.reject(c, NOAUTH, spec)
-        if spec is None:
+        if spec is None:  # DISPATCH-1
             c.last_cmd = "NULL"
             return self.reject(c, self.unknown_command_error(argv), None)
-        name = c.last_cmd = spec.fullname
+        name = c.last_cmd = spec.fullname  # CONN-5: before the arity check and the queuing
         arity = spec.arity
-        if (arity != len(argv)) if arity > 0 else (len(argv) < -arity):
+        if (arity != len(argv)) if arity > 0 else (len(argv) < -arity):  # DISPATCH-2
             return self.reject(c, table.arity_error(spec), spec)
-        if name == "debug" and not self.before_70 and self.config["enable-debug-command"] != "yes" and not (
+        if name == "debug" and self.debug_needs_enabling and self.config["enable-debug-command"] != "yes" and not (
                 self.config["enable-debug-command"] == "local" and c.addr.startswith(("127.", "[::1]"))):
             return self.reject(c, DEBUG_NOT_ALLOWED, spec)
         if not c.authenticated and self.requirepass is not None and "no_auth" not in spec.flags:
@@ -600,16 +586,17 @@ class Core:
         if self.error_faults and not name.startswith("xspec."):
             text = self.injected_error(name)
             if text is not None:
+                self.fault_refused = True
                 return self.reject(c, text, spec)
         if self.pause_until and not name.startswith("xspec.") and self.paused_for(c, spec):
             self.postponed[c] = None
             return POSTPONED
         if c.in_multi and name not in self.run_inside_multi:
             if name in self.no_multi:  # MULTI-DIALECT-1
-                return self.reject(c, f"ERR Command '{name}' not allowed inside a transaction", spec)
-            if "no_multi" in spec.flags:
-                return self.reject(c, "ERR Command not allowed inside a transaction", spec)
-            if not (c.multi_error or c.dirty_cas):
+                return self.reject(c, command_not_allowed_in_multi(name), spec)
+            if "no_multi" in spec.flags:  # DISPATCH-3
+                return self.reject(c, NOT_ALLOWED_IN_MULTI, spec)
+            if not (c.multi_error or c.dirty_cas):  # DISPATCH-4
                 c.multi_queue.append(argv)
             return QUEUED
         if (not spec.subcommands and spec.container is None and name != "debug"
@@ -617,7 +604,7 @@ class Core:
             handler = self.handlers.get(name)
             if handler is not None:
                 self.fast_commands[argv[0]] = (name, spec.arity, handler, spec)
-        return self.run(c, argv, spec, True)
+        return self.run(c, argv, spec, True)  # DISPATCH-6
 
     # -- CLIENT PAUSE ----------------------------------------------------------------------
     def paused_for(self, c: Client, spec: CommandSpec) -> bool:
@@ -686,10 +673,10 @@ class Core:
 
     def reject(self, c: Client, text: str, spec: CommandSpec | None) -> Reply:
         """``rejectCommand``: the error; inside MULTI it dooms the transaction, for EXEC it discards it."""
-        if spec is not None and spec.fullname == "exec":
+        if spec is not None and spec.fullname == "exec":  # EXEC-6
             self.discard_transaction(c)
-            return Error(f"EXECABORT Transaction discarded because of: {text.removeprefix('ERR ')}")
-        if c.in_multi:
+            return Error(exec_aborted(text))
+        if c.in_multi:  # DISPATCH-5
             c.multi_error = True
         return Error(text)
 
@@ -798,7 +785,8 @@ class Core:
             self.ready_keys[(db, key)] = None
 
     def handle_ready(self) -> None:
-        """``handleClientsBlockedOnKeys``: retry blocked clients, FIFO per key, keys in signal order."""
+        """``handleClientsBlockedOnKeys``: retry blocked clients, FIFO per key, keys in signal order
+        (DISPATCH-7: after the command, after a whole EXEC)."""
         while self.ready_keys:
             for k in list(self.ready_keys):
                 del self.ready_keys[k]
@@ -844,7 +832,7 @@ class Core:
         self._deliver(c, b.timeout_reply, timed_out=True)
 
     def expire_timeouts(self) -> None:
-        """Time out every blocked client whose deadline the clock has passed, earliest first."""
+        """Time out every blocked client whose deadline the clock has passed, earliest first (BLOCK-8)."""
         now = self.now_ms()
         due = sorted((c.blocked.deadline, c.id) for c in self.clients.values()
                      if c.blocked is not None and c.blocked.deadline is not None and c.blocked.deadline < now)
@@ -855,7 +843,8 @@ class Core:
 
     # -- keyspace-wide changes (FLUSH*, SWAPDB, restarts) -----------------------------------------
     def signal_streams_lost(self, emptied: int, replaced_with: int | None) -> None:
-        """``scanDatabaseForDeletedKeys``: blocked-on stream keys that stop being streams are signalled."""
+        """``scanDatabaseForDeletedKeys``: blocked-on stream keys that stop being streams are signalled
+        (FLUSH-3, SWAPDB-6; in the order of this server's walk, one of those SWAPDB-8 allows)."""
         if not self.signal_deletions:  # BLOCK-DIALECT-1: 6.2 has no such scan
             return
         old = self.dbs[emptied]
@@ -867,22 +856,22 @@ class Core:
                 self.signal_ready(db, key)
 
     def signal_streams_present(self, dbid: int) -> None:
-        """``scanDatabaseForReadyKeys``: every blocked-on key that holds a stream is ready."""
+        """``scanDatabaseForReadyKeys``: every blocked-on key that holds a stream is ready (SWAPDB-7)."""
         for db, key in list(self.blocking):
             if db == dbid and is_stream(self.dbs[db].get(key)):
                 self.signal_ready(db, key)
 
     def flush_db(self, dbid: int) -> None:
-        self.signal_streams_lost(dbid, None)
-        self.touch_db(dbid, None)
+        self.signal_streams_lost(dbid, None)  # FLUSH-3
+        self.touch_db(dbid, None)  # FLUSH-4
         self.dbs[dbid].clear()
 
     def swap_dbs(self, first: int, second: int) -> None:
-        self.touch_db(first, second)
+        self.touch_db(first, second)  # SWAPDB-5
         self.touch_db(second, first)
         self.signal_streams_lost(first, second)
         self.signal_streams_lost(second, first)
-        self.dbs[first], self.dbs[second] = self.dbs[second], self.dbs[first]
+        self.dbs[first], self.dbs[second] = self.dbs[second], self.dbs[first]  # SWAPDB-3
         self.signal_streams_present(first)
         self.signal_streams_present(second)
 
@@ -896,19 +885,6 @@ def internal_error(spec: CommandSpec, argv: list[bytes], e: Exception) -> Reply:
 def is_stream(value: Any) -> bool:
     """Keys hold ``bytes`` (strings) or the stream module's stream objects."""
     return value is not None and type(value) is not bytes
-
-
-def load_handlers(dialect: Dialect) -> dict[str, Handler]:
-    """The generic handlers merged with the stream module's (when it is there), with the
-    generic handlers that differ in ``dialect`` in place of 7.0's."""
-    from xspec.reference.generic import HANDLERS as GENERIC
-    from xspec.reference.generic import dialect_handlers
-
-    handlers: dict[str, Handler] = dict(GENERIC)
-    if importlib.util.find_spec("xspec.reference.xcommands") is not None:  # absent: the generic commands only
-        handlers.update(importlib.import_module("xspec.reference.xcommands").HANDLERS)
-    handlers.update(dialect_handlers(dialect))
-    return handlers
 
 
 def legacy_container_handlers(dialect: Dialect, handlers: dict[str, Handler]) -> dict[str, Handler]:

@@ -22,12 +22,14 @@
         The active faults, one status line each.
 
 Closed connections appear in a ``--trace`` as ``close`` events by the server,
-failed commands as their error replies.
+failed commands as their error replies, and ERROR and RESTART themselves as
+``call`` events, which make ``xspec replay`` judge the trace ``unsupported``
+(``reference.trace``). ``--checked`` does not run a refused command on the model.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from xspec.reference.api import ReplyError
 from xspec.reference.core import FAULT_ERRORS, ErrorFault
@@ -37,7 +39,13 @@ from xspec.spec.resp import OK, Array, Int, Reply, Simple
 
 if TYPE_CHECKING:
     from xspec.reference.core import Context
-    from xspec.reference.server import ReferenceServer
+
+
+class Network(Protocol):
+    """What XSPEC.FAULT changes of the network server (``reference.server.ReferenceServer``)."""
+
+    # client id (0: everyone) -> seconds each reply is held
+    delays: dict[int, float]
 
 USAGE = "ERR usage: XSPEC.FAULT ERROR|DELAY|CLOSE|RESTART|CLEAR|LIST ... (see reference/README.md)"
 
@@ -52,7 +60,7 @@ def _number(arg: bytes) -> int:
 def fault_command(ctx: Context) -> Reply:
     argv = ctx.argv
     core = ctx.core
-    server: ReferenceServer | None = getattr(core, "server", None)
+    server: Network | None = getattr(core, "server", None)
     sub = c_string(argv[1]).lower()
     if sub == b"error" and len(argv) >= 3:
         kind = c_string(argv[2]).decode("latin-1").upper()

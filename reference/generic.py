@@ -29,14 +29,66 @@ from collections.abc import Callable, Iterable
 from errno import EINVAL, ENOENT
 from typing import TYPE_CHECKING, TypeVar
 
-from xspec.models.admin import _CLIENT_HELP, _CONFIG_HELP, CONFIG_DEFAULTS, INFO_FIELDS
-from xspec.models.generic import matching_keys, pattern_matches
-from xspec.reference.api import Blocked, ReplyError
-from xspec.reference.core import NUM_DATABASES, version_at_least
+from xspec.reference.api import Blocked, PreRendered, ReplyError
+from xspec.reference.core import EXTRA_COMMANDS, lookup
 from xspec.reference.protocol import decoded
 from xspec.spec import commands as table
 from xspec.spec.commands import COMMANDS, CommandSpec
+from xspec.spec.config import CONFIG_DEFAULTS, MEMORY_UNITS
+from xspec.spec.errors import (
+    AUTH_WITHOUT_PASSWORD,
+    BAD_CLIENT_NAME,
+    CONFIG_DUPLICATE,
+    CONFIG_IMMUTABLE,
+    CONFIG_NOT_INTEGER,
+    CONFIG_NOT_MEMORY,
+    CONFIG_RANGE,
+    DB_OUT_OF_RANGE,
+    DISCARD_WITHOUT_MULTI,
+    EXEC_WITHOUT_MULTI,
+    INT_OUT_OF_RANGE,
+    INVALID_CLIENT_ID,
+    INVALID_CURSOR,
+    INVALID_FIRST_DB,
+    INVALID_SECOND_DB,
+    NESTED_MULTI,
+    NOPROTO,
+    PROTO_NOT_INTEGER,
+    TIMEOUT_NEGATIVE,
+    TIMEOUT_NOT_INTEGER,
+    WATCH_INSIDE_MULTI,
+    WRONGPASS,
+    c_text,
+    client_filter_not_integer,
+    client_filter_not_positive,
+    client_filter_out_of_range,
+    client_filter_unknown_letters,
+    client_info_bad_characters,
+    client_unrecognized_option,
+    config_invalid_argument,
+    config_set_failed,
+    config_unknown_parameter,
+    config_unsupported_parameter,
+    hello_bad_option,
+    hello_noauth,
+    no_such_user,
+    subcommand_syntax,
+    unknown_client_type,
+    unknown_subcommand,
+)
+from xspec.spec.glob import matching_keys, pattern_matches
+from xspec.spec.help import (
+    CLIENT_HELP,
+    CLIENT_HELP_62,
+    CLIENT_HELP_VALKEY,
+    COMMAND_HELP,
+    COMMAND_HELP_62,
+    COMMAND_HELP_VALKEY,
+    CONFIG_HELP,
+)
 from xspec.spec.ids import I64_MAX, c_string, string2ll, strtoull
+from xspec.spec.info import INFO_ALL_SECTIONS, INFO_DEFAULT_SECTIONS, INFO_FIELDS
+from xspec.spec.limits import NUM_DATABASES
 from xspec.spec.resp import (
     NULL_ARRAY,
     NULL_BULK,
@@ -54,10 +106,10 @@ from xspec.spec.resp import (
 )
 
 if TYPE_CHECKING:
-    from xspec.reference.core import Client, Context, Core, PreRendered
+    from xspec.reference.core import Client, Context, Core
     from xspec.spec.dialect import Dialect
 
-__all__ = ["CONFIG_DEFAULTS", "HANDLERS"]
+__all__ = ["HANDLERS"]
 
 GenericHandler = Callable[["Context"], "Reply | Blocked | PreRendered"]
 HANDLERS: dict[str, GenericHandler] = {}
@@ -75,11 +127,6 @@ def _err(text: str) -> ReplyError:
     return ReplyError(text)
 
 
-def text_of(arg: bytes) -> str:
-    """An argument as ``%s`` shows it in a reply: up to its first NUL."""
-    return c_string(arg).decode("utf-8", "surrogateescape")
-
-
 def lower(arg: bytes) -> bytes:
     """An option word as ``strcasecmp`` compares it."""
     return c_string(arg).lower()
@@ -91,23 +138,18 @@ def getint(arg: bytes) -> int | None:
     return v if v is not None and -(1 << 31) <= v < (1 << 31) else None
 
 
-DB_OUT_OF_RANGE = "ERR DB index is out of range"
-WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
-BAD_CLIENT_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
-
-
 # -- connection ---------------------------------------------------------------------------
 @command("ping")
 def ping(ctx: Context) -> Reply:
     argv = ctx.argv
-    if len(argv) > 2:
+    if len(argv) > 2:  # PING-1
         raise _err(table.arity_error(ctx.spec))  # type: ignore[arg-type]
-    return Bulk(argv[1]) if len(argv) == 2 else Simple("PONG")
+    return Bulk(argv[1]) if len(argv) == 2 else Simple("PONG")  # PING-2
 
 
 @command("echo")
 def echo(ctx: Context) -> Reply:
-    return Bulk(ctx.argv[1])
+    return Bulk(ctx.argv[1])  # ECHO-1
 
 
 def password_ok(core: Core, user: bytes, password: bytes) -> bool:
@@ -144,10 +186,10 @@ def hello(ctx: Context) -> Reply:
     i = 1
     if len(argv) >= 2:
         v = string2ll(argv[1])
-        if v is None:
-            raise _err("ERR Protocol version is not an integer or out of range")
-        if v < 2 or v > 3:
-            raise _err("NOPROTO unsupported protocol version")
+        if v is None:  # HELLO-1
+            raise _err(PROTO_NOT_INTEGER)
+        if v < 2 or v > 3:  # HELLO-2
+            raise _err(NOPROTO)
         version = v
         i = 2
     dialect = core.dialect
@@ -172,18 +214,16 @@ def hello(ctx: Context) -> Reply:
                 set_name(c, name)  # HELLO-5: kept even if a later option fails
             i += 2
         else:
-            raise _err(f"ERR Syntax error in HELLO option '{text_of(argv[i])}'")
+            raise _err(hello_bad_option(argv[i]))
     if deferred and credentials is not None:
         _hello_authenticate(c, core, credentials)  # HELLO-DIALECT-2
     if not c.authenticated:  # HELLO-8: the connection's own flag, whether or not a password is set now
-        raise _err(f"NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-                   f"{dialect.hello_auth_form} option can be used to authenticate the client and select the "
-                   "RESP protocol version at the same time")
+        raise _err(hello_noauth(dialect.hello_auth_form))
     if deferred and name is not None:
         c.name = name  # HELLO-DIALECT-2: only a HELLO that succeeds names the connection
-    if version:
+    if version:  # HELLO-6: the reply is in the new protocol
         c.proto = version
-    return Map((
+    return Map((  # HELLO-7
         (Bulk(b"server"), Bulk(dialect.server_name.encode())),  # HELLO-DIALECT-1
         (Bulk(b"version"), Bulk(dialect.version.encode())),
         (Bulk(b"proto"), Int(c.proto)),
@@ -211,16 +251,15 @@ _LUA_MODULES = Array((Map(((Bulk(b"name"), Bulk(b"lua")), (Bulk(b"ver"), Int(1))
 def auth(ctx: Context) -> Reply:
     argv = ctx.argv
     core = ctx.core
-    if len(argv) > 3:
+    if len(argv) > 3:  # AUTH-1
         raise _err(table.SYNTAX)
     if len(argv) == 2:
-        if core.requirepass is None:
-            raise _err("ERR AUTH <password> called without any password configured for the default user. "
-                       "Are you sure your configuration is correct?")
+        if core.requirepass is None:  # AUTH-2
+            raise _err(AUTH_WITHOUT_PASSWORD)
         user, password = b"default", argv[1]
     else:
         user, password = argv[1], argv[2]
-    if not password_ok(core, user, password):
+    if not password_ok(core, user, password):  # AUTH-3
         raise _err(WRONGPASS)
     ctx.client.authenticated = True
     return OK
@@ -230,22 +269,22 @@ def auth(ctx: Context) -> Reply:
 def reset(ctx: Context) -> Reply:
     c = ctx.client
     core = ctx.core
-    core.discard_transaction(c)
+    core.discard_transaction(c)  # RESET-1: CONN-4's state, the ID kept
     c.db = 0
     c.proto = 2
     c.name = b""
-    if version_at_least(core.dialect, 7, 2):  # 7.0 keeps NO-EVICT across RESET
+    if core.dialect.reset_clears_no_evict:  # 7.0 keeps NO-EVICT across RESET
         c.no_evict = False
     c.no_touch = False
     core.tracking.disable(c)
     c.reply_mode = "on"
-    c.authenticated = core.requirepass is None
-    return Simple("RESET")
+    c.authenticated = core.requirepass is None  # RESET-3
+    return Simple("RESET")  # RESET-2
 
 
 @command("quit")
 def quit_(ctx: Context) -> Reply:
-    if ctx.client.conn is not None:
+    if ctx.client.conn is not None:  # QUIT-1, CONN-3
         ctx.client.conn.close_after_reply()
     return OK
 
@@ -254,13 +293,13 @@ def quit_(ctx: Context) -> Reply:
 @command("select")
 def select(ctx: Context) -> Reply:
     db = string2ll(ctx.argv[1])
-    if db is None:
+    if db is None:  # SELECT-1
         raise _err(table.NOT_INTEGER)
     if not -(1 << 31) <= db < (1 << 31):
-        raise _err("ERR value is out of range, value must between -2147483648 and 2147483647")
-    if not 0 <= db < len(ctx.core.dbs):
+        raise _err(INT_OUT_OF_RANGE)
+    if not 0 <= db < len(ctx.core.dbs):  # SELECT-2
         raise _err(DB_OUT_OF_RANGE)
-    ctx.client.db = db
+    ctx.client.db = db  # SELECT-3
     ctx.db = ctx.core.dbs[db]
     return OK
 
@@ -268,20 +307,21 @@ def select(ctx: Context) -> Reply:
 @command("swapdb")
 def swapdb(ctx: Context) -> Reply:
     first = getint(ctx.argv[1])
-    if first is None:
-        raise _err("ERR invalid first DB index")
+    if first is None:  # SWAPDB-1
+        raise _err(INVALID_FIRST_DB)
     second = getint(ctx.argv[2])
     if second is None:
-        raise _err("ERR invalid second DB index")
+        raise _err(INVALID_SECOND_DB)
     n = len(ctx.core.dbs)
-    if not (0 <= first < n and 0 <= second < n):
+    if not (0 <= first < n and 0 <= second < n):  # SWAPDB-2
         raise _err(DB_OUT_OF_RANGE)
-    if first != second:
+    if first != second:  # SWAPDB-3 (Core.swap_dbs: SWAPDB-5 .. SWAPDB-8)
         ctx.core.swap_dbs(first, second)
     return OK
 
 
 def _flush_mode(argv: list[bytes]) -> None:
+    """FLUSH-1: no argument, SYNC or ASYNC."""
     if len(argv) > 2 or (len(argv) == 2 and lower(argv[1]) not in (b"sync", b"async")):
         raise _err(table.SYNTAX)
 
@@ -289,7 +329,7 @@ def _flush_mode(argv: list[bytes]) -> None:
 @command("flushdb")
 def flushdb(ctx: Context) -> Reply:
     _flush_mode(ctx.argv)
-    ctx.core.flush_db(ctx.client.db)
+    ctx.core.flush_db(ctx.client.db)  # FLUSH-2 (Core.flush_db: FLUSH-3, FLUSH-4)
     ctx.core.tracking.flushed(ctx.client)
     return OK
 
@@ -297,7 +337,7 @@ def flushdb(ctx: Context) -> Reply:
 @command("flushall")
 def flushall(ctx: Context) -> Reply:
     _flush_mode(ctx.argv)
-    for dbid in range(len(ctx.core.dbs)):
+    for dbid in range(len(ctx.core.dbs)):  # FLUSH-2
         ctx.core.flush_db(dbid)
     ctx.core.tracking.flushed(ctx.client)  # one null invalidation per FLUSHALL
     return OK
@@ -305,9 +345,9 @@ def flushall(ctx: Context) -> Reply:
 
 # -- keys ---------------------------------------------------------------------------------------
 def _remove(ctx: Context, key: bytes) -> bool:
-    """Delete ``key``; watchers and blocked readers learn. False if it was missing."""
+    """Delete ``key``; watchers and blocked readers learn (DEL-3). False if it was missing."""
     old = ctx.db.pop(key, None)
-    if old is None:
+    if old is None:  # DEL-2: missing, or deleted earlier in the same command
         return False
     if type(old) is bytes:
         ctx.modified(key)
@@ -318,16 +358,16 @@ def _remove(ctx: Context, key: bytes) -> bool:
 
 @command("del")
 def del_(ctx: Context) -> Reply:
-    return Int(sum(_remove(ctx, key) for key in ctx.argv[1:]))
+    return Int(sum(_remove(ctx, key) for key in ctx.argv[1:]))  # DEL-1, DEL-2
 
 
-HANDLERS["unlink"] = del_
+HANDLERS["unlink"] = del_  # DEL-5
 
 
 @command("exists")
 def exists(ctx: Context) -> Reply:
     db = ctx.db
-    return Int(sum(1 for key in ctx.argv[1:] if key in db))
+    return Int(sum(1 for key in ctx.argv[1:] if key in db))  # EXISTS-1
 
 
 def type_name(value: object) -> str:
@@ -337,12 +377,12 @@ def type_name(value: object) -> str:
 @command("type")
 def type_(ctx: Context) -> Reply:
     v = ctx.db.get(ctx.argv[1])
-    return Simple("none" if v is None else type_name(v))
+    return Simple("none" if v is None else type_name(v))  # TYPE-1
 
 
 @command("dbsize")
 def dbsize(ctx: Context) -> Reply:
-    return Int(len(ctx.db))
+    return Int(len(ctx.db))  # DBSIZE-1
 
 
 @command("rename")
@@ -350,15 +390,15 @@ def rename(ctx: Context) -> Reply:
     src, dst = ctx.argv[1], ctx.argv[2]
     db = ctx.db
     value = db.get(src)
-    if value is None:
+    if value is None:  # RENAME-1
         raise _err(table.NO_SUCH_KEY)
-    if src == dst:
+    if src == dst:  # RENAME-2
         return OK
     # 7.0 signals src, then dst; a stream dst is also signalled as deleted first (below) for blocked
     # readers, so src is signalled now: tracking clients hear about src first. Signalling a key twice
     # changes nothing.
-    ctx.modified(src)
-    old = db.pop(dst, None)
+    ctx.modified(src)  # RENAME-4
+    old = db.pop(dst, None)  # RENAME-3
     if old is not None and type(old) is not bytes:
         ctx.deleted(dst)
     db[dst] = value
@@ -367,13 +407,14 @@ def rename(ctx: Context) -> Reply:
     del db[src]
     if type(value) is not bytes:
         ctx.deleted(src)
-    ctx.modified(dst)
+    ctx.modified(dst)  # RENAME-4
     return OK
 
 
 @command("keys")
 def keys(ctx: Context) -> Reply:
-    pattern = ctx.argv[1]
+    pattern = ctx.argv[1]  # KEYS-2: "*" alone matches every key
+    # KEYS-1: insertion order here (any order is the hash table's)
     return Array(tuple(matching_keys(ctx.db, None if pattern == b"*" else pattern, None, type_name)))  # type: ignore[arg-type]
 
 
@@ -384,12 +425,12 @@ def scan(ctx: Context) -> Reply:
     ctx.errno = 0  # XADD-14: the cursor goes through strtoul after errno = 0, valid or not
     text = c_string(argv[1])
     parsed = None if text[:1] in (b" ", b"\t", b"\n", b"\v", b"\f", b"\r") else strtoull(text)
-    if parsed is None or parsed[1] != len(text):
-        raise _err("ERR invalid cursor")
+    if parsed is None or parsed[1] != len(text):  # SCAN-1
+        raise _err(INVALID_CURSOR)
     pattern: bytes | None = None
     kind: bytes | None = None
     i = 2
-    while i < len(argv):
+    while i < len(argv):  # SCAN-2
         opt = lower(argv[i])
         if i + 1 >= len(argv):
             raise _err(table.SYNTAX)
@@ -413,55 +454,67 @@ def scan(ctx: Context) -> Reply:
 _EXPIRY = (b"ex", b"px", b"exat", b"pxat")
 
 
-@command("set")
-def set_(ctx: Context) -> Reply:
+# SET-1: the flags each flag may not come after; SET-DIALECT-1: 6.2 also refuses NX and GET together.
+_SET_EXCLUDES = {b"nx": frozenset({b"xx"}), b"xx": frozenset({b"nx"}), b"get": frozenset(), b"keepttl": frozenset()}
+_SET_EXCLUDES_62 = {**_SET_EXCLUDES, b"nx": frozenset({b"xx", b"get"}), b"get": frozenset({b"nx"})}
+
+
+def _set_options(ctx: Context) -> tuple[set[bytes], bytes | None, bytes]:
+    """SET-1, left to right: the flags given, and the expiry's unit (None: none) and amount.
+
+    An unknown word, a flag after one it excludes, KEEPTTL with an expiry, two
+    expiry units, or an expiry without its value: ``ERR syntax error``.
+    """
     argv = ctx.argv
-    key, value = argv[1], argv[2]
-    nx = xx = get = keepttl = False
+    excludes = _SET_EXCLUDES if ctx.dialect.set_nx_with_get else _SET_EXCLUDES_62
+    flags: set[bytes] = set()
     unit: bytes | None = None
     amount = b""
     i = 3
     while i < len(argv):
-        opt = lower(argv[i])
-        if opt == b"nx" and not xx and not (get and ctx.core.before_70):
-            nx = True
-        elif opt == b"xx" and not nx:
-            xx = True
-        elif opt == b"get" and not (nx and ctx.core.before_70):  # 6.2 refuses GET with NX
-            get = True
-        elif opt == b"keepttl" and unit is None:
-            keepttl = True
-        elif opt in _EXPIRY and not keepttl and unit in (None, opt) and i + 1 < len(argv):
-            unit = opt
-            amount = argv[i + 1]
-            i += 1
-        else:
+        word = lower(argv[i])
+        if word in _EXPIRY:
+            if b"keepttl" in flags or unit not in (None, word) or i + 1 == len(argv):
+                raise _err(table.SYNTAX)
+            unit, amount = word, argv[i + 1]
+            i += 2
+            continue
+        refused = excludes.get(word)
+        if refused is None or not refused.isdisjoint(flags) or (word == b"keepttl" and unit is not None):
             raise _err(table.SYNTAX)
+        flags.add(word)
         i += 1
-    if unit is not None:
+    return flags, unit, amount
+
+
+@command("set")
+def set_(ctx: Context) -> Reply:
+    key, value = ctx.argv[1], ctx.argv[2]
+    flags, unit, amount = _set_options(ctx)  # SET-1
+    if unit is not None:  # SET-2
         _check_expiry(ctx, unit, amount)
-    db = ctx.db
-    old = db.get(key)
-    reply: Reply = OK
-    if get:
-        if old is not None and type(old) is not bytes:
-            raise _err(table.WRONGTYPE)
-        reply = NULL_BULK if old is None else Bulk(old)
-    if (nx and old is not None) or (xx and old is None):
-        return reply if get else NULL_BULK
-    db[key] = value
-    if old is not None and type(old) is not bytes:
-        ctx.deleted(key)
-    else:
+    old = ctx.db.get(key)
+    holds_string = old is None or type(old) is bytes
+    answer_old = b"get" in flags
+    if answer_old and not holds_string:  # SET-3
+        raise _err(table.WRONGTYPE)
+    if (b"nx" in flags and old is not None) or (b"xx" in flags and old is None):  # SET-4
+        return (NULL_BULK if old is None else Bulk(old)) if answer_old else NULL_BULK
+    ctx.db[key] = value  # SET-5
+    if holds_string:
         ctx.modified(key)
-    return reply
+    else:
+        ctx.deleted(key)
+    if not answer_old:
+        return OK
+    return NULL_BULK if old is None else Bulk(old)  # SET-3
 
 
 def _check_expiry(ctx: Context, unit: bytes, amount: bytes) -> None:
     ms = string2ll(amount)
     if ms is None:
         raise _err(table.NOT_INTEGER)
-    invalid = "ERR invalid expire time in set" if ctx.core.before_70 else "ERR invalid expire time in 'set' command"
+    invalid = ctx.dialect.set_invalid_expire_error  # SET-2, SET-DIALECT-1
     seconds = unit in (b"ex", b"exat")
     if ms <= 0 or (seconds and ms > I64_MAX // 1000):
         raise _err(invalid)
@@ -473,7 +526,7 @@ def _check_expiry(ctx: Context, unit: bytes, amount: bytes) -> None:
 
 @command("get")
 def get(ctx: Context) -> Reply:
-    v = ctx.db.get(ctx.argv[1])
+    v = ctx.db.get(ctx.argv[1])  # GET-1
     if v is None:
         return NULL_BULK
     if type(v) is not bytes:
@@ -485,101 +538,86 @@ def get(ctx: Context) -> Reply:
 @command("multi")
 def multi(ctx: Context) -> Reply:
     c = ctx.client
-    if c.in_multi:
-        raise _err("ERR MULTI calls can not be nested")
-    c.in_multi = True
+    if c.in_multi:  # MULTI-2
+        raise _err(NESTED_MULTI)
+    c.in_multi = True  # MULTI-1
     c.multi_used = True
     return OK
 
 
 @command("discard")
 def discard(ctx: Context) -> Reply:
-    if not ctx.client.in_multi:
-        raise _err("ERR DISCARD without MULTI")
-    ctx.core.discard_transaction(ctx.client)
+    if not ctx.client.in_multi:  # DISCARD-1
+        raise _err(DISCARD_WITHOUT_MULTI)
+    ctx.core.discard_transaction(ctx.client)  # DISCARD-2
     return OK
+
+
+def _run_queued(core: Core, c: Client, argv: list[bytes]) -> Reply:
+    """One command of a transaction, run by EXEC: its reply in the protocol in force when it ran (EXEC-5)."""
+    spec = core.lookup(argv)
+    assert spec is not None  # it was looked up when it was queued
+    result = core.run(c, argv, spec, False)
+    assert result is not None, "a command blocked inside EXEC"
+    return result.reply if isinstance(result, PreRendered) else for_protocol(decoded(result), c.proto)
 
 
 @command("exec")
 def exec_(ctx: Context) -> Reply | PreRendered:
-    from xspec.reference.core import PreRendered
-
     c = ctx.client
-    core = ctx.core
-    if not c.in_multi:
-        raise _err("ERR EXEC without MULTI")
-    if c.multi_error:
-        core.discard_transaction(c)
-        return Error(table.EXECABORT)
-    if c.dirty_cas:
-        core.discard_transaction(c)
-        return NULL_ARRAY
-    core.unwatch_all(c)
-    replies: list[Reply] = []
-    for argv in c.multi_queue:
-        spec = core.lookup(argv)
-        assert spec is not None
-        r = core.run(c, argv, spec, False)
-        assert r is not None, "a command blocked inside EXEC"
-        replies.append(r.reply if isinstance(r, PreRendered) else for_protocol(decoded(r), c.proto))
+    if not c.in_multi:  # EXEC-1
+        raise _err(EXEC_WITHOUT_MULTI)
+    if c.multi_error or c.dirty_cas:  # EXEC-2 (doomed) before EXEC-3 (a watched key touched)
+        doomed = c.multi_error
+        ctx.core.discard_transaction(c)
+        return Error(table.EXECABORT) if doomed else NULL_ARRAY
+    ctx.core.unwatch_all(c)  # EXEC-4: its own writes cannot fail it
+    replies = tuple(_run_queued(ctx.core, c, argv) for argv in c.multi_queue)
     c.multi_queue = []
-    c.in_multi = False
-    c.multi_error = False
-    return PreRendered(Array(tuple(replies)))
+    c.in_multi = c.multi_error = False
+    return PreRendered(Array(replies))
 
 
 @command("watch")
 def watch(ctx: Context) -> Reply:
     c = ctx.client
-    if c.in_multi:
-        raise _err("ERR WATCH inside MULTI is not allowed")
-    for key in ctx.argv[1:]:
+    if c.in_multi:  # WATCH-2
+        raise _err(WATCH_INSIDE_MULTI)
+    for key in ctx.argv[1:]:  # WATCH-1
         ctx.core.watch(c, key)
     return OK
 
 
 @command("unwatch")
 def unwatch(ctx: Context) -> Reply:
-    ctx.core.unwatch_all(ctx.client)
+    ctx.core.unwatch_all(ctx.client)  # WATCH-6
     return OK
 
 
 # -- CLIENT -------------------------------------------------------------------------------------
 @command("client|id")
 def client_id(ctx: Context) -> Reply:
-    return Int(ctx.client.id)
+    return Int(ctx.client.id)  # CLIENT-1
 
 
 @command("client|getname")
 def client_getname(ctx: Context) -> Reply:
-    return Bulk(ctx.client.name) if ctx.client.name else NULL_BULK
+    return Bulk(ctx.client.name) if ctx.client.name else NULL_BULK  # CLIENT-2
 
 
 @command("client|setname")
 def client_setname(ctx: Context) -> Reply:
-    set_name(ctx.client, ctx.argv[2])
+    set_name(ctx.client, ctx.argv[2])  # CLIENT-3, CLIENT-4
     return OK
 
 
 def client_flags(c: Client) -> str:
-    letters = ""
-    if c.in_multi:
-        letters += "x"
-    if c.blocked is not None:
-        letters += "b"
-    if c.tracking:
-        letters += "t"
-        st = c.ctx.core.tracking.of(c)
-        if st.broken:
-            letters += "R"
-        if st.bcast:
-            letters += "B"
-    if c.dirty_cas:
-        letters += "d"
-    if c.no_evict:
-        letters += "e"
-    if c.no_touch:
-        letters += "T"
+    """CLIENT LIST's ``flags=``: a letter for each flag the client has, in Redis's order; ``N`` for none (CLIENT-6)."""
+    options = c.ctx.core.tracking.of(c) if c.tracking else None
+    letters = "".join(letter for letter, on in (
+        ("x", c.in_multi), ("b", c.blocked is not None), ("t", c.tracking),
+        ("R", options is not None and options.broken), ("B", options is not None and options.bcast),
+        ("d", c.dirty_cas), ("e", c.no_evict), ("T", c.no_touch)) if on)
     return letters or "N"
 
 
@@ -590,7 +628,8 @@ _CLIENT_FIELDS_70 = tuple(
 
 
 def client_line(c: Client, core: Core) -> str:
-    """One CLIENT LIST line with the dialect's fields; buffer and memory figures are 0 (ENV-CLIENT-LIST)."""
+    """One CLIENT LIST line with the dialect's fields (CLIENT-6); buffer and memory figures are 0
+    (ENV-CLIENT-LIST); ``cmd=`` is the last command looked up (CONN-5)."""
     dialect = core.dialect
     now = time.monotonic()
     if c.in_multi:
@@ -599,12 +638,12 @@ def client_line(c: Client, core: Core) -> str:
         multi = 0 if c.multi_used and dialect.client_multi_kept else -1  # CLIENT-DIALECT-1
     # CLIENT-DIALECT-1: 6.2 names the container only.
     cmd = c.last_cmd if dialect.subcommand_table else c.last_cmd.split("|")[0]
-    values = {"id": str(c.id), "addr": c.addr, "laddr": c.laddr, "fd": str(c.fd), "name": text_of(c.name),
+    values = {"id": str(c.id), "addr": c.addr, "laddr": c.laddr, "fd": str(c.fd), "name": c_text(c.name),
               "age": str(int(now - c.created)), "idle": str(int(now - c.last_interaction)),
               "flags": client_flags(c), "capa": c.capa, "db": str(c.db), "multi": str(multi),
               "watch": str(len(c.watched)), "events": "r", "cmd": cmd, "user": "default",
               "redir": str(c.redirect if c.tracking else -1),
-              "resp": str(c.proto), "lib-name": text_of(c.lib_name), "lib-ver": text_of(c.lib_ver)}
+              "resp": str(c.proto), "lib-name": c_text(c.lib_name), "lib-ver": c_text(c.lib_ver)}
     return " ".join(f"{f}={values.get(f, '0')}" for f in dialect.client_list_fields or _CLIENT_FIELDS_70)
 
 
@@ -614,7 +653,7 @@ def _verbatim(text: str) -> Reply:
 
 @command("client|info")
 def client_info(ctx: Context) -> Reply:
-    return _verbatim(client_line(ctx.client, ctx.core) + "\n")
+    return _verbatim(client_line(ctx.client, ctx.core) + "\n")  # CLIENT-5
 
 
 _CLIENT_TYPES = (b"normal", b"slave", b"replica", b"pubsub", b"master")
@@ -624,27 +663,27 @@ _CLIENT_TYPES = (b"normal", b"slave", b"replica", b"pubsub", b"master")
 def client_list(ctx: Context) -> Reply:
     argv = ctx.argv
     clients = list(ctx.core.clients.values())
-    if ctx.dialect.server == "valkey":
+    if ctx.dialect.client_filters_extended:
         matches, skipme = valkey_client_filter(ctx, skipme=False)
         chosen = [c for c in clients if matches(c) and not (skipme and c is ctx.client)]
-    elif len(argv) == 4 and lower(argv[2]) == b"type":
+    elif len(argv) == 4 and lower(argv[2]) == b"type":  # CLIENT-8
         kind = lower(argv[3])
         if kind not in _CLIENT_TYPES:
-            raise _err(f"ERR Unknown client type '{text_of(argv[3])}'")
+            raise _err(unknown_client_type(argv[3]))
         chosen = clients if kind == b"normal" else []
-    elif len(argv) > 3 and lower(argv[2]) == b"id":
+    elif len(argv) > 3 and lower(argv[2]) == b"id":  # CLIENT-9
         chosen = []
         for arg in argv[3:]:
             cid = string2ll(arg)
             if cid is None:
-                raise _err("ERR Invalid client ID")
+                raise _err(INVALID_CLIENT_ID)
             found = ctx.core.clients.get(cid)
             if found is not None:
                 chosen.append(found)
-    elif len(argv) != 2:
+    elif len(argv) != 2:  # CLIENT-10
         raise _err(table.SYNTAX)
     else:
-        chosen = clients
+        chosen = clients  # CLIENT-7: in the order the connections were opened
     return _verbatim("".join(client_line(c, ctx.core) + "\n" for c in chosen))
 
 
@@ -659,7 +698,7 @@ def client_kill(ctx: Context) -> Reply:
             raise _err("ERR No such client")
         _kill(me, victims)
         return OK
-    if ctx.dialect.server == "valkey":
+    if ctx.dialect.client_filters_extended:
         matches, skipme = valkey_client_filter(ctx, skipme=True)
         victims = [c for c in core.clients.values() if matches(c) and not (skipme and c is me)]
         _kill(me, victims)
@@ -672,20 +711,20 @@ def client_kill(ctx: Context) -> Reply:
         opt, val = lower(argv[i]), argv[i + 1]
         if opt == b"id":
             cid = string2ll(val)
-            if ctx.core.before_70 and cid is None:  # 6.2 takes any integer
+            if not ctx.dialect.client_kill_id_positive and cid is None:  # 6.2 takes any integer
                 raise _err(table.NOT_INTEGER)
-            if cid is None or (cid <= 0 and not ctx.core.before_70):
+            if cid is None or (cid <= 0 and ctx.dialect.client_kill_id_positive):
                 raise _err("ERR client-id should be greater than 0")
             if cid != 0:  # 6.2's ID 0 is no filter at all
                 wanted["id"] = cid
         elif opt == b"type":
             kind = lower(val)
             if kind not in _CLIENT_TYPES:
-                raise _err(f"ERR Unknown client type '{text_of(val)}'")
+                raise _err(unknown_client_type(val))
             wanted["kind"] = kind.decode()
         elif opt == b"user":
             if val != b"default":
-                raise _err(f"ERR No such user '{text_of(val)}'")
+                raise _err(no_such_user(val))
         elif opt in (b"addr", b"laddr"):
             wanted[opt.decode()] = val.decode("utf-8", "surrogateescape")
         elif opt == b"skipme":
@@ -754,32 +793,32 @@ def _negation(test: ClientTest) -> ClientTest:
 def _filter_number(what: str, value: bytes, low: int, high: int | None = None) -> int:
     n = string2ll(value)
     if n is None:
-        raise _err(f"ERR {what} is not an integer or out of range")
+        raise _err(client_filter_not_integer(what))
     if high is not None and not low <= n <= high:
-        raise _err(f"ERR {what} number should be between {low} and {high}")
+        raise _err(client_filter_out_of_range(what, low, high))
     if high is None and n < low:
-        raise _err(f"ERR {what} should be greater than 0")
+        raise _err(client_filter_not_positive(what))
     return n
 
 
 def _filter_letters(allowed: frozenset[str], what: str, value: bytes, option: str) -> str:
-    letters = text_of(value)
+    letters = c_text(value)
     if not set(letters) <= allowed:
         where = "the provided filter" if not option.startswith("NOT-") else f"the {option} filter"
-        raise _err(f"ERR Unknown {what} found in {where}: {letters}")
+        raise _err(client_filter_unknown_letters(what, where, value))
     return letters
 
 
 def _filter_type(value: bytes, option: str) -> ClientTest:
     kind = lower(value)
     if kind not in _VALKEY_CLIENT_TYPES:
-        raise _err(f"ERR Unknown client type '{text_of(value)}'")
+        raise _err(unknown_client_type(value))
     return lambda c: kind == b"normal"  # every client here is a normal one
 
 
 def _filter_user(value: bytes, option: str) -> ClientTest:
     if value != b"default":
-        raise _err(f"ERR No such user '{text_of(value)}'")
+        raise _err(no_such_user(value))
     return lambda c: True
 
 
@@ -991,7 +1030,7 @@ def client_unblock(ctx: Context) -> Reply:
         if reason not in (b"timeout", b"error"):
             raise _err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
         error = reason == b"error"
-    elif len(argv) > 4 and ctx.dialect.server != "valkey":  # Valkey ignores the extra arguments
+    elif len(argv) > 4 and ctx.dialect.client_extra_arguments_refused:  # Valkey ignores them
         raise subcommand_syntax_error(ctx)
     target = ctx.core.clients.get(cid)
     if target is None or target.blocked is None:
@@ -1007,16 +1046,16 @@ def client_pause(ctx: Context) -> Reply:
     argv = ctx.argv
     timeout = string2ll(argv[2])
     if timeout is None:
-        raise _err("ERR timeout is not an integer or out of range")
+        raise _err(TIMEOUT_NOT_INTEGER)
     if timeout < 0:
-        raise _err("ERR timeout is negative")
+        raise _err(TIMEOUT_NEGATIVE)
     everything = True
     if len(argv) == 4:
         mode = lower(argv[3])
         if mode not in (b"write", b"all"):
             raise _err("ERR CLIENT PAUSE mode must be WRITE or ALL")
         everything = mode == b"all"
-    elif len(argv) > 4 and ctx.dialect.server != "valkey":  # Valkey ignores the extra arguments
+    elif len(argv) > 4 and ctx.dialect.client_extra_arguments_refused:  # Valkey ignores them
         raise subcommand_syntax_error(ctx)
     ctx.core.pause(ctx.now_ms() + timeout, everything)
     return OK
@@ -1030,7 +1069,7 @@ def client_unpause(ctx: Context) -> Reply:
 
 @command("client|no-touch")
 def client_no_touch(ctx: Context) -> Reply:
-    raise _err(f"ERR unknown subcommand '{text_of(ctx.argv[1])}'. Try CLIENT HELP.")  # added in 7.2
+    raise _err(unknown_subcommand(ctx.argv[1], "client"))  # added in 7.2
 
 
 def client_no_touch_72(ctx: Context) -> Reply:
@@ -1043,9 +1082,9 @@ def client_setinfo(ctx: Context) -> Reply:
     """7.2+: CLIENT SETINFO LIB-NAME|LIB-VER value, shown by CLIENT LIST (as Valkey 9.1.2 answers)."""
     attr, value = lower(ctx.argv[2]), ctx.argv[3]
     if attr not in (b"lib-name", b"lib-ver"):
-        raise _err(f"ERR Unrecognized option '{text_of(ctx.argv[2])}'")
+        raise _err(client_unrecognized_option(ctx.argv[2]))
     if not all(0x21 <= b <= 0x7E for b in value):
-        raise _err(f"ERR {attr.decode()} cannot contain spaces, newlines or special characters.")
+        raise _err(client_info_bad_characters(attr.decode()))
     if attr == b"lib-name":
         ctx.client.lib_name = value
     else:
@@ -1067,10 +1106,7 @@ def client_import_source(ctx: Context) -> Reply:
 def subcommand_syntax_error(ctx: Context) -> ReplyError:
     """``addReplySubcommandSyntaxError``: the subcommand as typed, the container in capitals
     (6.2 capitalises "Unknown", DISPATCH-DIALECT-1)."""
-    argv = ctx.argv
-    word = "unknown" if ctx.dialect.subcommand_table else "Unknown"
-    return _err(f"ERR {word} subcommand or wrong number of arguments for '{text_of(argv[1])[:128]}'. "
-                f"Try {text_of(argv[0]).upper()} HELP.")
+    return _err(subcommand_syntax(ctx.argv[1], ctx.argv[0], ctx.dialect.subcommand_table))
 
 
 def refused_subcommand(ctx: Context) -> Reply:
@@ -1079,7 +1115,8 @@ def refused_subcommand(ctx: Context) -> Reply:
 
 
 def _help(ctx: Context, lines: str | list[str]) -> Reply:
-    name = text_of(ctx.argv[0]).upper()
+    """CLIENT-11's shape: the header, the lines, the dialect's closing line."""
+    name = c_text(ctx.argv[0]).upper()
     body = lines.strip("\n").split("\n") if isinstance(lines, str) else lines
     header = f"{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
     # HELP-DIALECT-1: the closing line is the dialect's
@@ -1088,143 +1125,21 @@ def _help(ctx: Context, lines: str | list[str]) -> Reply:
 
 @command("client|help")
 def client_help(ctx: Context) -> Reply:
-    return _help(ctx, _client_help_text(ctx.dialect))
+    return _help(ctx, _client_help_text(ctx.dialect))  # CLIENT-11
 
 
 def _client_help_text(dialect: Dialect) -> str:
     """CLIENT HELP as the real 6.2.14 and Valkey 9.1.2 answer it; 7.0.15's for 7.0, 7.2 and 7.4
     (7.2 and 7.4 add lines this server does not know: no binary was available)."""
-    if not dialect.subcommand_table:
-        return _CLIENT_HELP_62
-    return _CLIENT_HELP_VALKEY if dialect.server == "valkey" else _CLIENT_HELP
+    return _CLIENT_HELP_TEXTS[dialect.help_texts]
 
 
-# CLIENT HELP's lines after the header as the real 6.2.14 and Valkey 9.1.2 answer them: 6.2's
-# are 7.0's without NO-EVICT, with three lines worded otherwise.
-_CLIENT_HELP_62 = (_CLIENT_HELP.replace("(NORMAL|MASTER|REPLICA|PUBSUB)", "(normal|master|replica|pubsub)", 1)
-                   .replace("<timeout> milliseconds", "<timout> milliseconds")
-                   .replace("[OPTIN] [OPTOUT] [NOLOOP]", "[OPTIN] [OPTOUT]")
-                   .replace("NO-EVICT (ON|OFF)\n    Protect current client connection from eviction.\n", ""))
-_CLIENT_HELP_VALKEY = """
-CACHING (YES|NO)
-    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.
-CAPA <option> [options...]
-    The client claims its some capability options. Options are:
-    * REDIRECT
-      The client can handle redirection during primary and replica failover in standalone mode.
-GETREDIR
-    Return the client ID we are redirecting to when tracking is enabled.
-GETNAME
-    Return the name of the current connection.
-ID
-    Return the ID of the current connection.
-INFO
-    Return information about the current client connection.
-KILL <ip:port>
-    Kill connection made from <ip:port>.
-KILL <option> <value> [<option> <value> [...]]
-    Kill connections. Options are:
-    * ADDR (<ip:port>|<unixsocket>:0)
-      Kill connections made from the specified address.
-    * LADDR (<ip:port>|<unixsocket>:0)
-      Kill connections made to the specified local address.
-    * TYPE (NORMAL|PRIMARY|REPLICA|PUBSUB)
-      Kill connections by type.
-    * USER <username>
-      Kill connections authenticated by <username>.
-    * SKIPME (YES|NO)
-      Skip killing current connection (default: yes).
-    * ID <client-id> [<client-id>...]
-      Kill connections by client IDs.
-    * MAXAGE <maxage>
-      Kill connections older than the specified age.
-    * FLAGS <flags>
-      Kill connections that include the specified flags.
-    * NAME <client-name>
-      Kill connections with the specified name.
-    * IDLE <idle>
-      Kill connections with idle time greater than or equal to <idle> seconds.
-    * LIB-NAME <library-name>
-      Kill connections with the specified library name.
-    * LIB-VER <library-version>
-      Kill connections with the specified library version.
-    * DB <db-id>
-      Kill connections currently operating on the specified database ID.
-    * CAPA <capa>
-      Kill connections currently with the specified capa.
-    * IP <ip>
-      Kill connections made from the specified ip.
-LIST [options ...]
-    Return information about client connections. Options:
-    * TYPE (NORMAL|PRIMARY|REPLICA|PUBSUB)
-      Return clients of specified type.
-    * USER <username>
-      Return clients authenticated by <username>.
-    * ADDR <ip:port>
-      Return clients connected from the specified address.
-    * LADDR <ip:port>
-      Return clients connected to the specified local address.
-    * ID <client-id> [<client-id>...]
-      Return clients with the specified IDs.
-    * SKIPME (YES|NO)
-      Exclude the current client from the list (default: no).
-    * MAXAGE <maxage>
-      List connections older than the specified age.
-    * FLAGS <flags>
-      Return clients with the specified flags.
-    * NAME <client-name>
-      Return clients with the specified name.
-    * IDLE <idle>
-      Return clients with idle time greater than or equal to <idle> seconds.
-    * LIB-NAME <lib-name>
-      Return clients with the specified lib name.
-    * LIB-VER <lib-version>
-      Return clients with the specified lib version.
-    * DB <db-id>
-      Return clients currently operating on the specified database ID.
-    * CAPA <capa>
-      Return connections currently with the specified capa.
-    * IP <ip>
-      Return connections made from the specified ip.
-UNPAUSE
-    Stop the current client pause, resuming traffic.
-PAUSE <timeout> [WRITE|ALL]
-    Suspend all, or just write, clients for <timeout> milliseconds.
-REPLY (ON|OFF|SKIP)
-    Control the replies sent to the current connection.
-SETNAME <name>
-    Assign the name <name> to the current connection.
-SETINFO <option> <value>
-    Set client meta attr. Options are:
-    * LIB-NAME: the client lib name.
-    * LIB-VER: the client lib version.
-UNBLOCK <clientid> [TIMEOUT|ERROR]
-    Unblock the specified blocked client.
-TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]
-         [OPTIN] [OPTOUT] [NOLOOP]
-    Control server assisted client side caching.
-TRACKINGINFO
-    Report tracking status for the current connection.
-NO-EVICT (ON|OFF)
-    Protect current client connection from eviction.
-NO-TOUCH (ON|OFF)
-    Will not touch LRU/LFU stats when this mode is on.
-IMPORT-SOURCE (ON|OFF)
-    Mark this connection as an import source if import-mode is enabled.
-    Sync tools can set their connections into 'import-source' state to visit
-    expired keys.
-HELP
-    Print this help.
-"""
+# Dialect.help_texts -> its CLIENT HELP and COMMAND HELP lines.
+_CLIENT_HELP_TEXTS = {"6.2": CLIENT_HELP_62, "7.0": CLIENT_HELP, "valkey": CLIENT_HELP_VALKEY}
+_COMMAND_HELP_TEXTS = {"6.2": COMMAND_HELP_62, "7.0": COMMAND_HELP, "valkey": COMMAND_HELP_VALKEY}
 
 
 # -- INFO ---------------------------------------------------------------------------------------------
-_DEFAULT_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-                     "modules", "errorstats", "cluster", "keyspace")
-_ALL_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-                 "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace")
-
-
 def _info_values(core: Core) -> dict[str, str]:
     rss = _rss_bytes()
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -1283,7 +1198,7 @@ def _human(n: int) -> str:
 # Sections in ``INFO everything`` order -> (title, fields), for 7.0 (``INFO_FIELDS``).
 InfoLayout = dict[str, tuple[str, list[str]]]
 _LAYOUT_70: InfoLayout = {s: ("CPU" if s == "cpu" else s.capitalize(), INFO_FIELDS.get(
-    "CPU" if s == "cpu" else s.capitalize(), [])) for s in _ALL_SECTIONS}
+    "CPU" if s == "cpu" else s.capitalize(), [])) for s in INFO_ALL_SECTIONS}
 
 
 @functools.cache
@@ -1306,12 +1221,12 @@ def info_layout(text: str | None) -> InfoLayout:
 def info_text(core: Core, argv: list[bytes]) -> str:
     layout = info_layout(core.dialect.info_layout)
     wanted: set[str] = set()
-    if len(argv) == 1:
-        wanted.update(_DEFAULT_SECTIONS)
+    if len(argv) == 1:  # INFO-1
+        wanted.update(INFO_DEFAULT_SECTIONS)
     for arg in argv[1:]:
-        name = text_of(arg).lower()
+        name = c_text(arg).lower()
         if name == "default":
-            wanted.update(_DEFAULT_SECTIONS)
+            wanted.update(INFO_DEFAULT_SECTIONS)
         elif name in ("all", "everything"):
             wanted.update(layout)
         else:
@@ -1320,11 +1235,11 @@ def info_text(core: Core, argv: list[bytes]) -> str:
     if "errorstats" in wanted:
         core.errno = 0  # XADD-14: the walk over the error-count tree runs off it
     parts = []
-    for section, (title, fields) in layout.items():
+    for section, (title, fields) in layout.items():  # INFO-2
         if section not in wanted:
             continue
         lines = [f"# {title}"]
-        if section == "keyspace":
+        if section == "keyspace":  # INFO-3
             lines += [f"db{i}:keys={len(db)},expires=0,avg_ttl=0" for i, db in enumerate(core.dbs) if db]
         else:
             lines += [f"{f}:{values.get(f, '0')}" for f in fields]
@@ -1334,26 +1249,19 @@ def info_text(core: Core, argv: list[bytes]) -> str:
 
 @command("info")
 def info(ctx: Context) -> Reply:
-    if len(ctx.argv) > 2 and ctx.core.before_70:  # 6.2 takes one section at most
+    if len(ctx.argv) > 2 and not ctx.dialect.info_multiple_sections:  # INFO-DIALECT-2: 6.2 takes one at most
         raise _err(table.SYNTAX)
     return _verbatim(info_text(ctx.core, ctx.argv))
 
 
 # -- CONFIG -------------------------------------------------------------------------------------------
-_RANGE = "argument must be between {} and {} inclusive"
-
-
 def _parse_number(value: bytes, low: int, high: int) -> str:
     v = string2ll(value)
     if v is None:
-        raise ValueError("argument couldn't be parsed into an integer")
+        raise ValueError(CONFIG_NOT_INTEGER)
     if not low <= v <= high:
-        raise ValueError(_RANGE.format(low, high))
+        raise ValueError(CONFIG_RANGE.format(low, high))
     return str(v)
-
-
-_MEMORY_UNITS = {b"": 1, b"b": 1, b"k": 1000, b"kb": 1024, b"m": 1000 ** 2, b"mb": 1024 ** 2,
-                 b"g": 1000 ** 3, b"gb": 1024 ** 3}
 
 
 def _parse_memory(value: bytes, low: int) -> str:
@@ -1361,13 +1269,13 @@ def _parse_memory(value: bytes, low: int) -> str:
     text = c_string(value)
     digits = len(text) - len(text.lstrip(b"0123456789"))
     unit = text[digits:].lower()
-    if text[:1] == b"-" or unit not in _MEMORY_UNITS:
-        raise ValueError("argument must be a memory value")
+    if text[:1] == b"-" or unit not in MEMORY_UNITS:
+        raise ValueError(CONFIG_NOT_MEMORY)
     parsed = strtoull(text[:digits])
     number = (1 << 64) - 1 if parsed is None else parsed[0]
-    result = (number * _MEMORY_UNITS[unit]) & ((1 << 64) - 1)
+    result = (number * MEMORY_UNITS[unit]) & ((1 << 64) - 1)
     if not low <= result <= I64_MAX:
-        raise ValueError(_RANGE.format(low, I64_MAX))
+        raise ValueError(CONFIG_RANGE.format(low, I64_MAX))
     return str(result)
 
 
@@ -1403,14 +1311,14 @@ _IMMUTABLE = frozenset("""daemonize databases enable-debug-command enable-module
 @command("config|get")
 def config_get(ctx: Context) -> Reply:
     config = ctx.core.config
-    found: dict[str, tuple[str, str]] = {}
+    found: dict[str, tuple[str, str]] = {}  # CONFIG-3: each parameter once
     for arg in ctx.argv[2:]:
-        text = text_of(arg)
-        if not any(ch in text for ch in "[*?"):
+        text = c_text(arg)
+        if not any(ch in text for ch in "[*?"):  # CONFIG-1
             if text.lower() in config and text.lower() not in found:
                 found[text.lower()] = (text, config[text.lower()])
             continue
-        for name in CONFIG_DEFAULTS:
+        for name in CONFIG_DEFAULTS:  # CONFIG-2
             if name not in found and pattern_matches(c_string(arg), name.encode(), nocase=True):
                 found[name] = (name, config[name])
     return _config_pairs(found.values())
@@ -1421,7 +1329,8 @@ def _config_pairs(pairs: Iterable[tuple[str, str]]) -> Reply:
 
 
 def config_get_62(ctx: Context) -> Reply:
-    """6.2: one argument, always a pattern; the names as the table spells them (CONFIG-DIALECT-1)."""
+    """6.2: one argument, always a pattern; the names as the table spells them (CONFIG-DIALECT-1,
+    CONFIG-DIALECT-2)."""
     config = ctx.core.config
     pattern = c_string(ctx.argv[2])
     return _config_pairs((name, config[name]) for name in CONFIG_DEFAULTS
@@ -1432,40 +1341,40 @@ def config_get_62(ctx: Context) -> Reply:
 def config_set(ctx: Context) -> Reply:
     argv = ctx.argv
     core = ctx.core
-    if len(argv) % 2:
+    if len(argv) % 2:  # CONFIG-4
         raise _err(table.SYNTAX)
-    names = [text_of(a) for a in argv[2::2]]
+    names = argv[2::2]
     seen: set[str] = set()
-    for n in names:
-        if n.lower() not in CONFIG_DEFAULTS:
-            raise _err(f"ERR Unknown option or number of arguments for CONFIG SET - '{n}'")
-        if n.lower() in seen:
-            raise _err(f"ERR CONFIG SET failed (possibly related to argument '{n}') - duplicate parameter")
-        seen.add(n.lower())
+    for n in names:  # CONFIG-5
+        name = c_text(n).lower()
+        if name not in CONFIG_DEFAULTS:
+            raise _err(config_unknown_parameter(n))
+        if name in seen:  # CONFIG-6
+            raise _err(config_set_failed(n, CONFIG_DUPLICATE))
+        seen.add(name)
     new: dict[str, str] = {}
-    for n, v in zip(names, argv[3::2], strict=True):
-        name = n.lower()
+    for n, v in zip(names, argv[3::2], strict=True):  # CONFIG-7: all or nothing
+        name = c_text(n).lower()
+        if name in _IMMUTABLE:
+            raise _err(config_set_failed(n, CONFIG_IMMUTABLE))
         try:
-            if name in _IMMUTABLE:
-                raise ValueError("can't set immutable config")
             new[name] = _parse_setting(core, name, v)
-        except ValueError as e:
-            raise _err(f"ERR CONFIG SET failed (possibly related to argument '{n}') - {e}") from None
-    _apply_settings(core, new)
+        except ValueError as e:  # CONFIG-7: named as the server spells it
+            raise _err(config_set_failed(name.encode(), str(e))) from None
+    _apply_settings(core, new)  # CONFIG-8
     return OK
 
 
 def config_set_62(ctx: Context) -> Reply:
     """6.2: one parameter and value (the lookup checked the count), 6.2's texts (CONFIG-DIALECT-1)."""
     argv = ctx.argv
-    given = text_of(argv[2])
-    name = given.lower()
+    name = c_text(argv[2]).lower()
     if name not in CONFIG_DEFAULTS or name in _IMMUTABLE:
-        raise _err(f"ERR Unsupported CONFIG parameter: {given}")
+        raise _err(config_unsupported_parameter(argv[2]))
     try:
         value = _parse_setting(ctx.core, name, argv[3])
     except ValueError as e:
-        raise _err(f"ERR Invalid argument '{text_of(argv[3])}' for CONFIG SET '{given}' - {e}") from None
+        raise _err(config_invalid_argument(argv[3], argv[2], str(e))) from None
     _apply_settings(ctx.core, {name: value})
     return OK
 
@@ -1486,23 +1395,21 @@ def _apply_settings(core: Core, new: dict[str, str]) -> None:
 
 @command("config|resetstat")
 def config_resetstat(ctx: Context) -> Reply:
-    ctx.core.reset_stats()
+    ctx.core.reset_stats()  # CONFIG-9
     return OK
 
 
 @command("config|help")
 def config_help(ctx: Context) -> Reply:
-    return _help(ctx, _CONFIG_HELP)
+    return _help(ctx, CONFIG_HELP)  # CONFIG-10
 
 
 # -- COMMAND ----------------------------------------------------------------------------------------
 def _all_commands() -> list[CommandSpec]:
-    from xspec.reference.core import EXTRA_COMMANDS
     return [*COMMANDS.values(), *EXTRA_COMMANDS.values()]
 
 
 def _find_command(argv: list[bytes]) -> CommandSpec | None:
-    from xspec.reference.core import lookup
     return lookup(argv)
 
 
@@ -1608,7 +1515,7 @@ def command_list(ctx: Context) -> Reply:
         if kind == b"pattern":
             names = [n for n in names if pattern_matches(value, n.encode(), nocase=True)]
         elif kind == b"aclcat":
-            cat = "@" + text_of(value).lower()
+            cat = "@" + c_text(value).lower()
             names = [s.fullname for s in _all_commands() if cat in _acl_categories(s)]
         elif kind == b"module":
             names = []
@@ -1644,68 +1551,7 @@ def command_getkeys(ctx: Context) -> Reply:
 
 @command("command|help")
 def command_help(ctx: Context) -> Reply:
-    if not ctx.dialect.subcommand_table:
-        return _help(ctx, _COMMAND_HELP_62)
-    return _help(ctx, _COMMAND_HELP_VALKEY if ctx.dialect.server == "valkey" else _COMMAND_HELP)
-
-
-# COMMAND HELP's lines as the real 7.0.15, 6.2.14 and Valkey 9.1.2 answer them.
-_COMMAND_HELP = """
-(no subcommand)
-    Return details about all Redis commands.
-COUNT
-    Return the total number of commands in this Redis server.
-LIST
-    Return a list of all commands in this Redis server.
-INFO [<command-name> ...]
-    Return details about multiple Redis commands.
-    If no command names are given, documentation details for all
-    commands are returned.
-DOCS [<command-name> ...]
-    Return documentation details about multiple Redis commands.
-    If no command names are given, documentation details for all
-    commands are returned.
-GETKEYS <full-command>
-    Return the keys from a full Redis command.
-GETKEYSANDFLAGS <full-command>
-    Return the keys and the access flags from a full Redis command.
-HELP
-    Prints this help.
-"""
-_COMMAND_HELP_62 = """
-(no subcommand)
-    Return details about all Redis commands.
-COUNT
-    Return the total number of commands in this Redis server.
-GETKEYS <full-command>
-    Return the keys from a full Redis command.
-INFO [<command-name> ...]
-    Return details about multiple Redis commands.
-HELP
-    Prints this help.
-"""
-_COMMAND_HELP_VALKEY = """
-(no subcommand)
-    Return details about all commands.
-COUNT
-    Return the total number of commands in this server.
-LIST
-    Return a list of all commands in this server.
-INFO [<command-name> ...]
-    Return details about multiple commands.
-    If no command names are given, documentation details for all
-    commands are returned.
-DOCS [<command-name> ...]
-    Return documentation details about multiple commands.
-    If no command names are given, documentation details for all
-    commands are returned.
-GETKEYS <full-command>
-    Return the keys from a full command.
-GETKEYSANDFLAGS <full-command>
-    Return the keys and the access flags from a full command.
-HELP
-    Print this help.
-"""
+    return _help(ctx, _COMMAND_HELP_TEXTS[ctx.dialect.help_texts])
 
 
 # -- DEBUG and WAIT -----------------------------------------------------------------------------------
@@ -1745,9 +1591,9 @@ def wait(ctx: Context) -> Reply | Blocked:
         raise _err(table.NOT_INTEGER)
     timeout = string2ll(ctx.argv[2])
     if timeout is None:
-        raise _err("ERR timeout is not an integer or out of range")
+        raise _err(TIMEOUT_NOT_INTEGER)
     if timeout < 0:
-        raise _err("ERR timeout is negative")
+        raise _err(TIMEOUT_NEGATIVE)
     if replicas <= 0 or not ctx.can_block:
         return Int(0)
     # No replica will ever acknowledge: wait out the timeout (forever for 0).
@@ -1777,7 +1623,7 @@ def xspec_clock(ctx: Context) -> Reply:
         core.expire_timeouts()
         core.check_pause()
         return Int(target)
-    raise _err(f"ERR unknown subcommand or wrong number of arguments for '{text_of(argv[1])}'. "
+    raise _err(f"ERR unknown subcommand or wrong number of arguments for '{c_text(argv[1])}'. "
                "Try XSPEC.CLOCK GET | SET <ms> | ADVANCE <ms>.")
 
 
@@ -1791,15 +1637,18 @@ def xspec_fault(ctx: Context) -> Reply:
 
 def dialect_handlers(dialect: Dialect) -> dict[str, GenericHandler]:
     """The handlers that answer as ``dialect``'s server does where its generic commands differ from 7.0's."""
+    found: dict[str, GenericHandler] = {}
     if not dialect.subcommand_table:  # 6.2 (DISPATCH-DIALECT-1, CONFIG-DIALECT-1)
         # xgroup|* and xinfo|* answer only while the stream module has no 6.2 containers (core.handler_for).
-        return {"client|*": refused_subcommand, "config|*": refused_subcommand, "command|*": refused_subcommand,
-                "xgroup|*": refused_subcommand, "xinfo|*": refused_subcommand,
-                "config|get": config_get_62, "config|set": config_set_62, "command": command_all_62,
-                "command|info": command_info_62}
-    found: dict[str, GenericHandler] = {}
-    if version_at_least(dialect, 7, 2):
-        found.update({"client|no-touch": client_no_touch_72, "client|setinfo": client_setinfo})
-    if dialect.server == "valkey":
+        found.update({"client|*": refused_subcommand, "config|*": refused_subcommand,
+                      "command|*": refused_subcommand, "xgroup|*": refused_subcommand,
+                      "xinfo|*": refused_subcommand, "config|get": config_get_62, "config|set": config_set_62})
+    if not dialect.command_docs:
+        found.update({"command": command_all_62, "command|info": command_info_62})
+    if dialect.client_no_touch:
+        found["client|no-touch"] = client_no_touch_72
+    if dialect.client_setinfo:
+        found["client|setinfo"] = client_setinfo
+    if dialect.client_capa:
         found.update({"client|capa": client_capa, "client|import-source": client_import_source})
     return found

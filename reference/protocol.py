@@ -42,6 +42,18 @@ from collections.abc import Callable
 from typing import Any
 
 from xspec.reference.api import Encoded
+from xspec.spec.errors import (
+    PROTO_INVALID_BULK,
+    PROTO_INVALID_MBULK,
+    PROTO_TOO_BIG_BULK,
+    PROTO_TOO_BIG_INLINE,
+    PROTO_TOO_BIG_MBULK,
+    PROTO_UNAUTHENTICATED_BULK,
+    PROTO_UNAUTHENTICATED_MBULK,
+    PROTO_UNBALANCED_QUOTES,
+    PROTOCOL_ERROR,
+    proto_expected_dollar,
+)
 from xspec.spec.ids import string2ll
 from xspec.spec.resp import (
     Array,
@@ -77,7 +89,7 @@ class RequestError(Exception):
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
-        self.text = "ERR Protocol error: " + reason
+        self.text = PROTOCOL_ERROR + reason
         self.raw = b""  # the buffer from the malformed request on
 
 
@@ -180,14 +192,14 @@ def _header_end(buf: bytes, pos: int, too_big: str) -> int:
 
 def _parse_multibulk(buf: bytes, pos: int, max_bulk: int,
                      auth_required: bool) -> tuple[list[bytes] | None, int, int]:
-    cr = _header_end(buf, pos, "too big mbulk count string")
+    cr = _header_end(buf, pos, PROTO_TOO_BIG_MBULK)
     if cr < 0:
         return None, pos, len(buf) + 1
     count = string2ll(buf[pos + 1:cr])
     if count is None or count > INT_MAX:
-        raise RequestError("invalid multibulk length")
+        raise RequestError(PROTO_INVALID_MBULK)
     if count > UNAUTHENTICATED_MAX_ARGS and auth_required:
-        raise RequestError("unauthenticated multibulk length")
+        raise RequestError(PROTO_UNAUTHENTICATED_MBULK)
     p = cr + 2
     if count <= 0:
         return [], p, 0
@@ -195,17 +207,16 @@ def _parse_multibulk(buf: bytes, pos: int, max_bulk: int,
     for _ in range(count):
         if p >= len(buf):
             return None, pos, len(buf) + 1
-        cr = _header_end(buf, p, "too big bulk count string")
+        cr = _header_end(buf, p, PROTO_TOO_BIG_BULK)
         if cr < 0:
             return None, pos, len(buf) + 1
         if buf[p] != 36:  # '$'
-            got = b" " if buf[p] in (10, 13) else buf[p:p + 1]  # error texts stay on one line
-            raise RequestError(f"expected '$', got '{got.decode('utf-8', 'surrogateescape')}'")
+            raise RequestError(proto_expected_dollar(buf[p:p + 1]))
         size = string2ll(buf[p + 1:cr])
         if size is None or size < 0 or size > max_bulk:
-            raise RequestError("invalid bulk length")
+            raise RequestError(PROTO_INVALID_BULK)
         if size > UNAUTHENTICATED_MAX_BULK and auth_required:
-            raise RequestError("unauthenticated bulk length")
+            raise RequestError(PROTO_UNAUTHENTICATED_BULK)
         start = cr + 2
         if len(buf) - start < size + 2:
             return None, pos, start + size + 2
@@ -218,12 +229,12 @@ def _parse_inline(buf: bytes, pos: int) -> tuple[list[bytes] | None, int, int]:
     nl = buf.find(b"\n", pos)
     if nl < 0 or buf.find(b"\0", pos, nl) >= 0:  # strchr stops at a NUL
         if len(buf) - pos > INLINE_MAX_SIZE:
-            raise RequestError("too big inline request")
+            raise RequestError(PROTO_TOO_BIG_INLINE)
         return None, pos, len(buf) + 1
     line_end = nl - 1 if nl > pos and buf[nl - 1] == 13 else nl
     argv = split_args(buf[pos:line_end])
     if argv is None:
-        raise RequestError("unbalanced quotes in request")
+        raise RequestError(PROTO_UNBALANCED_QUOTES)
     return argv, nl + 1, 0
 
 

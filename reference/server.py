@@ -56,14 +56,16 @@ import os
 import resource
 import select
 import signal
+import socket
 import sys
 import threading
 from types import FrameType
 from typing import Any
 
-from xspec.reference.api import Encoded
+from xspec.reference.api import POSTPONED, CheckerFactory, Encoded, PreRendered
 from xspec.reference.clock import make_clock
-from xspec.reference.core import POSTPONED, Client, Core, PreRendered
+from xspec.reference.core import Client, Core
+from xspec.reference.handlers import new_core
 from xspec.reference.protocol import BULK_HEADERS, ENCODERS, RequestError, encode_into, parse_fast, parse_requests
 from xspec.spec.resp import Bulk, Int, Reply, encode
 
@@ -524,22 +526,34 @@ class ClientConnection(asyncio.Protocol):
             self.delayed_until = 0.0
 
 
+class StartError(Exception):
+    """The server cannot start: its trace file cannot be written, or it cannot listen where asked."""
+
+
+def _reason(e: OSError) -> str:
+    """An OSError's cause in words, without the address asyncio repeats in its text."""
+    if isinstance(e, socket.gaierror) or not e.errno or e.errno < 0:
+        return e.strerror or str(e)
+    return os.strerror(e.errno)
+
+
 class ReferenceServer:
     """The listening socket, its connections and the core behind them."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 6379, *, dialect: str = "redis-7.0",
                  clock: str = "wall", requirepass: str | None = None, trace: str | None = None,
-                 checked: bool = False, enable_debug: str = "no", protected_mode: str = "yes") -> None:
+                 checker: CheckerFactory | None = None, enable_debug: str = "no",
+                 protected_mode: str = "yes") -> None:
         self.host = host
         self.port = port
-        self.core = Core(dialect=dialect, clock=make_clock(clock), requirepass=requirepass,
-                         enable_debug=enable_debug, port=port,
-                         config={"protected-mode": protected_mode, "bind": host})
+        self.core = new_core(dialect=dialect, clock=make_clock(clock), requirepass=requirepass,
+                             enable_debug=enable_debug, port=port,
+                             config={"protected-mode": protected_mode, "bind": host})
         self.core.server = self
         self.connections: set[ClientConnection] = set()
         self.delays: dict[int, float] = {}  # client id (0: everyone) -> seconds, XSPEC.FAULT DELAY
         self.trace_path = trace
-        self.checked = checked
+        self.checker = checker  # --checked: what each command is checked against (``reference.trace``)
         self._server: Any = None  # asyncio's or uvloop's Server (not an asyncio.AbstractServer)
         self._stopped: asyncio.Event | None = None
         self.shutdown_asap = False  # a shutdown was asked for: no further command runs
@@ -571,15 +585,23 @@ class ReferenceServer:
         return self.delays.get(c.id if c is not None else 0, self.delays.get(0, 0.0))
 
     async def start(self) -> None:
+        """Open the trace (``--trace``) and the listener; :class:`StartError` if either cannot be."""
         loop = asyncio.get_running_loop()
         self.core.timer_factory = loop.call_later
-        if self.trace_path is not None or self.checked:
+        if self.trace_path is not None or self.checker is not None:
             from xspec.reference.trace import attach_observers
-            attach_observers(self.core, self.trace_path, self.checked)
+            try:
+                attach_observers(self.core, self.trace_path, self.checker)
+            except OSError as e:
+                raise StartError(f"cannot write the trace {self.trace_path!r}: {_reason(e)}") from e
         raise_open_files_limit(int(self.core.config["maxclients"]))
         self._stopped = asyncio.Event()
-        self._server = await loop.create_server(lambda: ClientConnection(self), self.host, self.port,
-                                                reuse_address=True, backlog=511)
+        try:
+            self._server = await loop.create_server(lambda: ClientConnection(self), self.host, self.port,
+                                                    reuse_address=True, backlog=511)
+        except OSError as e:
+            self._close_trace()
+            raise StartError(f"cannot listen on {self.host}:{self.port}: {_reason(e)}") from e
         sock = self._server.sockets[0]  # a list in uvloop, a tuple in asyncio
         self.port = sock.getsockname()[1]
         self.core.config["port"] = str(self.port)
@@ -601,11 +623,15 @@ class ReferenceServer:
         connections, self.connections = self.connections, set()
         for conn in connections:
             conn.shut()
+        self._close_trace()
+        if self._stopped is not None:
+            self._stopped.set()
+
+
+    def _close_trace(self) -> None:
         observer = self.core.observer
         if observer is not None and hasattr(observer, "finish"):
             observer.finish()
-        if self._stopped is not None:
-            self._stopped.set()
 
 
 def normal_output_limits(text: str) -> tuple[int, int, int] | None:

@@ -28,11 +28,11 @@ from itertools import repeat
 from operator import attrgetter, lshift, or_
 
 from xspec.spec.ids import I64_MAX
+from xspec.spec.limits import LISTPACK_MAX_SIZE
 from xspec.spec.listpack import as_listpack_int, element_size, int_element_size
 
 U64 = (1 << 64) - 1
 MAX_KEY = (1 << 128) - 1  # 18446744073709551615-18446744073709551615
-LISTPACK_MAX_SIZE = 1 << 30  # STREAM_LISTPACK_MAX_SIZE
 INVALID_ENTRIES_READ = -1
 
 _LP_HEADER_AND_END = 7  # 4-byte total size, 2-byte element count, 0xFF terminator

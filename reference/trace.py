@@ -1,7 +1,7 @@
 """``--trace FILE`` and ``--checked``: recording the server's traffic and judging it with the model.
 
 :class:`TraceWriter` writes every connection's traffic as a trace
-(TRACE-FORMAT.md) while the server runs: ``connect``, a ``call`` for each
+(spec/trace-format.md) while the server runs: ``connect``, a ``call`` for each
 command answered at once (``t0`` when the server took it up, ``t1`` after it
 ran, on the host's clock in microseconds), ``send``/``recv`` for a command
 that blocked and its later answer, ``send`` with ``raw`` bytes and the error
@@ -12,32 +12,45 @@ CLIENT KILL, XSPEC.FAULT, protocol errors). With ``--clock virtual`` each
 ``valkey``) and version (tagged ``xspec-serve``) so that ``xspec check``
 judges it against that dialect without options.
 
-:class:`ModelChecker` runs every command on the model too
-(``xspec.models.server.Server``, with the server's ``--requirepass``), feeding
-the model's clock the readings the server's own handlers made for that command,
-and compares replies, blocking,
-the clients each command served and timeouts. Replies that describe the host
-(HELLO's id, CLIENT LIST, INFO, ...) are compared by shape
+:class:`CheckedRun` runs every command on a checker too (``--checked``: the
+model, which ``xspec serve`` builds and hands in as a
+:data:`~xspec.reference.api.CheckerFactory`; this package never imports it),
+with the server's ``--requirepass``, feeding the checker's clock the readings
+the server's own handlers made for that command, and compares replies,
+blocking, the clients each command served and timeouts. Replies that describe
+the host (HELLO's id, CLIENT LIST, INFO, ...) are compared by shape
 (``xspec.spec.environment``); commands the model does not run (COMMAND,
 DEBUG, WAIT, XSPEC.*, some CLIENT and CONFIG forms) are skipped. A divergence
 is logged (logger ``xspec.serve``) together with the path of a trace of the
 whole run so far, which shows it.
+
+Injected faults (XSPEC.FAULT): a command an error fault refused did not run,
+so the checker does not run it either; a transaction it doomed is discarded on
+the checker when its EXEC is refused; ``RESTART EMPTY`` empties the checker's
+databases too. In the trace, the refused command is the ``call`` the client
+saw, with its error. Trace format version 1 has no event for a fault, so
+``XSPEC.FAULT ERROR`` and ``RESTART`` (the forms that change what a client sees
+of the data) are written as the ``call`` events they were: XSPEC.FAULT is
+outside the model's scope (``spec.commands.OUT_OF_SCOPE``), so ``xspec replay``
+judges such a trace ``unsupported`` (rule 6) rather than diverging on the
+faults' errors. The other forms, and XSPEC.CLOCK, are ``note`` events: their
+effects show as ``close`` events, timing and ``now``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
 from pathlib import Path
 from typing import IO, Any
 
-from xspec.reference.api import Encoded
-from xspec.reference.core import Client, Core, PreRendered, RunResult
+from xspec.reference.api import Checker, CheckerFactory, Encoded, PreRendered
+from xspec.reference.core import Client, Core, RunResult
 from xspec.reference.protocol import decoded
-from xspec.spec.dialect import get_dialect
 from xspec.spec.environment import environment_matches
-from xspec.spec.resp import Error, Reply, for_protocol, show
+from xspec.spec.resp import QUEUED, Array, Error, Reply, Simple, for_protocol, show
 from xspec.spec.trace_format import Call, Close, Connect, Event, Header, Note, Recv, Send, event_to_json
 
 log = logging.getLogger("xspec.serve")
@@ -77,7 +90,8 @@ class TraceWriter:
         self.served_now: list[Event] = []  # answers to blocked clients, written after the command that served them
         self.file: IO[str] | None = None
         if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):  # a file in the way: open() says what is wrong
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
             self.file = open(path, "w", encoding="utf-8")  # noqa: SIM115 - open for the server's lifetime
             self.file.write(json_line(self.header.to_json(), (", ", ": ")))
         self.keep = path is None
@@ -106,7 +120,7 @@ class TraceWriter:
         self.add(Close(c=c.id, by=by, t=now_us()))
 
     def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None:
-        if argv[0][:6].lower() == b"xspec.":
+        if argv[0][:6].lower() == b"xspec." and not (result is not None and _fault_seen_by_clients(argv, result)):
             # The server's own admin commands are not Redis traffic: a note says what they did
             # (virtual time shows in ``now``; faults show as the errors and closes they cause).
             shown = b" ".join(argv).decode("utf-8", "backslashreplace")
@@ -119,6 +133,9 @@ class TraceWriter:
         served, self.served_now = self.served_now, []
         for e in served:
             self.add(e)
+
+    def refused(self, c: Client, argv: list[bytes], reply: Reply, t0: int) -> None:
+        self.executed(c, argv, reply, t0)  # what the client saw: the command and the fault's error
 
     def served(self, c: Client, reply: Reply | Encoded, timed_out: bool) -> None:
         e = Recv(c=c.id, reply=wire(reply, c.proto), t=now_us(), now=self._now())
@@ -141,8 +158,15 @@ class TraceWriter:
             self.file = None
 
 
+def _fault_seen_by_clients(argv: list[bytes], result: Reply | Encoded | PreRendered) -> bool:
+    """An XSPEC.FAULT that changes what clients see of the data: ERROR (errors instead of replies)
+    and RESTART (the data may be gone), when it was accepted."""
+    return (len(argv) > 1 and argv[0].lower() == b"xspec.fault" and argv[1].lower() in (b"error", b"restart")
+            and not isinstance(result, Error))
+
+
 class FedClock:
-    """The model's clock in checked mode: the readings the server made for the command, in order."""
+    """The checker's clock in checked mode: the readings the server made for the command, in order."""
 
     def __init__(self, core: Core) -> None:
         self.core = core
@@ -156,9 +180,6 @@ class FedClock:
             self.last = self.readings.pop(0)
         return self.last
 
-    def concrete(self, t: int) -> int:
-        return t
-
 
 # Commands whose replies the model does not produce.
 _UNCHECKED = ("command", "debug", "wait", "xspec.", "client|kill", "client|no-evict", "client|tracking",
@@ -166,12 +187,10 @@ _UNCHECKED = ("command", "debug", "wait", "xspec.", "client|kill", "client|no-ev
               "client|pause", "client|unpause", "client|no-touch")
 
 
-class ModelChecker:
-    """Runs the model beside the server and reports where they disagree."""
+class CheckedRun:
+    """Runs a checker (the model) beside the server and reports where they disagree."""
 
-    def __init__(self, core: Core, recorder: TraceWriter, report_dir: Path) -> None:
-        from xspec.models.server import Server
-
+    def __init__(self, core: Core, recorder: TraceWriter, report_dir: Path, factory: CheckerFactory) -> None:
         self.core = core
         self.recorder = recorder
         self.report_dir = report_dir
@@ -179,8 +198,12 @@ class ModelChecker:
         config = {k: core.config[k] for k in core.dialect.config_defaults}
         if core.requirepass is not None:  # --requirepass: the model's clients must authenticate too (AUTH-4)
             config["requirepass"] = core.requirepass
-        self.model = Server(get_dialect(core.dialect.name), clock=self.clock, config=config)
+        self.model: Checker = factory(core.dialect, self.clock, config)
         self.just_served: list[tuple[int, Reply]] = []
+        self.doomed: set[int] = set()  # clients whose transaction an injected fault doomed
+        # Per client in MULTI, for each command queued so far: whether the checker queued it too
+        # (it does not run XSPEC.*, COMMAND, DEBUG ..., whose replies EXEC's array then lacks).
+        self.queue_checked: dict[int, list[bool]] = {}
         self.divergences = 0
         self.enabled = True
         # Record the server's clock readings for the model.
@@ -208,15 +231,53 @@ class ModelChecker:
         self.clock.readings.clear()
 
     def closed(self, c: Client, by: str) -> None:
+        self.doomed.discard(c.id)
+        self.queue_checked.pop(c.id, None)
         self.model.close(c.id)
+
+    def _run_unchecked(self, c: Client, argv: list[bytes]) -> None:
+        """Run a command on the checker to keep its state the server's, whatever it replies."""
+        try:
+            self.model.execute(c.id, argv)
+        except Exception as e:
+            self._diverge(f"client {c.id} {argv!r}: the model raised {e!r}")
+        finally:
+            self.clock.readings.clear()
+
+    def refused(self, c: Client, argv: list[bytes], reply: Reply, t0: int) -> None:
+        """An injected fault rejected the command: it did not run, so the checker does not run it.
+        Inside MULTI it doomed the transaction; a refused EXEC discarded it (and its watches)."""
+        self.just_served = []
+        self.clock.readings.clear()
+        spec = self.core.lookup(argv)
+        if spec is not None and spec.fullname == "exec":
+            self.doomed.discard(c.id)
+            self._run_unchecked(c, [b"DISCARD"])
+            self._run_unchecked(c, [b"UNWATCH"])
+        elif c.in_multi:
+            self.doomed.add(c.id)
 
     def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None:
         served, self.just_served = self.just_served, []
         spec = self.core.lookup(argv)
         name = spec.fullname if spec is not None else ""
+        if name == "xspec.fault" and result is not None and _fault_seen_by_clients(argv, result) \
+                and argv[2:3] and argv[2].lower() == b"empty":
+            self._run_unchecked(c, [b"FLUSHALL"])  # RESTART EMPTY dropped every key
+        queue_checked = self.queue_checked.pop(c.id, None) if name in ("exec", "discard", "reset") else None
+        queued = isinstance(result, Simple) and result == QUEUED
+        if c.id in self.doomed and name in ("exec", "discard", "reset"):
+            self.doomed.discard(c.id)
+            if name == "exec":  # the server discarded the transaction a fault doomed (EXECABORT)
+                self._run_unchecked(c, [b"DISCARD"])
+                return
         if spec is not None and (name.startswith(_UNCHECKED) or self.core.dialect.unsupported_reason(argv)):
             self.clock.readings.clear()
+            if queued:
+                self.queue_checked.setdefault(c.id, []).append(False)
             return
+        if queued:
+            self.queue_checked.setdefault(c.id, []).append(True)
         offered = len(self.clock.readings)
         self.clock.taken = 0
         try:
@@ -237,6 +298,9 @@ class ModelChecker:
             self._diverge(f"client {c.id} {argv!r}: the model blocked, the server replied {wire(result, c.proto)}")
         elif out.reply is not None:
             mine = wire(result, c.proto)
+            if queue_checked is not None and not all(queue_checked) and isinstance(mine, Array) \
+                    and len(mine.items) == len(queue_checked):  # EXEC: only the replies the checker has
+                mine = Array(tuple(r for r, checked in zip(mine.items, queue_checked, strict=True) if checked))
             if mine != out.reply and not _not_modelled(out.reply) and not environment_matches(argv, mine, out.reply):
                 self._diverge(f"client {c.id} {argv!r}: server {show(mine)}, model {show(out.reply)}")
         model_served = [(cid, r) for cid, r in out.served]
@@ -293,12 +357,12 @@ class Observers:
         return call
 
 
-def attach_observers(core: Core, trace_path: str | None, checked: bool) -> None:
-    """Set up ``--trace`` and/or ``--checked`` on ``core``."""
+def attach_observers(core: Core, trace_path: str | None, checker: CheckerFactory | None) -> None:
+    """Set up ``--trace`` and/or ``--checked`` (``checker`` builds what the server is checked against)."""
     writer = TraceWriter(core, trace_path)
-    if not checked:
+    if checker is None:
         core.observer = Observers(writer)  # type: ignore[assignment]
         return
     writer.keep = True  # the checker writes the trace so far next to each divergence
     report_dir = Path(trace_path).parent if trace_path else Path.cwd()
-    core.observer = Observers(writer, ModelChecker(core, writer, report_dir))  # type: ignore[assignment]
+    core.observer = Observers(writer, CheckedRun(core, writer, report_dir, checker))  # type: ignore[assignment]

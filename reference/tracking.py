@@ -26,15 +26,40 @@ Every other dialect is served as 7.0.15: Redis 7.2 and 7.4's source keeps these 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
+from xspec.reference.api import POSTPONED, PreRendered
 from xspec.reference.protocol import Pushed, Raw, encode_into
+from xspec.spec.errors import prefix_overlaps_existing, prefix_overlaps_provided
 from xspec.spec.ids import c_string
 from xspec.spec.resp import Array, Bulk, Int, Push, Reply, encode
 
 if TYPE_CHECKING:
-    from xspec.reference.core import Client, Core
     from xspec.spec.commands import CommandSpec
+
+
+class Writer(Protocol):
+    """A client's connection as tracking uses it."""
+
+    def write(self, out: list[bytes]) -> None:
+        """Queue bytes for the client in order with its replies."""
+        ...
+
+
+class Client(Protocol):
+    """What tracking reads and sets of a client (``reference.core.Client``)."""
+
+    id: int
+    proto: int
+    tracking: bool
+    redirect: int
+    reply_mode: str
+    in_multi: bool
+    last_cmd: str
+
+    @property
+    def conn(self) -> Writer | None: ...
 
 INVALIDATE = Bulk(b"invalidate")
 REDIR_BROKEN = Bulk(b"tracking-redir-broken")
@@ -100,8 +125,8 @@ def _stream_keys(argv: list[bytes]) -> list[bytes]:
 class Tracking:
     """The server's tracking state: 7.0's TrackingTable and PrefixTable, and each client's options."""
 
-    def __init__(self, core: Core) -> None:
-        self.core = core
+    def __init__(self, clients: Mapping[int, Client], redirect_before_reply: bool, overlap_then_ok: bool) -> None:
+        self.clients = clients  # the server's connected clients by id
         self.table: dict[bytes, dict[int, None]] = {}  # key -> ids of the clients that may cache it
         self.prefixes: dict[bytes, Prefix] = {}
         self.options: dict[Client, ClientTracking] = {}  # the clients with tracking on
@@ -110,9 +135,11 @@ class Tracking:
         self.held: dict[Client, tuple[list[Any], list[Any]]] = {}
         self.broadcast_due = False
         self.owed = False  # either: Core.execute calls finish()
-        # Valkey 9.1.2 (measured) sends a message redirected to the running client after its reply,
-        # and answers overlapping new prefixes with the error alone.
-        self.valkey = core.dialect.server == "valkey"
+        # Dialect.tracking_redirect_before_reply and tracking_overlap_then_ok: Valkey 9.1.2 (measured)
+        # sends a message redirected to the running client after its reply, and answers overlapping
+        # new prefixes with the error alone.
+        self.redirect_before_reply = redirect_before_reply
+        self.overlap_then_ok = overlap_then_ok
 
     # -- CLIENT TRACKING / CACHING ------------------------------------------------------------------
     def of(self, c: Client) -> ClientTracking:
@@ -160,13 +187,10 @@ class Tracking:
         for i, new in enumerate(prefixes):
             for old in mine:
                 if new.startswith(old) or old.startswith(new):
-                    return (f"ERR Prefix '{_text(new)}' overlaps with an existing prefix '{_text(old)}'. "
-                            "Prefixes for a single client must not overlap."), False
+                    return prefix_overlaps_existing(new, old), False
             for other in prefixes[i + 1:]:
                 if new.startswith(other) or other.startswith(new):
-                    return (f"ERR Prefix '{_text(new)}' overlaps with another provided prefix "
-                            f"'{_text(other)}'. Prefixes for a single client must not overlap."), \
-                        i > 0 and not self.valkey
+                    return prefix_overlaps_provided(new, other), i > 0 and self.overlap_then_ok
         return None, True
 
     def say_before_reply(self, c: Client, item: Reply) -> None:
@@ -196,7 +220,7 @@ class Tracking:
         ids = self.table.pop(key, None)
         if not ids:
             return
-        clients = self.core.clients
+        clients = self.clients
         for cid in sorted(ids, key=_id_order):
             target = clients.get(cid)
             if target is None:  # gone: 7.0 finds no client by that id
@@ -209,7 +233,7 @@ class Tracking:
 
     def flushed(self, current: Client) -> None:
         """``trackingInvalidateKeysOnFlush``: every tracking client gets the null; the table empties."""
-        for c in list(self.core.clients.values()):  # 7.0 walks its client list: connection order
+        for c in list(self.clients.values()):  # 7.0 walks its client list: connection order
             if c.tracking:
                 self._send(c, FLUSHED[c.proto], current, after=c is current)
         self.table.clear()
@@ -218,7 +242,7 @@ class Tracking:
         """``sendTrackingMessage``: ``keys`` (an array, or FLUSH*'s null) for tracking client ``c``."""
         to = c
         if c.redirect:
-            redirected = self.core.clients.get(c.redirect)
+            redirected = self.clients.get(c.redirect)
             if redirected is None:
                 self.options[c].broken = True
                 if c.proto == 3:
@@ -231,7 +255,7 @@ class Tracking:
 
     def _emit(self, to: Client, push: Push, current: Client | None, after: bool) -> None:
         if to is current:
-            self._hold(to, push, after or self.valkey)
+            self._hold(to, push, after or not self.redirect_before_reply)
         else:
             _write(to, [push])
 
@@ -274,8 +298,6 @@ class Tracking:
     # -- after each command ----------------------------------------------------------------------------
     def finish(self, c: Client, result: Any) -> Any:
         """After a top-level command: CLIENT CACHING lapses, and the messages for ``c`` join its reply."""
-        from xspec.reference.core import POSTPONED, PreRendered
-
         st = self.options.get(c)
         if st is not None and not c.in_multi and not c.last_cmd.startswith("client|"):
             st.caching = False  # resetClient: CACHING lasts for one command, or one transaction
@@ -316,6 +338,3 @@ def _loop_running() -> bool:
     return True
 
 
-def _text(arg: bytes) -> str:
-    # 7.0 formats the prefix with %s: up to its first NUL.
-    return c_string(arg).decode("utf-8", "surrogateescape")

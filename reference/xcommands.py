@@ -21,60 +21,13 @@ it (XADD-14).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from errno import EDOM, ERANGE
 
-from xspec.models.groups import (
-    AUTOCLAIM_ATTEMPTS_FACTOR,
-    AUTOCLAIM_DEFAULT_COUNT,
-    AUTOCLAIM_MAX_COUNT,
-    BUSYGROUP,
-    ENTRIESREAD_RANGE,
-    KEY_REQUIRED,
-    XGROUP_HELP,
-    XGROUP_HELP_62,
-)
-from xspec.models.info import FULL_DEFAULT_COUNT
-from xspec.models.info import HELP_LINES as XINFO_HELP
-from xspec.models.intervals import ERR_END_INTERVAL, ERR_START_INTERVAL
-from xspec.models.reads import (
-    BLOCKED_DEFAULT_COUNT,
-    DOLLAR_IN_XREADGROUP,
-    GROUP_IN_XREAD,
-    GT_IN_XREAD,
-    MISSING_GROUP,
-    NOACK_IN_XREAD,
-    PLUS_IN_XREADGROUP,
-    TIMEOUT_NEGATIVE,
-    TIMEOUT_NOT_INTEGER,
-    UNBALANCED,
-    UNBLOCKED_GROUP_GONE,
-    UNBLOCKED_KEY_GONE,
-)
-from xspec.models.streams import (
-    APPROX_LIMIT_CAP,
-    APPROX_LIMIT_WHEN_UNSET,
-    DEFAULT_APPROX_LIMIT_FACTOR,
-    ERR_ENTRIES_ADDED_NEGATIVE,
-    ERR_EXHAUSTED,
-    ERR_ID_NOT_ABOVE_TOP,
-    ERR_ID_ZERO,
-    ERR_LIMIT_NEGATIVE,
-    ERR_LIMIT_NO_STRATEGY,
-    ERR_LIMIT_NOT_APPROX,
-    ERR_MAXLEN_NEGATIVE,
-    ERR_SETID_BELOW_MAXDELETED,
-    ERR_SETID_BELOW_TOP,
-    ERR_SETID_ENTRIES_ADDED,
-    ERR_STRATEGIES,
-    ERR_TOO_LARGE,
-    ERR_XTRIM_NO_STRATEGY,
-)
 from xspec.reference.api import BLOCKED, Blocked, Context, Encoded, Handler, ReplyError
 from xspec.reference.protocol import encode_reply
 from xspec.reference.streams import (
     INVALID_ENTRIES_READ,
-    LISTPACK_MAX_SIZE,
     MAX_KEY,
     SMALL_DECIMALS,
     U64,
@@ -87,6 +40,50 @@ from xspec.reference.streams import (
     id_bytes,
 )
 from xspec.spec import commands as table
+from xspec.spec.errors import (
+    BUSYGROUP,
+    DOLLAR_IN_XREADGROUP,
+    ENTRIESREAD_RANGE,
+    ERR_END_INTERVAL,
+    ERR_ENTRIES_ADDED_NEGATIVE,
+    ERR_EXHAUSTED,
+    ERR_ID_NOT_ABOVE_TOP,
+    ERR_ID_ZERO,
+    ERR_LIMIT_NEGATIVE,
+    ERR_LIMIT_NO_STRATEGY,
+    ERR_LIMIT_NOT_APPROX,
+    ERR_MAXLEN_NEGATIVE,
+    ERR_SETID_BELOW_CURRENT_MAXDELETED,
+    ERR_SETID_BELOW_MAXDELETED,
+    ERR_SETID_BELOW_TOP,
+    ERR_SETID_ENTRIES_ADDED,
+    ERR_START_INTERVAL,
+    ERR_STRATEGIES,
+    ERR_TOO_LARGE,
+    ERR_XADD_ARITY,
+    ERR_XTRIM_NO_STRATEGY,
+    GROUP_IN_XREAD,
+    GT_IN_XREAD,
+    KEY_REQUIRED,
+    MISSING_GROUP,
+    NOACK_IN_XREAD,
+    PLUS_IN_XREADGROUP,
+    TIMEOUT_NEGATIVE,
+    TIMEOUT_NOT_INTEGER,
+    TIMEOUT_OUT_OF_RANGE,
+    UNBLOCKED_GROUP_GONE,
+    UNBLOCKED_KEY_GONE,
+    XAUTOCLAIM_BAD_MIN_IDLE,
+    XAUTOCLAIM_COUNT_NOT_POSITIVE,
+    c_text,
+    no_such_group_for_key,
+    no_such_key_or_group,
+    no_such_key_or_group_in_xreadgroup,
+    subcommand_syntax,
+    unbalanced_streams,
+    xclaim_unrecognized_option,
+)
+from xspec.spec.help import XGROUP_HELP, XGROUP_HELP_62, XINFO_HELP
 from xspec.spec.ids import (
     I64_MAX,
     c_string,
@@ -95,6 +92,17 @@ from xspec.spec.ids import (
     parse_ll,
     string2ll,
     strtoull,
+)
+from xspec.spec.limits import (
+    APPROX_LIMIT_CAP,
+    APPROX_LIMIT_WHEN_UNSET,
+    AUTOCLAIM_ATTEMPTS_FACTOR,
+    AUTOCLAIM_DEFAULT_COUNT,
+    AUTOCLAIM_MAX_COUNT,
+    BLOCKED_DEFAULT_COUNT,
+    DEFAULT_APPROX_LIMIT_FACTOR,
+    FULL_DEFAULT_COUNT,
+    LISTPACK_MAX_SIZE,
 )
 from xspec.spec.resp import (
     EMPTY_ARRAY,
@@ -143,20 +151,15 @@ def _word(arg: bytes) -> bytes:
     return (arg if nul < 0 else arg[:nul]).lower()
 
 
-def _shown(arg: bytes) -> str:
-    """An argument as a ``%s`` in an error prints it: up to a NUL, CR and LF as spaces."""
-    return c_string(arg).decode("utf-8", "surrogateescape").replace("\r", " ").replace("\n", " ")
-
-
 def _container(ctx: Context) -> str:
-    return c_string(ctx.argv[0]).decode("utf-8", "surrogateescape").upper()
+    """The container's name as typed, in capitals, for its HELP reply."""
+    return c_text(ctx.argv[0]).upper()
 
 
 def _subcommand_syntax(ctx: Context) -> ReplyError:
     """addReplySubcommandSyntaxError: the subcommand as typed, at most 128 bytes."""
-    word = "unknown" if ctx.dialect.subcommand_table else "Unknown"  # DISPATCH-DIALECT-1
-    return ReplyError(f"ERR {word} subcommand or wrong number of arguments for "
-                      f"'{_shown(c_string(ctx.argv[1])[:128])}'. Try {_container(ctx)} HELP.")
+    # DISPATCH-DIALECT-1: 6.2 words it "Unknown"
+    return ReplyError(subcommand_syntax(ctx.argv[1], ctx.argv[0], ctx.dialect.subcommand_table))
 
 
 def _help(ctx: Context, head: str | None, lines: tuple[str, ...]) -> Reply:
@@ -223,7 +226,7 @@ def _plain_id(arg: bytes, missing_seq: int = 0) -> int | None:
     Such an ID means the same to every parser and leaves errno alone (the
     strict signed parse takes each part), so it needs none of ID-1 .. ID-8.
     """
-    ms, dash, seq = arg.partition(b"-")
+    ms, dash, seq = arg.partition(b"-")  # ID-5: split at the first "-"
     if not ms.isdigit() or len(ms) > 18 or (ms[0] == 48 and len(ms) > 1):
         return None
     if not dash:
@@ -405,7 +408,7 @@ def xadd(ctx: Context) -> Reply:
     nfields = len(argv) - field_at
     if nfields < 2 or nfields & 1:  # XADD-5
         if not ctx.dialect.subcommand_table:  # XADD-DIALECT-2: 6.2's own wording
-            raise ReplyError("ERR wrong number of arguments for XADD")
+            raise ReplyError(ERR_XADD_ARITY)
         raise ReplyError("ERR wrong number of arguments for 'xadd' command")
     if new_given == 0 and seq_given:  # XADD-6
         raise ReplyError(ERR_ID_ZERO)
@@ -419,6 +422,7 @@ def xadd(ctx: Context) -> Reply:
     last = stream.last_id
     if last == MAX_KEY:  # XADD-9
         raise ReplyError(ERR_EXHAUSTED)
+    # XADD-10: the new ID by XADD-11, XADD-12 or XADD-13, then checked by XADD-15 and XADD-16
     if new_given is None:  # XADD-11
         now = ctx.now_ms()
         new = now << 64 if now > last >> 64 else last + 1
@@ -476,6 +480,7 @@ def xlen(ctx: Context) -> Reply:
 
 
 def _xrange(ctx: Context, rev: bool) -> Reply | Encoded:
+    """XRANGE and XREVRANGE: read only, nothing changes (XRANGE-6)."""
     argv = ctx.argv
     low = _range_start(ctx, argv[3] if rev else argv[2])  # XRANGE-1
     high = _range_end(ctx, argv[2] if rev else argv[3])  # XRANGE-2
@@ -549,45 +554,46 @@ def xdel(ctx: Context) -> Reply:
     return Int(deleted)
 
 
+def _xsetid_options(ctx: Context, top: int) -> tuple[int, int]:
+    """XSETID-2: ENTRIESADDED (-1 when not given) and MAXDELETEDID (0 when not given), in any order;
+    a MAXDELETEDID above the new top ID ``top`` is refused as soon as it is read."""
+    argv = ctx.argv
+    added, max_deleted = -1, 0
+    for i in range(3, len(argv), 2):
+        word = _word(argv[i])
+        if i + 1 == len(argv) or word not in (b"entriesadded", b"maxdeletedid"):
+            raise ReplyError(table.SYNTAX)
+        if word == b"entriesadded":
+            added = _int(argv[i + 1])
+            if added < 0:
+                raise ReplyError(ERR_ENTRIES_ADDED_NEGATIVE)
+        else:
+            max_deleted = _strict(ctx, argv[i + 1])
+            if max_deleted > top:
+                raise ReplyError(ERR_SETID_BELOW_MAXDELETED)
+    return added, max_deleted
+
+
 @_handler("xsetid")
 def xsetid(ctx: Context) -> Reply:
-    argv = ctx.argv
-    if not ctx.dialect.stream_counters and _stream(ctx, argv[1]) is None:
+    key = ctx.argv[1]
+    if not ctx.dialect.stream_counters and _stream(ctx, key) is None:
         raise ReplyError(table.NO_SUCH_KEY)  # XSETID-DIALECT-1: 6.2 checks the key before the ID
-    last_id = _strict(ctx, argv[2])  # XSETID-1
-    entries_added = -1
-    max_deleted = 0
-    i = 3
-    while i < len(argv):  # XSETID-2
-        opt = _word(argv[i])
-        if opt == b"entriesadded" and i + 1 < len(argv):
-            entries_added = _int(argv[i + 1])
-            if entries_added < 0:
-                raise ReplyError(ERR_ENTRIES_ADDED_NEGATIVE)
-        elif opt == b"maxdeletedid" and i + 1 < len(argv):
-            md = _strict(ctx, argv[i + 1])
-            if last_id < md:
-                raise ReplyError(ERR_SETID_BELOW_MAXDELETED)
-            max_deleted = md
-        else:
-            raise ReplyError(table.SYNTAX)
-        i += 2
-    if ctx.db.get(argv[1]) is None:  # XSETID-3
+    top = _strict(ctx, ctx.argv[2])  # XSETID-1
+    added, max_deleted = _xsetid_options(ctx, top)  # XSETID-2
+    if key not in ctx.db:  # XSETID-3
         raise ReplyError(table.NO_SUCH_KEY)
-    stream = _stream(ctx, argv[1])
+    stream = _stream(ctx, key)
     assert stream is not None
-    if ctx.dialect.xsetid_checks_max_deleted and last_id < stream.max_deleted:  # XSETID-DIALECT-2
-        raise ReplyError("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id")
-    if stream.length:  # XSETID-4
-        if last_id < stream.top():  # LAYOUT-3
-            raise ReplyError(ERR_SETID_BELOW_TOP)
-        if entries_added != -1 and stream.length > entries_added:
-            raise ReplyError(ERR_SETID_ENTRIES_ADDED)
-    stream.last_id = last_id  # XSETID-5: not signalled as modified
-    if entries_added != -1:
-        stream.entries_added = entries_added
-    if max_deleted:
-        stream.max_deleted = max_deleted
+    if ctx.dialect.xsetid_checks_max_deleted and top < stream.max_deleted:  # XSETID-DIALECT-2
+        raise ReplyError(ERR_SETID_BELOW_CURRENT_MAXDELETED)
+    if stream.length and top < stream.top():  # XSETID-4, LAYOUT-3
+        raise ReplyError(ERR_SETID_BELOW_TOP)
+    if stream.length and added != -1 and added < stream.length:  # XSETID-4
+        raise ReplyError(ERR_SETID_ENTRIES_ADDED)
+    stream.last_id = top  # XSETID-5: not signalled as modified
+    stream.entries_added = stream.entries_added if added == -1 else added
+    stream.max_deleted = max_deleted or stream.max_deleted
     return OK
 
 
@@ -619,29 +625,42 @@ def _xgroup_target(ctx: Context, sub: bytes) -> tuple[Stream | None, Group | Non
             raise ReplyError(KEY_REQUIRED)
         group = stream.groups.get(argv[3])
         if group is None and sub != b"create" and sub != b"destroy":  # XGROUP-5
-            raise ReplyError(f"NOGROUP No such consumer group '{_shown(argv[3])}' for key name "
-                             f"'{_shown(argv[2])}'")
+            raise ReplyError(no_such_group_for_key(argv[3], argv[2]))
     return stream, group, entries_read
+
+
+def _group_position(ctx: Context, arg: bytes, stream: Stream | None, create: bool) -> int:
+    """The last-delivered ID an XGROUP CREATE or SETID argument names: ``$`` is the stream's last ID
+    (0 for a stream MKSTREAM is about to make), else an ID: strict for CREATE (XGROUP-7), with the
+    missing sequence read as 0 for SETID (XGROUP-11)."""
+    if c_string(arg) == b"$":
+        return 0 if stream is None else stream.last_id
+    if create:
+        return _strict(ctx, arg)
+    key = _plain_id(arg)
+    if key is None:
+        _note_id_errno(ctx, arg)
+        parsed = parse_id(arg, strict=False)
+        if parsed is None:
+            raise ReplyError(table.INVALID_ID)
+        key = _key_of(*parsed.id)
+    return key
 
 
 @_handler("xgroup|create")
 def xgroup_create(ctx: Context) -> Reply:
     stream, _, entries_read = _xgroup_target(ctx, b"create")
-    argv = ctx.argv
-    if not 5 <= len(argv) <= 8:  # XGROUP-6
+    key, name = ctx.argv[2], ctx.argv[3]
+    if len(ctx.argv) > 8:  # XGROUP-6 (the table's arity gives at least 5)
         raise _subcommand_syntax(ctx)
-    if c_string(argv[4]) == b"$":  # XGROUP-7
-        last_id = 0 if stream is None else stream.last_id
-    else:
-        last_id = _strict(ctx, argv[4])
-    if stream is None:  # XGROUP-8
-        stream = ctx.db[argv[2]] = Stream()
-        ctx.ready(argv[2])
-        ctx.modified(argv[2])
-    name = argv[3]
-    if name in stream.groups:  # XGROUP-9
+    position = _group_position(ctx, ctx.argv[4], stream, create=True)  # XGROUP-7
+    if stream is None:  # XGROUP-8: MKSTREAM's new empty stream wakes and touches the key
+        ctx.db[key] = stream = Stream()
+        ctx.ready(key)
+        ctx.modified(key)
+    elif name in stream.groups:  # XGROUP-9
         raise ReplyError(BUSYGROUP)
-    stream.groups[name] = Group(name, last_id, entries_read)  # XGROUP-10
+    stream.groups[name] = Group(name, position, entries_read)  # XGROUP-10
     stream.groups_allocated = True
     return OK
 
@@ -649,25 +668,11 @@ def xgroup_create(ctx: Context) -> Reply:
 @_handler("xgroup|setid")
 def xgroup_setid(ctx: Context) -> Reply:
     stream, group, entries_read = _xgroup_target(ctx, b"setid")
-    argv = ctx.argv
-    if len(argv) != 5 and len(argv) != 7:  # XGROUP-6
+    if len(ctx.argv) not in (5, 7):  # XGROUP-6
         raise _subcommand_syntax(ctx)
     assert stream is not None and group is not None
-    if c_string(argv[4]) == b"$":  # XGROUP-11
-        last_id = stream.last_id
-    else:
-        arg = argv[4]
-        plain = _plain_id(arg)
-        if plain is not None:
-            last_id = plain
-        else:
-            _note_id_errno(ctx, arg)
-            parsed = parse_id(arg, strict=False)
-            if parsed is None:
-                raise ReplyError(table.INVALID_ID)
-            last_id = _key_of(*parsed.id)
-    group.last_id = last_id
-    group.entries_read = entries_read
+    group.last_id = _group_position(ctx, ctx.argv[4], stream, create=False)  # XGROUP-11
+    group.entries_read = entries_read  # LAG-5: ENTRIESREAD, or -1
     return OK
 
 
@@ -708,7 +713,8 @@ def xgroup_delconsumer(ctx: Context) -> Reply:
 
 @_handler("xgroup|help")
 def xgroup_help(ctx: Context) -> Reply:
-    return _help(ctx, None, XGROUP_HELP if ctx.dialect.stream_counters else XGROUP_HELP_62)  # XGROUP-DIALECT-2
+    # XGROUP-15; XGROUP-DIALECT-2: 6.2's lines
+    return _help(ctx, None, XGROUP_HELP if ctx.dialect.stream_counters else XGROUP_HELP_62)
 
 
 # 6.2's XGROUP subcommands and the argument counts it takes for each (DISPATCH-DIALECT-1)
@@ -738,8 +744,7 @@ def xgroup_container(ctx: Context) -> Reply | Encoded | Blocked:
         if stream is None:
             raise ReplyError(KEY_REQUIRED)
         if argv[3] not in stream.groups and sub in (b"setid", b"createconsumer", b"delconsumer"):
-            raise ReplyError(f"NOGROUP No such consumer group '{_shown(argv[3])}' for key name "
-                             f"'{_shown(argv[2])}'")
+            raise ReplyError(no_such_group_for_key(argv[3], argv[2]))
     raise _subcommand_syntax(ctx)
 
 
@@ -763,7 +768,7 @@ def _stream_and_group(ctx: Context) -> tuple[Stream, Group]:
     stream = _stream(ctx, argv[1])
     group = None if stream is None else stream.groups.get(argv[2])
     if group is None:
-        raise ReplyError(f"NOGROUP No such key '{_shown(argv[1])}' or consumer group '{_shown(argv[2])}'")
+        raise ReplyError(no_such_key_or_group(argv[1], argv[2]))
     assert stream is not None
     return stream, group
 
@@ -830,6 +835,40 @@ def _pending_summary(ctx: Context, group: Group) -> Reply:
 # -- XCLAIM, XAUTOCLAIM -----------------------------------------------------------------------
 
 
+class _ClaimOptions:
+    """XCLAIM's options after its IDs (XCLAIM-5), read against the command's clock reading ``now``."""
+
+    __slots__ = ("force", "justid", "delivery", "retry", "last_id")
+
+    def __init__(self, ctx: Context, first: int, now: int) -> None:
+        self.force = self.justid = False
+        self.delivery: int | None = None  # IDLE and TIME give it; XCLAIM-7 bounds it
+        self.retry = -1  # RETRYCOUNT; -1: the delivery count moves as usual
+        self.last_id = 0
+        argv = ctx.argv
+        j = first
+        while j < len(argv):
+            word = _word(argv[j])
+            if word == b"force":
+                self.force = True
+            elif word == b"justid":
+                self.justid = True
+            elif j + 1 == len(argv) or word not in (b"idle", b"time", b"retrycount", b"lastid"):
+                raise ReplyError(xclaim_unrecognized_option(argv[j]))
+            else:
+                j += 1
+                value = argv[j]
+                if word == b"idle":
+                    self.delivery = now - _int(value, "ERR Invalid IDLE option argument for XCLAIM")
+                elif word == b"time":
+                    self.delivery = _int(value, "ERR Invalid TIME option argument for XCLAIM")
+                elif word == b"retrycount":
+                    self.retry = _int(value, "ERR Invalid RETRYCOUNT option argument for XCLAIM")
+                else:
+                    self.last_id = _strict(ctx, value)
+            j += 1
+
+
 def _claimant(ctx: Context, group: Group, name: bytes) -> Consumer:
     """XCLAIM-13: found (seen-time refreshed) or created, with one clock reading."""
     now = ctx.now_ms()
@@ -840,170 +879,160 @@ def _claimant(ctx: Context, group: Group, name: bytes) -> Consumer:
     return consumer
 
 
+class _Claim:
+    """Pending entries handed to one consumer by XCLAIM or XAUTOCLAIM, and the replies for them.
+
+    The consumer is looked up (or created) when the first entry is taken
+    (XCLAIM-13, XAUTOCLAIM-9); 7.2+ does it before anything is taken, and
+    stamps its active-time with each entry (XCLAIM-DIALECT-2,
+    XAUTOCLAIM-DIALECT-2).
+    """
+
+    __slots__ = ("ctx", "stream", "group", "name", "owner", "now", "stamps_active", "justid", "replies")
+
+    def __init__(self, ctx: Context, stream: Stream, group: Group, name: bytes, now: int, justid: bool) -> None:
+        self.ctx = ctx
+        self.stream = stream
+        self.group = group
+        self.name = name
+        self.now = now
+        self.justid = justid
+        self.stamps_active = ctx.dialect.consumer_active_time
+        self.owner = _claimant(ctx, group, name) if self.stamps_active else None
+        self.replies: list[Reply] = []
+
+    def take(self, key: int, nack: Nack, place: tuple[int, int] | None, delivered_at: int, retries: int = -1) -> None:
+        """Give ``nack`` (entry ``key``, at ``place`` in the stream, None: deleted) to the consumer."""
+        owner = self.owner
+        if owner is None:
+            owner = self.owner = _claimant(self.ctx, self.group, self.name)
+        if self.stamps_active:
+            owner.active = self.now
+        nack.time = delivered_at  # XCLAIM-14
+        if retries >= 0:
+            nack.count = retries
+        elif not self.justid:
+            nack.count = (nack.count + 1) & U64
+        self.group.give(key, nack, owner)
+        if self.justid:  # XCLAIM-15
+            self.replies.append(_id_reply(key))
+        elif place is None:  # XCLAIM-DIALECT-1: 6.2 claims a deleted entry and replies nil for it
+            self.replies.append(NULL_BULK)
+        else:
+            self.replies.append(_entry(key, self.stream.nodes[place[0]], place[1]))
+
+
+def _place(ctx: Context, stream: Stream, key: int) -> tuple[int, int] | None:
+    """Where entry ``key`` is in the stream (node, index), None if it is not there."""
+    place = stream.locate(key)
+    if place is None and stream.lookup_runs_off(key):
+        ctx.errno = 0  # the lookup ran off the tree
+    return place
+
+
+def _xclaim_targets(ctx: Context, stream: Stream, group: Group, keys: list[int], force: bool,
+                    min_idle: int, now: int) -> Iterator[tuple[int, Nack, tuple[int, int] | None]]:
+    """The entries XCLAIM takes, in argument order (XCLAIM-8), each with its pending record and place.
+
+    Lazy: each is taken before the next is looked at (a repeated ID sees its first claim).
+    """
+    for key in keys:
+        nack = group.pel.get(key)
+        place = _place(ctx, stream, key)
+        if place is None:
+            if nack is None:  # XCLAIM-9; XCLAIM-DIALECT-1: FORCE creates nothing either
+                continue
+            if ctx.dialect.claims_drop_deleted:  # XCLAIM-9: its pending record goes
+                group.drop(key)
+                continue
+        elif nack is None:
+            if force:  # XCLAIM-10: a new record, delivered now, count 1
+                yield key, Nack(ctx.now_ms(), 1, None), place
+            continue  # XCLAIM-11
+        if min_idle and now - nack.time < min_idle:  # XCLAIM-12
+            continue
+        yield key, nack, place
+
+
 @_handler("xclaim")
 def xclaim(ctx: Context) -> Reply:
     argv = ctx.argv
-    argc = len(argv)
     stream, group = _stream_and_group(ctx)  # XCLAIM-1
     min_idle = max(_int(argv[4], "ERR Invalid min-idle-time argument for XCLAIM"), 0)  # XCLAIM-2
-    ids: list[int] = []
-    j = 5
-    while j < argc:  # XCLAIM-3
-        k = _strict_or_none(ctx, argv[j])
-        if k is None:
+    keys: list[int] = []
+    for arg in argv[5:]:  # XCLAIM-3: the IDs end at the first argument that is not one
+        key = _strict_or_none(ctx, arg)
+        if key is None:
             break
-        ids.append(k)
-        j += 1
+        keys.append(key)
     now = ctx.now_ms()  # XCLAIM-4
-    force = justid = False
-    delivery: int | None = None
-    retry = -1
-    last_id = 0
-    while j < argc:  # XCLAIM-5
-        more = j + 1 < argc
-        opt = _word(argv[j])
-        if opt == b"force":
-            force = True
-        elif opt == b"justid":
-            justid = True
-        elif opt == b"idle" and more:
-            j += 1
-            delivery = now - _int(argv[j], "ERR Invalid IDLE option argument for XCLAIM")
-        elif opt == b"time" and more:
-            j += 1
-            delivery = _int(argv[j], "ERR Invalid TIME option argument for XCLAIM")
-        elif opt == b"retrycount" and more:
-            j += 1
-            retry = _int(argv[j], "ERR Invalid RETRYCOUNT option argument for XCLAIM")
-        elif opt == b"lastid" and more:
-            j += 1
-            last_id = _strict(ctx, argv[j])
-        else:
-            raise ReplyError(f"ERR Unrecognized XCLAIM option '{_shown(argv[j])}'")
-        j += 1
-    if last_id > group.last_id:  # XCLAIM-6
-        group.last_id = last_id
-    if delivery is None or delivery < 0 or delivery > now:  # XCLAIM-7
-        delivery = now
-    dialect = ctx.dialect
-    active = dialect.consumer_active_time
-    drop_deleted = dialect.claims_drop_deleted
-    # XCLAIM-DIALECT-2: 7.2+ creates or refreshes the claimant before claiming anything
-    consumer = _claimant(ctx, group, argv[3]) if active else None
-    claimed: list[Reply] = []
-    pel = group.pel
-    for k in ids:  # XCLAIM-8
-        nack = pel.get(k)
-        found = stream.locate(k)
-        if found is None:
-            if stream.lookup_runs_off(k):
-                ctx.errno = 0  # the lookup ran off the tree
-            if nack is None or drop_deleted:  # XCLAIM-9; XCLAIM-DIALECT-1: FORCE creates nothing
-                if nack is not None:
-                    group.drop(k)
-                continue
-        if nack is None:
-            if not force:  # XCLAIM-11
-                continue
-            nack = Nack(ctx.now_ms(), 1, None)  # XCLAIM-10
-        elif min_idle and now - nack.time < min_idle:  # XCLAIM-12
-            continue
-        if consumer is None:  # XCLAIM-13
-            consumer = _claimant(ctx, group, argv[3])
-        if active:  # XCLAIM-DIALECT-2
-            consumer.active = now
-        nack.time = delivery  # XCLAIM-14
-        if retry >= 0:
-            nack.count = retry
-        elif not justid:
-            nack.count = (nack.count + 1) & U64
-        group.give(k, nack, consumer)
-        if justid:  # XCLAIM-15
-            claimed.append(_id_reply(k))
-        elif found is None:  # XCLAIM-DIALECT-1: 6.2 claims a deleted entry and replies nil for it
-            claimed.append(NULL_BULK)
-        else:
-            claimed.append(_entry(k, stream.nodes[found[0]], found[1]))
-    return Array(tuple(claimed))
+    options = _ClaimOptions(ctx, 5 + len(keys), now)  # XCLAIM-5
+    group.last_id = max(group.last_id, options.last_id)  # XCLAIM-6; LAG-5: entries-read stays
+    delivered_at = options.delivery
+    if delivered_at is None or not 0 <= delivered_at <= now:  # XCLAIM-7
+        delivered_at = now
+    claim = _Claim(ctx, stream, group, argv[3], now, options.justid)
+    for key, nack, place in _xclaim_targets(ctx, stream, group, keys, options.force, min_idle, now):
+        claim.take(key, nack, place, delivered_at, options.retry)
+    return Array(tuple(claim.replies))
 
 
 @_handler("xautoclaim")
 def xautoclaim(ctx: Context) -> Reply:
     argv = ctx.argv
-    argc = len(argv)
-    min_idle = max(_int(argv[4], "ERR Invalid min-idle-time argument for XAUTOCLAIM"), 0)  # XAUTOCLAIM-1
-    position: int | None = _range_start(ctx, argv[5])  # XAUTOCLAIM-2
-    count = AUTOCLAIM_DEFAULT_COUNT
+    min_idle = max(_int(argv[4], XAUTOCLAIM_BAD_MIN_IDLE), 0)  # XAUTOCLAIM-1
+    scan_from: int | None = _range_start(ctx, argv[5])  # XAUTOCLAIM-2
+    budget = AUTOCLAIM_DEFAULT_COUNT
     justid = False
     j = 6
-    while j < argc:  # XAUTOCLAIM-3
-        opt = _word(argv[j])
-        if opt == b"count" and j + 1 < argc:
-            j += 1
-            v = parse_ll(argv[j])
-            # XAUTOCLAIM-DIALECT-1: 6.2 caps COUNT at LONG_MAX only
-            highest = AUTOCLAIM_MAX_COUNT if ctx.dialect.claims_drop_deleted else I64_MAX
-            if v is None or not 1 <= v <= highest:
-                raise ReplyError("ERR COUNT must be > 0")
-            count = v
-        elif opt == b"justid":
+    while j < len(argv):  # XAUTOCLAIM-3
+        word = _word(argv[j])
+        if word == b"justid":
             justid = True
+        elif word == b"count" and j + 1 < len(argv):
+            j += 1
+            wanted = parse_ll(argv[j])
+            # XAUTOCLAIM-DIALECT-1: 6.2 caps COUNT at LONG_MAX only
+            if wanted is None or wanted < 1 or wanted > (
+                    AUTOCLAIM_MAX_COUNT if ctx.dialect.claims_drop_deleted else I64_MAX):
+                raise ReplyError(XAUTOCLAIM_COUNT_NOT_POSITIVE)
+            budget = wanted
         else:
             raise ReplyError(table.SYNTAX)
         j += 1
     stream, group = _stream_and_group(ctx)  # XAUTOCLAIM-4
-    # XAUTOCLAIM-6; XAUTOCLAIM-DIALECT-1: 6.2's product wraps around as a C long
-    attempts = as_i64(count * AUTOCLAIM_ATTEMPTS_FACTOR)
+    # XAUTOCLAIM-5: the room for COUNT deleted IDs is assumed to be there
+    # XAUTOCLAIM-6: at most COUNT x 10 pending records are looked at;
+    # XAUTOCLAIM-DIALECT-1: 6.2's product wraps around as a C long
+    visits = as_i64(budget * AUTOCLAIM_ATTEMPTS_FACTOR)
     now = ctx.now_ms()
+    claim = _Claim(ctx, stream, group, argv[3], now, justid)
+    gone: list[Reply] = []
     pel = group.pel
-    dialect = ctx.dialect
-    active = dialect.consumer_active_time
-    drop_deleted = dialect.claims_drop_deleted
-    # XAUTOCLAIM-DIALECT-2: 7.2+ creates or refreshes the claimant before the scan
-    consumer = _claimant(ctx, group, argv[3]) if active else None
-    claimed: list[Reply] = []
-    deleted: list[Reply] = []
-    while attempts and count and position is not None:
-        k = pel.first_from(position)
-        if k is None:
-            position = None
+    while visits and budget and scan_from is not None:
+        key = pel.first_from(scan_from)
+        if key is None:
+            scan_from = None
             break
-        nack = pel[k]
-        attempts -= 1
-        position = k + 1 if k < MAX_KEY else None
-        found = stream.locate(k)
-        if found is None:
-            if stream.lookup_runs_off(k):
-                ctx.errno = 0
-            if drop_deleted:  # XAUTOCLAIM-7
-                group.drop(k)
-                deleted.append(_id_reply(k))
-                count -= 1
-                continue
-        if min_idle and now - nack.time < min_idle:  # XAUTOCLAIM-8
+        visits -= 1
+        scan_from = key + 1 if key < MAX_KEY else None
+        nack = pel[key]
+        place = _place(ctx, stream, key)
+        if place is None and ctx.dialect.claims_drop_deleted:  # XAUTOCLAIM-7: dropped, and reported
+            group.drop(key)
+            gone.append(_id_reply(key))
+        elif min_idle and now - nack.time < min_idle:  # XAUTOCLAIM-8
             continue
-        if consumer is None:  # XAUTOCLAIM-9
-            consumer = _claimant(ctx, group, argv[3])
-        if active:  # XAUTOCLAIM-DIALECT-2
-            consumer.active = now
-        nack.time = now
-        if not justid:
-            nack.count = (nack.count + 1) & U64
-        group.give(k, nack, consumer)
-        if justid:
-            claimed.append(_id_reply(k))
-        elif found is None:  # XAUTOCLAIM-DIALECT-1: 6.2 claims a deleted entry and replies nil for it
-            claimed.append(NULL_BULK)
         else:
-            claimed.append(_entry(k, stream.nodes[found[0]], found[1]))
-        count -= 1
-    cursor = None if position is None else pel.first_from(position)  # XAUTOCLAIM-10
+            claim.take(key, nack, place, now)  # XAUTOCLAIM-9
+        budget -= 1
+    cursor = None if scan_from is None else pel.first_from(scan_from)  # XAUTOCLAIM-10
     if cursor is None:
         cursor = 0
         ctx.errno = 0  # the step to the next cursor ran off the tree
-    if not drop_deleted:  # XAUTOCLAIM-DIALECT-1: 6.2 has no array of deleted IDs
-        return Array((_id_reply(cursor), Array(tuple(claimed))))
-    return Array((_id_reply(cursor), Array(tuple(claimed)), Array(tuple(deleted))))  # XAUTOCLAIM-11
+    if not ctx.dialect.claims_drop_deleted:  # XAUTOCLAIM-DIALECT-1: 6.2 has no array of deleted IDs
+        return Array((_id_reply(cursor), Array(tuple(claim.replies))))
+    return Array((_id_reply(cursor), Array(tuple(claim.replies)), Array(tuple(gone))))  # XAUTOCLAIM-11
 
 
 # -- XREAD, XREADGROUP and blocked readers -----------------------------------------------------
@@ -1099,7 +1128,7 @@ def _deliver(ctx: Context, stream: Stream, group: Group, consumer: Consumer, cou
                 last = k
     if passed:
         stream.advance(group, passed, dialect.lag_fixes)  # LAG-4; LAG-DIALECT-1
-    if noack:
+    if noack:  # XREADGROUP-11: no PEL change at all
         return _entries(out)
     now_ms = ctx.clock()  # streamCreateNACK reads the clock for each entry
     pending = group.pel.map
@@ -1161,7 +1190,7 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
                 # before any delivery or seen-time reading, whether or not the command then blocks.
                 read_at = ctx.now_ms()
                 if dialect.block_timeout_range_check and t > I64_MAX - read_at:  # XREAD-DIALECT-3
-                    raise ReplyError("ERR timeout is out of range")
+                    raise ReplyError(TIMEOUT_OUT_OF_RANGE)
             timeout = t
         elif opt == b"count" and more:
             i += 1
@@ -1169,10 +1198,8 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
         elif opt == b"streams" and more:
             streams_at = i + 1
             if (argc - streams_at) & 1:  # XREAD-4
-                if dialect.unbalanced_names_command:  # XREAD-DIALECT-1
-                    raise ReplyError(f"ERR Unbalanced '{'xreadgroup' if grouped else 'xread'}' list of streams: "
-                                     f"for each stream key an ID or '{'>' if grouped else '$'}' must be specified.")
-                raise ReplyError(UNBALANCED)
+                # XREAD-DIALECT-1: the text may name the command
+                raise ReplyError(unbalanced_streams(grouped, dialect.unbalanced_names_command))
             break
         elif opt == b"group" and more >= 2:
             if not grouped:  # XREAD-5
@@ -1194,15 +1221,14 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
     keys = argv[streams_at:streams_at + half]
     plus_id = dialect.xread_plus_id
     reads: list[_Read] = []
-    for j, key in enumerate(keys):  # XREAD-8
+    for j, key in enumerate(keys):  # XREAD-8; XREAD-7: after every option was checked
         id_arg = argv[streams_at + half + j]
         stream = _stream(ctx, key)
         group = None
         if group_name is not None:
             group = None if stream is None else stream.groups.get(group_name)
             if group is None:  # XREADGROUP-2
-                raise ReplyError(f"NOGROUP No such key '{_shown(key)}' or consumer group "
-                                 f"'{_shown(group_name)}' in XREADGROUP with GROUP option")
+                raise ReplyError(no_such_key_or_group_in_xreadgroup(key, group_name))
         token = c_string(id_arg)
         if token == b"$":
             if group_name is not None:  # XREADGROUP-3
@@ -1216,7 +1242,7 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
             if group_name is None:  # XREAD-9
                 raise ReplyError(GT_IN_XREAD)
             after = MAX_KEY  # XREADGROUP-4
-        else:
+        else:  # XREADGROUP-8: the largest ID is MAX_KEY, which means ">"
             after = _strict(ctx, id_arg)
         reads.append(_Read(key, stream, group, after))
     # XREADGROUP-DIALECT-1: 7.2+ creates or refreshes the consumer for every stream, served or not
@@ -1383,6 +1409,7 @@ def _group_counters(ctx: Context, stream: Stream, group: Group) -> tuple[tuple[R
 
 @_handler("xinfo|stream")
 def xinfo_stream(ctx: Context) -> Reply:
+    """XINFO (every subcommand) reads only (XINFO-8)."""
     stream = _info_stream(ctx)
     options = ctx.argv[3:]
     if not options:  # XINFO-3
@@ -1454,8 +1481,7 @@ def xinfo_consumers(ctx: Context) -> Reply:
     stream = _info_stream(ctx)
     group = stream.groups.get(ctx.argv[3])
     if group is None:  # XINFO-7
-        raise ReplyError(f"NOGROUP No such consumer group '{_shown(ctx.argv[3])}' for key name "
-                         f"'{_shown(ctx.argv[2])}'")
+        raise ReplyError(no_such_group_for_key(ctx.argv[3], ctx.argv[2]))
     now = ctx.now_ms()
     ctx.errno = 0  # the walk over the consumers ends off the tree
     if ctx.dialect.consumer_active_time:  # XINFO-DIALECT-3: 7.2+ adds inactive

@@ -3,7 +3,9 @@
 A test writes a scenario against the real server; the expectations are the
 server's own replies, never typed in by hand. ``check()`` asserts that the
 model explains the whole recorded conversation (the conformance checker,
-with time windows), and prints the divergence otherwise.
+with time windows), and prints the divergence otherwise. The corpus scripts
+of ``traces/scenarios/`` are checked the same way, each one, by
+``tests/test_scenarios.py``.
 
     def test_xadd_lenient_ids(redis):
         s = redis.scenario()
@@ -13,6 +15,7 @@ with time windows), and prints the divergence otherwise.
 
 from __future__ import annotations
 
+import logging
 import socket
 import uuid
 from typing import TYPE_CHECKING
@@ -22,6 +25,7 @@ from xspec.spec.trace_format import Trace, dumps
 from xspec.traces.check.checker import check_trace
 from xspec.traces.record.client import RespConnection
 from xspec.traces.record.recorder import Arg, Recorder
+from xspec.traces.scenarios.runner import configure
 
 if TYPE_CHECKING:
     from tests.conftest import RealRedis
@@ -35,9 +39,7 @@ class Scenario:
         if self.config:
             c = server.connection()
             try:
-                for k, v in self.config.items():
-                    r = c.call([b"CONFIG", b"SET", k.encode(), v.encode()])
-                    assert r.__class__.__name__ == "Simple", f"CONFIG SET {k} {v}: {r}"
+                configure(c, self.config)
             finally:
                 c.close()
         self.rec = Recorder(server.host, server.port, server_version=server.version,
@@ -150,3 +152,23 @@ class ReplicaTap:
             self.sock.close()
         except OSError:
             pass
+
+
+class Logged(logging.Handler):
+    """What the ``xspec.serve`` logger says at WARNING and above while it is installed (divergences,
+    clock warnings)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            self.messages.append(record.getMessage())
+
+    def __enter__(self) -> Logged:
+        logging.getLogger("xspec.serve").addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger("xspec.serve").removeHandler(self)

@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import logging
 import shlex
 import tempfile
 from collections.abc import Callable, Iterator
@@ -30,8 +29,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import start_redis
+from tests.support import Logged
 from tests.test_reference_dialects_core import run_script  # FLUSHALL, then the script's clients
-from xspec.reference.core import SERVED_DIALECTS, Core
+from xspec.commands.serve import model_checker
+from xspec.reference.core import SERVED_DIALECTS
+from xspec.reference.handlers import new_core
 from xspec.reference.server import ServerThread
 from xspec.reference.trace import attach_observers
 from xspec.spec.environment import environment_matches
@@ -90,24 +92,6 @@ def real_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, int]]:
             proc.wait(10)
 
 
-class Logged(logging.Handler):
-    """What the ``xspec.serve`` logger says while it is installed (divergences, clock warnings)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.WARNING:
-            self.messages.append(record.getMessage())
-
-    def __enter__(self) -> Logged:
-        logging.getLogger("xspec.serve").addHandler(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        logging.getLogger("xspec.serve").removeHandler(self)
-
 
 def test_authentication_answers_as_the_real_server(real_server: tuple[str, int]) -> None:
     dialect, port = real_server
@@ -125,7 +109,7 @@ def test_authentication_answers_as_the_real_server(real_server: tuple[str, int])
 def test_checked_server_with_a_password_agrees_with_the_model(dialect: str, tmp_path: Path) -> None:
     """``--checked --requirepass``: the model's clients must authenticate too, so every reply agrees."""
     script = [(1, "PING"), (1, "AUTH pw"), *AUTH_SCRIPT[1:]]
-    with Logged() as logged, ServerThread(dialect=dialect, requirepass="pw", checked=True,
+    with Logged() as logged, ServerThread(dialect=dialect, requirepass="pw", checker=model_checker,
                                           trace=str(tmp_path / "run.jsonl")) as st:
         replies = run_script(st.port, script)
     assert [show(r) for r in replies[:2]] == ["(error) NOAUTH Authentication required.", "OK"]
@@ -138,7 +122,8 @@ def test_recorded_block_timeouts_read_the_clock_as_the_model(dialect: str, tmp_p
     corpus = REAL_SERVERS[dialect][1]
     traces = [corpus / "transactions" / "block-in-multi.jsonl", corpus / "blocking" / "xread-timeout.jsonl",
               corpus / "xreadgroup" / "history-never-blocks.jsonl"]
-    with Logged() as logged, ServerThread(dialect=dialect, checked=True, trace=str(tmp_path / "run.jsonl")) as st:
+    with Logged() as logged, ServerThread(dialect=dialect, checker=model_checker,
+                                          trace=str(tmp_path / "run.jsonl")) as st:
         assert run_live_replay(traces, f"redis://127.0.0.1:{st.port}", dialect, tmp_path / "out", True, True) == 0
     assert logged.messages == []
 
@@ -174,8 +159,8 @@ CLOCK_CASES = [
 
 @pytest.mark.parametrize("dialect", SERVED_DIALECTS)
 def test_clock_readings_as_the_model_in_every_dialect(dialect: str, tmp_path: Path) -> None:
-    core = Core(dialect=dialect, clock=SteppingClock())  # type: ignore[arg-type]
-    attach_observers(core, str(tmp_path / "run.jsonl"), checked=True)
+    core = new_core(dialect=dialect, clock=SteppingClock())  # type: ignore[arg-type]
+    attach_observers(core, str(tmp_path / "run.jsonl"), model_checker)
     clients = {n: core.connect(None) for n in (1, 2)}
     with Logged() as logged:
         for n, line in CLOCK_CASES:

@@ -13,7 +13,7 @@ Expectations come from the real servers or the model, never from memory:
 - the corpus traces of the generic commands (generic, transactions, RESP3 ...
   tags) replayed on the server conform to the dialect's model (7.2 and 7.4:
   Valkey's traces);
-- the clock: 7.2+ read it once per command and once per EXEC (TRACE-FORMAT
+- the clock: 7.2+ read it once per command and once per EXEC (spec/trace-format.md
   rule 2), 6.2 and 7.0 at every reading, as the model does;
 - ``--trace`` names the dialect's server and version in the header.
 """
@@ -31,7 +31,8 @@ import redis as redispy
 from tests.conftest import start_redis
 from xspec.models import ManualClock
 from xspec.models.server import Server
-from xspec.reference.core import EXTRA_COMMANDS, SERVED_DIALECTS, Core
+from xspec.reference.core import EXTRA_COMMANDS, SERVED_DIALECTS
+from xspec.reference.handlers import new_core
 from xspec.reference.protocol import decoded
 from xspec.reference.server import ServerThread
 from xspec.reference.trace import TraceWriter
@@ -232,7 +233,7 @@ def test_script_answers_as_the_model_without_a_binary(dialect: str, name: str) -
 def test_every_dialect_is_served() -> None:
     assert set(SERVED_DIALECTS) == {"redis-6.2", "redis-7.0", "redis-7.2", "redis-7.4", "valkey-9.1"}
     for dialect in SERVED_DIALECTS:
-        core = Core(dialect=dialect)
+        core = new_core(dialect=dialect)
         c = core.connect(None)
         hello = core.execute(c, [b"HELLO"])
         assert isinstance(hello, Reply)
@@ -260,7 +261,7 @@ CLOCK_SCRIPT = [["XADD", "s", "*", "f", "v"], ["MULTI"], ["XADD", "s", "*", "f",
 @pytest.mark.parametrize("dialect", SERVED_DIALECTS)
 def test_clock_readings_per_command_as_the_model(dialect: str) -> None:
     """7.2+: one snapshot per command and per EXEC (both XADDs of the EXEC share a millisecond)."""
-    core = Core(dialect=dialect, clock=SteppingClock())  # type: ignore[arg-type]
+    core = new_core(dialect=dialect, clock=SteppingClock())  # type: ignore[arg-type]
     c = core.connect(None)
     got = [decoded(core.execute(c, [a.encode() for a in argv])) for argv in CLOCK_SCRIPT]  # type: ignore[arg-type]
     model = Server(get_dialect(dialect), clock=SteppingClock())
@@ -290,7 +291,7 @@ def test_generic_corpus_traces_replay_conforming(dialect: str, corpus: Path, tmp
 
 @pytest.mark.parametrize("dialect", SERVED_DIALECTS)
 def test_trace_header_names_the_dialects_server(dialect: str) -> None:
-    header = TraceWriter(Core(dialect=dialect), None).header
+    header = TraceWriter(new_core(dialect=dialect), None).header
     d = get_dialect(dialect)
     assert (header.server_name, header.server_version) == (d.server, d.version)
     assert dialect_for_server(header.server_name, header.server_version) is d

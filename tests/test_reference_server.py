@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import RealRedis
+from xspec.commands.serve import model_checker
 from xspec.reference.protocol import encode_reply, parse_one, parse_requests, split_args
 from xspec.reference.server import ServerThread
 from xspec.spec.resp import (
@@ -498,7 +499,7 @@ def test_faults(fresh: ServerThread) -> None:
 # -- traces and the model ----------------------------------------------------------------------------------
 def test_trace_and_checked_mode_agree_with_the_model(tmp_path: os.PathLike[str], caplog: pytest.LogCaptureFixture) -> None:
     path = os.path.join(tmp_path, "serve.jsonl")
-    with ServerThread(trace=path, checked=True) as st:
+    with ServerThread(trace=path, checker=model_checker) as st:
         a = RespConnection("127.0.0.1", st.port)
         b = RespConnection("127.0.0.1", st.port)
         try:

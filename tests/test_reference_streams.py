@@ -1002,7 +1002,7 @@ def test_reference_modules_take_only_texts_and_sizes_from_the_model() -> None:
 
 
 def test_entries_take_well_under_200_bytes_each() -> None:
-    """Issue 4's memory target (10^6 entries of two short fields, <= 200 bytes each), on 3 * 10^4 entries."""
+    """The memory target (10^6 entries of two short fields, <= 200 bytes each), on 3 * 10^4 entries."""
     import gc
     import tracemalloc
 

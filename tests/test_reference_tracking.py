@@ -24,7 +24,7 @@ from redis.connection import CacheProxyConnection
 
 from tests.conftest import RealRedis
 from tests.test_reference_dialects_core import real_and_reference  # noqa: F401  (a fixture)
-from xspec.reference.core import Core
+from xspec.reference.handlers import new_core
 from xspec.reference.protocol import encode_reply
 from xspec.reference.server import ServerThread
 
@@ -430,7 +430,7 @@ class _Sink:
 def test_core_without_an_event_loop_sends_bcast_at_the_end_of_the_command() -> None:
     """Driven directly (no event loop), the core sends a BCAST round when the command ends: the
     running client's own keys after its reply, as the served scenarios above show 7.0.15 does."""
-    core = Core()
+    core = new_core()
     sinks = [_Sink(), _Sink()]
     a, b = (core.connect(sink) for sink in sinks)  # type: ignore[arg-type]
     for c in (a, b):
