@@ -33,12 +33,13 @@ from typing import Any
 
 from sortedcontainers import SortedDict, SortedList
 
-from xspec.models.clock import ManualClock
+from xspec.models.clock import Instant, ManualClock
 from xspec.models.layout import NodeLayout
 from xspec.models.ordered import LazySortedDict
-from xspec.models.server import NUM_DATABASES, Server
+from xspec.models.server import Server
 from xspec.models.state import Client, Consumer, Group, Nack, Stream
 from xspec.spec.dialect import REDIS_70, Dialect
+from xspec.spec.limits import NUM_DATABASES
 
 BASE_MS = 1_700_000_000_000
 """The clock of every materialised state; times are ``BASE_MS - age``."""
@@ -478,7 +479,8 @@ class Abstraction:
             raise Unsupported("a client is blocked: blocking commands are outside the explorer's scope")
         if server.unauthenticated:  # EXPLORE-KEY-3: thaw shares the template's (empty) set, the key would lose it
             raise Unsupported("a client is not authenticated: requirepass is outside the explorer's scope")
-        now = server.clock.now_ms()
+        # A ManualClock: the model's times here are plain ints, read as such below.
+        now = Instant.exact_ms(server.clock.now_ms())
         ages: list[int] = []  # in key order, as ``sources``: keys are read in byte order
         value_key = self._value_key
         dbs = tuple([(i, tuple([(k, value_key(db[k], now, ages, sources)) for k in sorted(db)]))

@@ -8,11 +8,14 @@ through the relabellings (:func:`engine.concrete_steps`). Every command
 becomes a ``call`` event carrying ``now`` and the reply the model gave; a crash
 closes the process's connection and opens a new one under a new client
 number (``close`` and ``connect`` events); local steps and ticks become ``note``
-events. The result is a trace in TRACE-FORMAT's ``virtual`` clock, which the
+events. The result is a trace in spec/trace-format.md's ``virtual`` clock, which the
 conformance checker replays (tests/test_explore.py).
 
 The replay also checks the abstraction: the concrete state it ends in must have
-the abstract key of the state the explorer reported (EXPLORE-ABS-4).
+the abstract key of the state the explorer reported (EXPLORE-ABS-4). Since it is
+an execution of the model, it comes with its witness (the checker's description
+of an execution, :class:`~xspec.traces.check.witness.Witness`), so ``xspec
+explain`` shows it step by step without searching for one.
 """
 
 from __future__ import annotations
@@ -24,14 +27,17 @@ from xspec.explore.engine import Result, Step, System, concrete_steps
 from xspec.models.clock import ManualClock
 from xspec.models.server import Server
 from xspec.spec.trace_format import Call, Close, Connect, Header, Note, Trace
+from xspec.traces.check.witness import Witness, WitnessStep
 
 
 @dataclass
 class Concrete:
-    """A concrete replay of an abstract path: the trace and the real steps it took."""
+    """A concrete replay of an abstract path: the trace, the real steps it took, and the execution
+    of the model that produced the trace."""
 
     trace: Trace
     steps: list[Step]  # the path's steps with concrete process numbers and argv
+    witness: Witness
 
 
 class AbstractionMismatch(AssertionError):
@@ -50,17 +56,25 @@ def concretize(system: System, result: Result, target: int, initial_perm: tuple[
     clock = server.clock
     assert isinstance(clock, ManualClock)
     events: list[Call | Close | Connect | Note] = []
+    executed: list[WitnessStep] = []
     connection = {proc: proc + 1 for proc in range(len(names))}
     next_connection = len(names) + 1
 
     def run(proc: int, argv: tuple[bytes, ...]) -> None:
         out = server.execute(proc + 1, list(argv))
         assert out.reply is not None, "the explorer runs no blocking commands"
+        n = len(events)
         events.append(Call(connection[proc], list(argv), out.reply, now=clock.ms))
+        executed.append(WitnessStep("command", n, n, connection[proc], list(argv), n, (clock.ms,)))
+
+    def connection_step(kind: str, proc: int) -> None:
+        n = len(events)
+        events.append(Connect(connection[proc]) if kind == "connect" else Close(connection[proc], by="client"))
+        executed.append(WitnessStep(kind, n, n, connection[proc]))
 
     for proc in range(len(names)):
         server.connect(proc + 1)
-        events.append(Connect(connection[proc]))
+        connection_step("connect", proc)
     for proc, argv in system.setup():
         run(proc, argv)
     real_steps: list[Step] = []
@@ -84,17 +98,17 @@ def concretize(system: System, result: Result, target: int, initial_perm: tuple[
         elif step.kind in ("crash", "local-crash"):
             events.append(Note(real.describe(system.process_names)))
             server.close(proc + 1)
-            events.append(Close(connection[proc], by="client"))
+            connection_step("close", proc)
             connection[proc] = next_connection
             next_connection += 1
             server.connect(proc + 1)
-            events.append(Connect(connection[proc]))
+            connection_step("connect", proc)
         else:
             events.append(Note(real.describe(system.process_names)))
     _check_abstraction(abstraction, server, result.states[target][0], final_mapping)
     header = Header(clock="virtual", config=dict(abstraction.config), title=title, source="generated",
                     tags=["explore"])
-    return Concrete(Trace(header, list(events)), real_steps)
+    return Concrete(Trace(header, list(events)), real_steps, Witness.of(executed, len(events)))
 
 
 def _check_abstraction(abstraction: Abstraction, server: Server, expected: Key, mapping: dict[int, int]) -> None:

@@ -130,6 +130,8 @@ def load_configuration(spec: str) -> Configuration:
     if not path.exists():
         raise ValueError(f"no configuration named {spec!r} (known: {', '.join(NAMED)}) and no such file")
     data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"{spec}: expected a JSON object with the fields of a configuration, got {type(data).__name__}")
     data.setdefault("name", path.stem)
     return Configuration(**data)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -179,8 +179,13 @@ def concrete_steps(path: list[tuple[Step, tuple[int, ...] | None]], processes: i
     return out, mapping
 
 
+Progress = Callable[[int, int, int], None]
+"""Told (states found, depth reached, transitions) every :data:`PROGRESS_EVERY` states expanded."""
+PROGRESS_EVERY = 1024
+
+
 def explore(system: System, *, max_states: int | None = None, keep_edges: bool = True,
-            check_invariants: bool = True) -> tuple[Result, tuple[int, ...] | None]:
+            check_invariants: bool = True, progress: Progress | None = None) -> tuple[Result, tuple[int, ...] | None]:
     """Walk every reachable state of ``system`` breadth first; returns the result and the initial relabelling.
 
     Breadth first, so the first path found to a state is a shortest one, and a
@@ -193,15 +198,15 @@ def explore(system: System, *, max_states: int | None = None, keep_edges: bool =
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _explore(system, max_states, keep_edges, check_invariants)
+        return _explore(system, max_states, keep_edges, check_invariants, progress)
     finally:
         gc.freeze()
         if gc_was_enabled:
             gc.enable()
 
 
-def _explore(system: System, max_states: int | None, keep_edges: bool,
-             check_invariants: bool) -> tuple[Result, tuple[int, ...] | None]:
+def _explore(system: System, max_states: int | None, keep_edges: bool, check_invariants: bool,
+             progress: Progress | None) -> tuple[Result, tuple[int, ...] | None]:
     abstraction = system.abstraction
     started = time.perf_counter()
     cpu_started = time.process_time()
@@ -239,6 +244,8 @@ def _explore(system: System, max_states: int | None, keep_edges: bool,
     while head < len(states):
         i = head
         head += 1
+        if progress is not None and head % PROGRESS_EVERY == 0:
+            progress(len(states), depth[i], transitions)
         state = states[i]
         skip = abstraction.ties(state[0], state[1])
         d = depth[i] + 1

@@ -1,4 +1,4 @@
-"""The mutation gate of issue 5: every seeded mutant of the model (models/mutants.py) must be killed.
+"""The mutation gate: every seeded mutant of the model (models/mutants.py) must be killed.
 
 Three killers are tried on each mutant, in this order, until one kills it:
 
@@ -43,7 +43,7 @@ from xspec.explore.abstraction import Abstraction, Key
 from xspec.explore.config import ConfigSystem, Configuration
 from xspec.explore.engine import Result, Step, explore
 from xspec.explore.execution import CRASH, ByAges, Executor, initial_server
-from xspec.models import ManualClock, Server
+from xspec.models import Instant, ManualClock, Server
 from xspec.models.invariants import violations
 from xspec.models.mutants import MUTANTS, apply
 from xspec.models.server import Outcome
@@ -377,7 +377,7 @@ def _run_actions(actions: Sequence[Action]) -> list[Any]:
                     outcome = server.execute(arg, list(argv))
             elif kind == "tick":
                 clock.advance(arg)
-                outcome = server.due_timeouts(clock.ms)
+                outcome = server.due_timeouts(Instant(clock.ms))
             else:
                 server.close(arg)
                 outcome = None

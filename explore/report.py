@@ -9,14 +9,16 @@ a virtual-clock trace of the real model's replies, which
 
 from __future__ import annotations
 
+import contextlib
 import io
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from xspec.explore.concrete import Concrete, concretize
 from xspec.explore.config import ConfigSystem, Configuration
-from xspec.explore.engine import INVARIANTS, Result, explore
+from xspec.explore.engine import INVARIANTS, Progress, Result, explore
 from xspec.explore.liveness import enabled_processes, find_violation
 from xspec.explore.protocols import LIVENESS, Protocol, ProtocolSystem
 from xspec.spec.resp import show
@@ -48,11 +50,11 @@ class Report:
         return all(p.as_expected for p in self.properties)
 
 
-def explore_configuration(config: Configuration, *, symmetry: bool = True,
-                          max_states: int | None = None) -> tuple[Report, ConfigSystem]:
+def explore_configuration(config: Configuration, *, symmetry: bool = True, max_states: int | None = None,
+                          progress: Progress | None = None) -> tuple[Report, ConfigSystem]:
     """Every reachable state of ``config``; the model's invariants checked in each."""
     system = ConfigSystem(config, symmetry=symmetry)
-    result, perm0 = explore(system, max_states=max_states)
+    result, perm0 = explore(system, max_states=max_states, progress=progress)
     report = Report(f"configuration {config.name}", result)
     found = result.violations.get(INVARIANTS)
     prop = PropertyResult("invariants of models/invariants.py", "invariants", found is None, True)
@@ -64,10 +66,10 @@ def explore_configuration(config: Configuration, *, symmetry: bool = True,
     return report, system
 
 
-def check_protocol(protocol: Protocol) -> tuple[Report, ProtocolSystem]:
+def check_protocol(protocol: Protocol, *, progress: Progress | None = None) -> tuple[Report, ProtocolSystem]:
     """Safety and liveness of ``protocol`` over its whole (bounded) state space."""
     system = ProtocolSystem(protocol)
-    result, perm0 = explore(system)
+    result, perm0 = explore(system, progress=progress)
     report = Report(f"protocol {protocol.name}", result)
     found = result.violations.get(INVARIANTS)
     inv = PropertyResult("invariants of models/invariants.py", "invariants", found is None, True)
@@ -107,6 +109,30 @@ def _unmet(system: ProtocolSystem, result: Result, prop: str) -> Callable[[int],
 
 def _any(unmet: Callable[[int], list[int]]) -> Callable[[int], bool]:
     return lambda i: bool(unmet(i))
+
+
+@contextlib.contextmanager
+def live_progress(title: str) -> Iterator[Progress | None]:
+    """A progress line on a terminal's stderr while a walk runs (states, depth, states per second), gone
+    when it ends; None when stderr is not a terminal, so that logs and pipes get nothing extra."""
+    from rich.console import Console
+    from rich.progress import Progress as Bar
+    from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    started = time.perf_counter()
+    with Bar(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+             transient=True) as bar:
+        task = bar.add_task(f"{title}: starting")
+
+        def show(states: int, depth: int, transitions: int) -> None:
+            rate = states / max(time.perf_counter() - started, 1e-9)
+            bar.update(task, description=f"{title}: {states:,} states, depth {depth}, {rate:,.0f} states/s")
+
+        yield show
 
 
 def render_statistics(report: Report, out: TextIO) -> None:
@@ -153,11 +179,12 @@ def render_counterexample(p: PropertyResult, names: tuple[str, ...], out: TextIO
 
 
 def explain_text(c: Concrete) -> str:
-    """The trace rendered by ``xspec explain`` (plain text), or '' when that renderer is not available."""
+    """The trace rendered by ``xspec explain`` (plain text) from the execution that made it, or '' when
+    that renderer is not available."""
     try:
         from xspec.traces.check.explain import explain, render_steps
     except ImportError:
         return ""
     buffer = io.StringIO()
-    render_steps(explain(c.trace).steps, plain=True, out=buffer)
+    render_steps(explain(c.trace, witness=c.witness).steps, plain=True, out=buffer)
     return buffer.getvalue()

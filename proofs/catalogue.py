@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 import z3
 
-from xspec.models.groups import AUTOCLAIM_ATTEMPTS_FACTOR
 from xspec.proofs import clients, ids, steps
 from xspec.proofs.concrete import describe, render_value
 from xspec.proofs.ids import ID_SORT, TOP, U64, ZERO
@@ -32,6 +31,7 @@ from xspec.proofs.state import (
 )
 from xspec.proofs.steps import Step
 from xspec.spec.ids import I64_MAX, U64_MAX
+from xspec.spec.limits import AUTOCLAIM_ATTEMPTS_FACTOR
 
 Show = Callable[[z3.ModelRef], list[str]]
 

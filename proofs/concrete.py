@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import z3
 
+from xspec.models.clock import Instant
 from xspec.models.state import Group, Stream
 from xspec.proofs import ids
 from xspec.proofs.ids import ID_SORT, U64, ZERO, id_value
@@ -62,7 +63,7 @@ def encode(stream: Stream, group: Group | None, consumers: Consumers) -> State:
         P=_stores(state.P, ((k, z3.BoolVal(True)) for k, _ in pel)),
         OW=_stores(state.OW, ((k, consumers.number(n.consumer.name)) for k, n in pel if n.consumer is not None)),
         N=_stores(state.N, ((k, u64(n.delivery_count)) for k, n in pel)),
-        DT=_stores(state.DT, ((k, z3.IntVal(n.delivery_time)) for k, n in pel)),
+        DT=_stores(state.DT, ((k, z3.IntVal(Instant.exact_ms(n.delivery_time))) for k, n in pel)),
         CS=_stores(state.CS, ((consumers.number(name), z3.BoolVal(True)) for name in group.consumers)),
         CP=cp)
 

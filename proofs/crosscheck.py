@@ -26,12 +26,10 @@ from typing import Any
 
 import z3
 
-from xspec.models import ManualClock, Server, intervals
+from xspec.models import Instant, ManualClock, Server, intervals
 from xspec.models import lag as model_lag
 from xspec.models.cerrno import note_id_parse
-from xspec.models.groups import AUTOCLAIM_ATTEMPTS_FACTOR, AUTOCLAIM_DEFAULT_COUNT
-from xspec.models.intervals import ERR_START_INTERVAL
-from xspec.models.server import _RUN_INSIDE_MULTI, CommandError
+from xspec.models.server import CommandError
 from xspec.models.state import Client, Group, Stream
 from xspec.proofs import clients, ids, steps
 from xspec.proofs.clients import ClientState
@@ -41,7 +39,9 @@ from xspec.proofs.state import State
 from xspec.proofs.steps import Step
 from xspec.spec import commands as table
 from xspec.spec import ids as spec_ids
+from xspec.spec.errors import ERR_START_INTERVAL
 from xspec.spec.ids import I64_MAX, I64_MIN, MAX_ID, U64_MAX, StreamID, parse_id
+from xspec.spec.limits import AUTOCLAIM_ATTEMPTS_FACTOR, AUTOCLAIM_DEFAULT_COUNT
 from xspec.spec.resp import Array, Bulk, Error, Int, Reply
 
 KEY, GROUP = b"s", b"g"
@@ -188,7 +188,7 @@ def _min_idle(server: Server, rng: random.Random) -> bytes:
     """A min-idle-time: often exactly some pending entry's idle time (the boundary), else a fixed one."""
     group = _group(server)
     now = server.clock.ms  # type: ignore[attr-defined]
-    idle = sorted({now - n.delivery_time for n in group.pel.values()} - {0}) if group is not None else []
+    idle = sorted({now - Instant.exact_ms(n.delivery_time) for n in group.pel.values()} - {0}) if group is not None else []
     if idle and rng.random() < 0.6:
         chosen = rng.choice(idle)
         if I64_MIN <= chosen <= I64_MAX:
@@ -764,7 +764,7 @@ def check_client_once(rng: random.Random) -> str | None:
             spec = table.lookup(argv)
             in_multi = c is not None and c.in_multi
             rejected = (spec is None or not spec.arity_ok(len(argv))  # DISPATCH-1, DISPATCH-2
-                        or (in_multi and "no_multi" in spec.flags and spec.fullname not in _RUN_INSIDE_MULTI))
+                        or (in_multi and "no_multi" in spec.flags and spec.fullname not in table.RUN_INSIDE_MULTI))
             outcome = server.execute(1, argv)
             mine = clients.command(pre, z3.IntVal(kind), z3.BoolVal(rejected), z3.BoolVal(outcome.blocked))
         post = _client_state(server.clients.get(1))

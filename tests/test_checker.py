@@ -1,7 +1,7 @@
 """The exact conformance checker: symbolic time, orders, blocking, verdicts and the replay report.
 
 Traces here are written by hand (``source: written``) to pin one rule of
-TRACE-FORMAT.md's "What it means for a trace to conform" each; every
+spec/trace-format.md's "What it means for a trace to conform" each; every
 conforming trace has a twin that must diverge at a stated event, so no test
 can pass by accepting everything. Replies in them are the real server's
 (checked on Redis 7.0.15 when the traces were written).
@@ -515,3 +515,110 @@ def test_checker_accepts_every_order_of_a_walk_and_nothing_else(clock: str) -> N
     assert_verdict(swapdb_walk("t", "1-1", clock), "conform")  # another process's order
     assert_verdict(swapdb_walk("u", "3-1", clock), "diverge", 9)  # u is in database 1 now: not ready
     assert_verdict(swapdb_walk("t", "2-1", clock), "diverge", 9)  # t's entry is 1-1
+
+
+# ---------------------------------------------------------------------------
+# The witness: the execution the checker found, as data
+
+
+def test_witness_gives_the_order_the_replies_need() -> None:
+    """GET's nil reply needs GET to run before SET, which was sent first (events are 0-based indexes)."""
+    events = [send(1, ["SET", "k", "a"], 0), send(2, ["GET", "k"], 0.01),
+              recv(2, {"null": "bulk"}, 0.02), recv(1, OK, 0.03)]
+    v = check(events)
+    assert_verdict(v, "conform")
+    assert v.witness is not None and v.witness.events == 4 and v.witness.divergence is None
+    assert [(s.kind, s.event, s.client, s.reply_event) for s in v.witness.steps] == [
+        ("command", 1, 2, 2), ("command", 0, 1, 3)]
+    assert v.witness.steps[0].argv == [b"GET", b"k"]
+    assert v.witness.step_of(0) is v.witness.steps[1]
+
+
+def test_witness_resolves_clock_readings_to_values() -> None:
+    # XADD * gives the reading's millisecond in its ID: the reading is exactly that value.
+    events = [call(1, ["XADD", "s", "*", "f", "v"], bulk(f"{t}-0"), 0),
+              call(1, ["XADD", "s", "*", "f", "v"], bulk(f"{t + 1}-0"), 1)]
+    v = check(events)
+    assert_verdict(v, "conform")
+    assert v.witness is not None
+    assert [s.readings for s in v.witness.steps] == [(t,), (t + 1,)]
+    assert v.witness.readings() == [t, t + 1]
+    # in a virtual trace every reading of a command is its now
+    virtual = check([{**events[0], "now": 1000, "reply": bulk("1000-0")},
+                     {**events[1], "now": 1005, "reply": bulk("1005-0")}], clock="virtual")
+    assert virtual.witness is not None
+    assert [s.readings for s in virtual.witness.steps] == [(1000,), (1005,)]
+
+
+def test_witness_says_which_command_served_a_blocked_one() -> None:
+    served = {"array": [{"array": [bulk("s"), {"array": [{"array": [bulk("5-0"), {"array": [bulk("f"),
+                                                                                           bulk("v")]}]}]}]}]}
+    events = [send(1, ["XREAD", "BLOCK", "100", "STREAMS", "s", "$"], 0),
+              call(2, ["XADD", "s", "5-0", "f", "v"], bulk("5-0"), 99.5),
+              recv(1, served, 99.7)]
+    w = check(events).witness
+    assert w is not None
+    read, write = w.steps
+    assert read.blocked and read.served == () and read.reply_event == 2
+    assert not write.blocked and write.served == (0,)
+    assert w.completed_by(0) is write
+    # the same read timed out: a step of its own, past the deadline and before the XADD
+    events[2] = recv(1, NIL_ARRAY, 99.7)
+    w = check(events).witness
+    assert w is not None
+    assert [(s.kind, s.event) for s in w.steps] == [("command", 0), ("timeout", 0), ("command", 1)]
+    read, timeout, write = w.steps
+    assert w.completed_by(0) is timeout and timeout.at == 1 and write.served == ()
+    assert timeout.readings[0] > read.readings[0] + 100  # BLOCK-8: the clock passed the deadline
+
+
+def test_witness_records_the_models_own_choices() -> None:
+    """SWAPDB-8: the walk that signals t first is the model's choice 1 of 2."""
+    v = swapdb_walk("t", "1-1")
+    assert v.witness is not None
+    (swap,) = [s for s in v.witness.steps if s.served]
+    assert swap.model_choices == (1,) and swap.served == (6,)
+    assert swapdb_walk("s", "2-1").witness.steps[-1].model_choices == (0,)  # type: ignore[union-attr]
+
+
+def test_witness_rules_only_on_request() -> None:
+    events = [call(1, ["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"], OK, 0),
+              call(1, ["XGROUP", "CREATE", "s", "g", "$"], {"error": "BUSYGROUP Consumer Group name already exists"},
+                   1)]
+    plain = check(events).witness
+    assert plain is not None and all(s.rules == () for s in plain.steps)
+    v = check_trace(loads(trace_text(events)), rules=True)
+    assert v.witness is not None
+    first, busy = v.witness.steps
+    assert "XGROUP-9" in busy.rules and "XGROUP-8" in first.rules
+    assert not any(r.startswith(("XADD-", "XREAD-")) for s in v.witness.steps for r in s.rules)  # other commands'
+
+
+def test_divergence_witness_has_the_allowed_replies_and_the_prefix_execution() -> None:
+    events = [send(1, ["SET", "k", "a"], 0), send(2, ["GET", "k"], 0.01),
+              recv(1, OK, 0.02), recv(2, bulk("b"), 0.03)]
+    v = check(events)
+    assert_verdict(v, "diverge", 4)
+    w = v.witness
+    assert w is not None and w.divergence is not None
+    d = w.divergence
+    assert d.event == 3 and d.argv == [b"GET", b"k"] and d.got == bulk_reply("b")
+    assert sorted(d.allowed_text) == ["'a'", "(nil bulk)"] and len(d.allowed) == 2
+    assert w.events == 3 and [s.event for s in w.steps] == [0, 1]  # the first three events conform
+    assert "model allows: (nil bulk)" in v.describe()
+
+
+def bulk_reply(s: str) -> Any:
+    from xspec.spec.resp import Bulk
+    return Bulk(s.encode())
+
+
+def test_an_explorer_counterexample_carries_the_witness_the_checker_finds() -> None:
+    from xspec.explore.protocols import PROTOCOLS
+    from xspec.explore.report import check_protocol
+
+    report, _ = check_protocol(PROTOCOLS["noack-reader"])
+    (found, *_) = [p.counterexample for p in report.properties if p.counterexample is not None]
+    v = check_trace(found.trace)
+    assert_verdict(v, "conform")
+    assert v.witness is not None and v.witness.steps == found.witness.steps

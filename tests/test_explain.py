@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from xspec.cli import main
+from xspec.commands.explain import explain_command
 from xspec.spec.trace_format import dumps, find_traces, load, loads
 from xspec.traces import CORPUS_DIR
 from xspec.traces.check.checker import check_trace
@@ -19,7 +21,6 @@ from xspec.traces.check.explain import (
     Step,
     cited_rules,
     explain,
-    explain_command,
     explain_trace,
     render_steps,
     spec_index,
@@ -217,6 +218,41 @@ def test_bad_trace_files_give_file_and_line(tmp_path, content, where):
 def test_a_missing_file_is_reported_plainly(tmp_path):
     r = CliRunner().invoke(explain_command, [str(tmp_path / "nope.jsonl")])
     assert r.exit_code == 2 and "nope.jsonl:1: cannot read" in r.output and "Traceback" not in r.output
+
+
+def test_an_unknown_dialect_is_one_line_and_a_nonzero_exit():
+    r = CliRunner().invoke(main, ["explain", "--dialect", "bogus", str(TUTORIAL / "3-noack.jsonl")])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    errors = [line for line in r.output.splitlines() if line.strip() and not line.startswith(("Usage:", "Try '"))]
+    assert len(errors) == 1 and "bogus" in errors[0] and "--dialect" in errors[0], r.output
+
+
+def test_explain_reads_no_source_or_spec_file(monkeypatch):
+    """Rules come from the shipped rule index, not from the model's comments or the spec's markdown."""
+    import builtins
+
+    from xspec.spec import rule_index
+    trace = load(TUTORIAL / "4-claim-too-early.jsonl")
+    read: list[str] = []
+    original_read, original_open = Path.read_text, builtins.open
+
+    def read_text(self, *args, **kwargs):
+        read.append(str(self))
+        return original_read(self, *args, **kwargs)
+
+    def open_(file, *args, **kwargs):
+        read.append(str(file))
+        return original_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    monkeypatch.setattr(builtins, "open", open_)
+    rule_index.load_index.cache_clear()
+    try:
+        e = explain(trace)
+    finally:
+        rule_index.load_index.cache_clear()
+    assert e.order == "checker" and any(s.rules for s in e.steps)
+    assert not [f for f in read if f.endswith((".py", ".md"))], read
 
 
 def test_the_rule_tracer_leaves_other_tracers_in_place():

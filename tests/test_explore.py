@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from sortedcontainers import SortedList
 
+from xspec.commands.explore import explore_command
 from xspec.explore import protocols as P
 from xspec.explore.abstraction import (
     BASE_MS,
@@ -28,7 +29,6 @@ from xspec.explore.abstraction import (
     _keys,
     _new_pel,
 )
-from xspec.explore.cli import explore_command
 from xspec.explore.concrete import concretize
 from xspec.explore.config import GROUP, STREAM, ConfigSystem, Configuration, entry_id
 from xspec.explore.engine import explore
@@ -539,7 +539,7 @@ def test_cli_explains_counterexamples_with_the_explain_renderer() -> None:
 
 
 def test_the_compact_configuration_is_fully_explored_and_every_invariant_holds() -> None:
-    """Issue 5's CI gate: the compact configuration, walked to the end (EXPLORE-1, EXPLORE-2)."""
+    """The CI gate: the compact configuration, walked to the end (EXPLORE-1, EXPLORE-2)."""
     out = CliRunner().invoke(explore_command, ["--config", "compact"])
     assert out.exit_code == 0, out.output
     assert "configuration compact: 2,312 states" in out.output

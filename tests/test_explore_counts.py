@@ -1,8 +1,7 @@
 """Pinned exploration results: the numbers of states, transitions and depth, and every verdict, of the
 named configurations and the protocols.
 
-They were recorded before the explorer was made faster (issue 5's performance target) and must not
-move with any change to how it computes: keys, memoisation, symmetry. A change of the MODEL may move
+They must not move with any change to how the explorer computes: keys, memoisation, symmetry. A change of the MODEL may move
 them legitimately; then the new numbers are checked against the brute force of tests/test_explore.py
 before they are pinned again.
 """

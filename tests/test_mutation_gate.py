@@ -1,4 +1,4 @@
-"""Issue 5's quality gate: every seeded mutant of the model is killed by a proof, an exploration or a
+"""The quality gate: every seeded mutant of the model is killed by a proof, an exploration or a
 Hypothesis property (explore/gate.py; spec/exploration.md, "The mutation gate").
 
 The table (mutant, killer, seconds) is printed whether or not pytest captures output.

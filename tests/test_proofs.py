@@ -14,11 +14,11 @@ import pytest
 import z3
 from click.testing import CliRunner
 
+from xspec.commands.prove import prove_command
 from xspec.models import ManualClock, Server
 from xspec.models.invariants import violations
 from xspec.models.mutants import MUTANTS, apply
 from xspec.proofs import catalogue, clients, state
-from xspec.proofs.cli import prove_command
 from xspec.proofs.crosscheck import COMMANDS, HELPERS, LAG_HELPERS, cross_check
 from xspec.proofs.run import HOLDS, VIOLATED, Result, prove_all
 from xspec.spec.resp import Array, Bulk, Int, Reply

@@ -1,4 +1,4 @@
-"""Exact conformance checking of a trace against the model (TRACE-FORMAT.md, "What it means
+"""Exact conformance checking of a trace against the model (spec/trace-format.md, "What it means
 for a trace to conform").
 
 A trace conforms when *some* execution of the model explains it. The checker
@@ -39,17 +39,27 @@ searches for one, depth first, and keeps the search small:
   checkpoint before it (a copy of the model and the zone) and re-executes
   from there with the recorded choices. Nothing is copied while nothing
   branches. Past the step budget the verdict is ``inconclusive``.
+* **Witness.** The search keeps the path of the execution it is on: one record per
+  step (command, timeout, connect, close) and per blocked command served or model
+  choice made within one, cut back with the checkpoint it returns to. When the
+  search succeeds that path is the verdict's witness
+  (:mod:`xspec.traces.check.witness`), built on first use: the steps in order, the
+  clock readings of each at their lowest values (which satisfy every constraint
+  together), which step served which blocked command, the model's choices.
 
 A reply that differs fails its branch at once. When no execution explains the
 whole trace, the first event that no execution explains is found by checking
 prefixes (a prefix is a trace of its own: commands whose replies come later
 have no reply yet), starting from the furthest event the failed search
-reached; it is reported with the replies the model could give there.
+reached; it is reported with the replies the model could give there, and the
+witness is that of the longest prefix that conforms.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
 import gc
 import hashlib
 import io
@@ -59,6 +69,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xspec.models import ManualClock, Server
+from xspec.models.clock import Duration, Instant
 from xspec.models.server import HANDLERS
 from xspec.spec import commands as table
 from xspec.spec.dialect import DIALECTS, Dialect, UnknownDialect, dialect_for_server, get_dialect
@@ -67,6 +78,7 @@ from xspec.spec.ids import c_string
 from xspec.spec.resp import Array, Int, Map, Reply, Set, show
 from xspec.spec.trace_format import Call, Close, Connect, Recv, Send, Trace, TraceError
 from xspec.traces.check.symbolic import UNBOUNDED, Infeasible, SymbolicClock, Time, Zone, require_at_least
+from xspec.traces.check.witness import Divergence, Witness, WitnessStep, collect_rules
 
 STEP_BUDGET_BASE = 50_000
 STEP_BUDGET_PER_EVENT = 20
@@ -84,7 +96,12 @@ VISIT_BYTES_PER_STEP = 16_384
 
 @dataclass
 class Verdict:
-    """The outcome of checking one trace, and for a divergence where and why."""
+    """The outcome of checking one trace, and for a divergence where and why.
+
+    ``witness`` is the execution the checker found (:class:`~xspec.traces.check.witness.Witness`):
+    for a conforming trace, of the whole trace; for a diverging one, of the longest prefix
+    that conforms, with the divergence. None for the other verdicts.
+    """
 
     status: str  # conform | diverge | unsupported | inconclusive
     events: int
@@ -94,18 +111,20 @@ class Verdict:
     allowed: list[Reply] = field(default_factory=list)
     # ``allowed`` rendered, symbolic integers shown with the range of values they can take
     allowed_text: list[str] = field(default_factory=list)
+    witness: Witness | None = None
 
     def describe(self) -> str:
         if self.status == "conform":
             return "conform"
         where = f" at event {self.event}" if self.event is not None else ""
         s = f"{self.status}{where}: {self.message}"
-        if self.got is not None:
-            s += f"\n    trace says: {show(self.got)}"
-        texts = self.allowed_text or [show(a) for a in self.allowed]
-        for a in texts:
-            s += f"\n    model allows: {a}"
-        return s
+        divergence = self.witness.divergence if self.witness is not None else None
+        if divergence is not None:
+            details = divergence.detail_lines()
+        else:
+            details = [] if self.got is None else [f"trace says: {show(self.got)}"]
+            details += [f"model allows: {a}" for a in self.allowed_text or [show(a) for a in self.allowed]]
+        return s + "".join(f"\n    {line}" for line in details)
 
 
 def trace_dialect(trace: Trace, override: str | None = None) -> Dialect:
@@ -221,6 +240,12 @@ class _Exhausted(Exception):
     """The search budget ran out."""
 
 
+# What the path of the current execution records (_Search.path): the steps, then what
+# happened within the latest step.
+_STEP_EXECUTE, _STEP_TIME_OUT, _STEP_CONNECT, _STEP_CLOSE, _BLOCKED, _SERVED, _MODEL_CHOICE = range(7)
+_STEP_KIND = {_STEP_EXECUTE: "command", _STEP_TIME_OUT: "timeout", _STEP_CONNECT: "connect", _STEP_CLOSE: "close"}
+
+
 class _Choice:
     __slots__ = ("n", "chosen", "event", "complete")
 
@@ -233,10 +258,11 @@ class _Choice:
 
 @dataclass
 class _Checkpoint:
-    """The search's state before event ``pos``, after ``choices`` choices."""
+    """The search's state before event ``pos``, after ``choices`` choices and ``path`` path records."""
 
     pos: int
     choices: int
+    path: int
     data: Any  # (pickled (server, driver state), shared objects), a deep copy of them, or None: the start
     zone: Any  # Zone.snapshot()
 
@@ -387,6 +413,44 @@ def _symbolic_view(r: Reply) -> tuple[Reply, str]:
     return r, show(r)
 
 
+def _steps_from_path(path: list[tuple[int, int, Any, int]], lo: list[int], wall: bool) -> tuple[WitnessStep, ...]:
+    """The steps of an execution from its path (``_Search.path``) and, in a wall trace, the lowest
+    value of every clock reading (``Zone.lo``)."""
+    starts = [i for i, record in enumerate(path) if record[0] <= _STEP_CLOSE]
+    steps: list[WitnessStep] = []
+    for n, start in enumerate(starts):
+        kind, pos, item, mark = path[start]
+        end = starts[n + 1] if n + 1 < len(starts) else len(path)
+        blocked = False
+        served: list[int] = []
+        choices: list[int] = []
+        for record, _, detail, _ in path[start + 1:end]:
+            if record == _BLOCKED:
+                blocked = True
+            elif record == _SERVED:
+                served.append(detail.inv)
+            else:
+                choices.append(detail)
+        readings: tuple[int, ...]
+        if wall:
+            stop = path[end][3] if n + 1 < len(starts) else len(lo)
+            readings = tuple(lo[mark:stop])
+        elif kind == _STEP_EXECUTE:
+            readings = (item.now,)
+        elif kind == _STEP_TIME_OUT:
+            readings = (item.recv_now,)
+        else:
+            readings = ()
+        if kind in (_STEP_EXECUTE, _STEP_TIME_OUT):
+            op: Op = item
+            steps.append(WitnessStep(_STEP_KIND[kind], op.inv, pos, op.client, op.argv, op.resp, readings,
+                                     blocked, tuple(served), tuple(choices)))
+        else:
+            steps.append(WitnessStep(_STEP_KIND[kind], pos, pos, item, readings=readings,
+                                     model_choices=tuple(choices)))
+    return tuple(steps)
+
+
 # ---------------------------------------------------------------------------
 # The search
 
@@ -422,7 +486,7 @@ class _Search:
         self.steps = 0
         self.budget = STEP_BUDGET_BASE + STEP_BUDGET_PER_EVENT * self.n
         self.incomplete = False
-        self.checkpoints = [_Checkpoint(0, 0, None, None)]
+        self.checkpoints = [_Checkpoint(0, 0, 0, None, None)]
         self.checkpoint_at = -1
         self.explored: set[bytes] = set()
         self.searching = False  # some path has failed: remember every state on the later ones
@@ -445,6 +509,10 @@ class _Search:
         self.timeout_deferred: dict[int, int] = {}
         self.max_inv = -1
         self.zone.reset()
+        # The current execution, one record per step and per event within one (_STEP_* ...):
+        # (kind, event reached, operation / client / choice, clock readings before it). A
+        # restored checkpoint cuts it back, so once the search succeeds it is the witness.
+        self.path: list[tuple[int, int, Any, int]] = []
 
     def _driver_state(self) -> tuple[Any, ...]:
         return (self.pos, self.queues, self.live, self.blocked, self.deferred, self.timeout_deferred,
@@ -467,7 +535,7 @@ class _Search:
             data: Any = (buffer.getvalue(), list(shared.values()))
         except (pickle.PicklingError, TypeError, AttributeError):
             data = copy.deepcopy(state, shared)  # something in the model does not pickle
-        self.checkpoints.append(_Checkpoint(self.pos, self.k, data, self.zone.snapshot()))
+        self.checkpoints.append(_Checkpoint(self.pos, self.k, len(self.path), data, self.zone.snapshot()))
 
     def _restore(self, cp: _Checkpoint) -> None:
         if cp.data is None:
@@ -486,6 +554,7 @@ class _Search:
         (self.pos, self.queues, self.live, self.blocked, self.deferred, self.timeout_deferred,
          self.max_inv) = driver
         self.zone.restore(cp.zone)
+        del self.path[cp.path:]
 
     # -- choices ------------------------------------------------------------------
     def choose(self, n: int, complete: bool = True) -> int:
@@ -497,7 +566,9 @@ class _Search:
         """A choice the model itself leaves open (``Server.chooser``): which of ``n`` keys a
         hash-table walk signals next (SWAPDB-8). Unlike the choices of order and time it is
         explored in virtual traces too, which otherwise run in file order without branching."""
-        return self._logged_choice(n, True)
+        chosen = self._logged_choice(n, True)
+        self.path.append((_MODEL_CHOICE, self.pos, chosen, 0))
+        return chosen
 
     def _logged_choice(self, n: int, complete: bool) -> int:
         """Replay the recorded choice, or record a new one starting with alternative 0."""
@@ -538,7 +609,9 @@ class _Search:
         while True:
             try:
                 self._run()
-                return Verdict("conform", n)
+                # The witness's steps are built on first use, from the path and the readings alone.
+                build = functools.partial(_steps_from_path, self.path, self.zone.lo, self.wall)
+                return Verdict("conform", n, witness=Witness(n, None, build))
             except _Failure as f:
                 self._record(f)
             except _Pruned:
@@ -574,7 +647,12 @@ class _Search:
         msg = message or f.message
         if message and status == "inconclusive":
             msg = f"{message}; the furthest any execution reached: {f.message}"
-        return Verdict(status, self.n, f.pos + 1, msg, got, allowed, texts)
+        witness = None
+        if status == "diverge":
+            op = self.at[f.pos]
+            divergence = Divergence(f.pos, msg, None if op is None else op.argv, got, tuple(allowed), tuple(texts))
+            witness = Witness(0, divergence)  # the prefix that conforms is found later (_first_unexplained)
+        return Verdict(status, self.n, f.pos + 1, msg, got, allowed, texts, witness)
 
     def _run(self) -> None:
         kinds, at = self.kinds, self.at
@@ -609,10 +687,13 @@ class _Search:
                 self._decide(p, None)
                 self._close(self.trace.events[p].c)  # type: ignore[union-attr]
             elif kind == _CONNECT:
-                self.server.client(self.trace.events[p].c)  # type: ignore[union-attr]
+                client = self.trace.events[p].c  # type: ignore[union-attr]
+                self.path.append((_STEP_CONNECT, p, client, len(self.zone.lo)))
+                self.server.client(client)
             self.pos = p + 1
 
     def _close(self, client: int) -> None:
+        self.path.append((_STEP_CLOSE, self.pos, client, len(self.zone.lo)))
         for op in self.queues.pop(client, []):
             self.live.pop(op.inv, None)
             self.deferred.pop(op.inv, None)
@@ -714,7 +795,7 @@ class _Search:
         if isinstance(deadline, Time):
             low = self.zone.range_of(deadline.pos, deadline.neg)[0] + deadline.c
         else:
-            low = deadline
+            low = Instant.exact_ms(deadline)
         return low < op.hi  # BLOCK-8: the moment must pass the deadline
 
     def _stuck(self, p: int, required: Op | None) -> _Failure:
@@ -739,6 +820,7 @@ class _Search:
 
     def _execute(self, op: Op) -> None:
         self._begin(op)
+        self.path.append((_STEP_EXECUTE, self.pos, op, len(self.zone.lo)))
         queue = self.queues.get(op.client)
         if queue:
             if queue[0] is op:
@@ -752,6 +834,7 @@ class _Search:
         except Infeasible as e:
             raise _Failure(self.pos, f"no clock reading fits the time windows: {e}") from None
         if out.blocked:
+            self.path.append((_BLOCKED, self.pos, op, 0))
             self.live[op.inv] = op
             self.blocked[op.client] = op
             state = self.server.clients[op.client].blocked
@@ -763,12 +846,14 @@ class _Search:
             served = self.blocked.pop(cid, None)
             if served is None:
                 continue
+            self.path.append((_SERVED, self.pos, served, 0))
             self.live.pop(served.inv, None)
             self.timeout_deferred.pop(served.inv, None)
             self._check(served, reply)
 
     def _time_out(self, op: Op) -> None:
         self._begin(op)
+        self.path.append((_STEP_TIME_OUT, self.pos, op, len(self.zone.lo)))
         if not self.wall:
             self.clock.ms = op.recv_now  # type: ignore[union-attr]
         state = self.server.clients[op.client].blocked
@@ -776,10 +861,10 @@ class _Search:
         if self.wall:
             try:
                 # BLOCK-8: 7.0 times a client out once the clock has passed its deadline.
-                require_at_least(self.clock.now_ms(), state.deadline + 1)
+                require_at_least(self.clock.now_ms(), state.deadline + Duration(1))
             except Infeasible:
                 raise _Failure(self.pos, "the blocked command cannot time out within its window") from None
-        elif op.recv_now is None or state.deadline >= op.recv_now:  # BLOCK-8
+        elif op.recv_now is None or state.deadline >= Instant(op.recv_now):  # BLOCK-8
             raise _Failure(self.pos, "the model's deadline for the blocked command is later than the "
                                      "moment the trace says it timed out")
         self.blocked.pop(op.client, None)
@@ -813,8 +898,13 @@ class _Search:
         raise _Failure(op.resp, "the model gives no reply to this command", expected)
 
 
-def check_trace(trace: Trace, dialect: str | None = None) -> Verdict:
-    """Does some execution of the model explain ``trace``? (TRACE-FORMAT.md, rules 1-6)."""
+def check_trace(trace: Trace, dialect: str | None = None, *, rules: bool = False) -> Verdict:
+    """Does some execution of the model explain ``trace``? (spec/trace-format.md, rules 1-6).
+
+    The verdict's ``witness`` is the execution found. ``rules`` also gives each of its steps
+    the rules the model went through (a replay of the witness that follows the model's lines:
+    several times slower than checking).
+    """
     d = trace_dialect(trace, dialect)
     n = len(trace.events)
     reason = _config_reason(trace, d) or _dialect_scope_reason(trace, d)
@@ -831,9 +921,11 @@ def check_trace(trace: Trace, dialect: str | None = None) -> Verdict:
         verdict = _Search(trace, d, *operations).run()
         if verdict.status == "diverge":
             verdict = _first_unexplained(trace, d, verdict)
-        return verdict
     finally:
         gc.unfreeze()
+    if rules and verdict.witness is not None and verdict.witness.steps:
+        verdict.witness = collect_rules(trace, d, verdict.witness)
+    return verdict
 
 
 def _first_unexplained(trace: Trace, dialect: Dialect, verdict: Verdict) -> Verdict:
@@ -851,6 +943,7 @@ def _first_unexplained(trace: Trace, dialect: Dialect, verdict: Verdict) -> Verd
         return _Search(shorter, dialect, *_operations(shorter)).run()
 
     good, bad, found = 0, n, verdict  # prefixes of length <= good conform; of length bad diverges
+    explained = Witness(0)  # the execution explaining the prefix of length good
     hint = verdict.event or n
     lengths = [length for length in (hint - 1, hint) if 0 < length < n]
     while bad - good > 1:
@@ -860,6 +953,8 @@ def _first_unexplained(trace: Trace, dialect: Dialect, verdict: Verdict) -> Verd
         v = prefix(length)
         if v.status == "conform":
             good = length
+            assert v.witness is not None
+            explained = v.witness
         elif v.status == "diverge":
             bad, found = length, v
         else:
@@ -867,4 +962,8 @@ def _first_unexplained(trace: Trace, dialect: Dialect, verdict: Verdict) -> Verd
                               f"{length} is past the search bound)")
             break
     found.events = n
+    divergence = found.witness.divergence if found.witness is not None else None
+    if divergence is not None:
+        divergence = dataclasses.replace(divergence, message=found.message)
+    found.witness = Witness(good, divergence, explained.build)
     return found

@@ -4,23 +4,24 @@ matters and the spec rules that changed it.
 How a trace is replayed:
 
 * **Order and time.** The conformance checker (:mod:`xspec.traces.check.checker`) decides in which
-  order the server executed overlapping commands and which clock readings explain the
-  trace. This module reruns the checker's search, recording the order of the steps it
-  settled on (commands, timeouts, closes) and, in wall-clock traces, takes the smallest
-  time of every clock reading that its constraints allow (the least solution of a system of
-  difference constraints satisfies them all). It then replays that order on a fresh
-  :class:`~xspec.models.server.Server` whose clock returns those readings, so every reply
-  comes out as the checker explained it. When the checker cannot settle an order
-  (inconclusive), the file's order is used instead and the output says so.
+  order the server executed overlapping commands and which clock readings explain the trace,
+  and returns that execution as its witness (:mod:`xspec.traces.check.witness`): the steps in
+  order (commands, timeouts, connections opened and closed), the clock readings of each (in
+  wall-clock traces the smallest times the constraints allow: the least solution of a system of
+  difference constraints satisfies them all) and the model's own choices. The witness is run
+  again on a fresh :class:`~xspec.models.server.Server` (:class:`WitnessReplay`), so every reply
+  comes out as the checker explained it; for a diverging trace, the witness of the events
+  before the divergence. When the checker settles no order (inconclusive), the file's order is
+  used instead and the output says so.
 * **State.** After every step the tables show the keys, stream entries, groups
   (last-delivered-id, entries-read, lag), pending entries (owner, idle time, delivery count),
   consumers and the clients that are blocked or inside a transaction. Rows and cells that
   changed are highlighted.
-* **Rules.** The model cites the spec rule of every branch in a comment (``# XCLAIM-6``).
-  :class:`RuleMap` reads those comments once per model file and gives every line the rules
-  that govern it (see its docstring); while a step runs, :class:`RuleTracer` follows the
-  executed lines of the model with :func:`sys.settrace` and snapshots the state whenever the
-  governing rules change, so each change is attributed to the rules in force when it happened.
+* **Rules.** The model cites the spec rule of every branch in a comment (``# XCLAIM-6``); the
+  rule index (:mod:`xspec.spec.rule_index`) gives every line of the model the rules that govern
+  it. While a step runs, the replay follows the executed lines (:class:`RuleTracer`) and the
+  state is snapshotted whenever the governing rules change (:class:`_ChangeRecorder`), so each
+  change is attributed to the rules in force when it happened.
 
 :func:`explain_trace` is the entry point; :func:`render_steps` prints steps (the explorer
 reuses it for counterexamples); ``--json`` gives the same content for tools.
@@ -28,101 +29,43 @@ reuses it for counterexamples); ``--json`` gives the same content for tools.
 
 from __future__ import annotations
 
-import ast
-import io
 import json
-import os
 import re
 import sys
-import tokenize
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from types import CodeType, FrameType
 from typing import Any, TextIO
 
-import click
-
-from xspec.models import ManualClock, Server
+from xspec.models import Server
 from xspec.models import lag as lag_rules
-from xspec.models.server import HANDLERS, CommandError
 from xspec.models.state import Stream
-from xspec.spec import commands as table
+from xspec.spec.dialect import Dialect
 from xspec.spec.environment import environment_matches
 from xspec.spec.resp import Reply, arg_to_json, show, to_json
-from xspec.spec.trace_format import Call, Close, Connect, Note, Recv, Send, Trace, TraceError, load
+from xspec.spec.rule_index import Levels, load_index
+from xspec.spec.trace_format import Call, Close, Connect, Note, Recv, Send, Trace
 from xspec.traces.check import checker
-
-MODELS_DIR = Path(lag_rules.__file__).resolve().parent
-SPEC_DIR = Path(table.__file__).resolve().parent
+from xspec.traces.check.witness import StepResult, Witness, WitnessReplay, WitnessStep
 
 # ---------------------------------------------------------------------------
-# The rules: where they are defined and which model lines cite them
-
-_DEFINITION = re.compile(r"\*\*([A-Z][A-Z]*(?:-[A-Z]+)?-\d+)\b")
-_CITATION = re.compile(r"\b([A-Z][A-Z]+(?:-[A-Z]+)?)-(\d+)((?:\s*,\s*-\d+)*)")
-_RANGE = re.compile(r"\b[A-Z][A-Z]+(?:-[A-Z]+)?-\d+\s*\.\.\s*(?:[A-Z][A-Z]+(?:-[A-Z]+)?)?-?\d+")
-_HEADING = re.compile(r"^## (.+)$")
-_DIALECT_LIST = re.compile(r"\s*\(((?:`[\w.-]+`(?:,\s*)?)+)")
-"""A dialect rule starts with the dialects it is about: ``**XREADGROUP-DIALECT-1** (`redis-7.2`, ...)``."""
-
-READS_SHARE_XREAD = {"XREADGROUP": "XREAD"}
-"""XREADGROUP-1: XREADGROUP parses its options with XREAD's rules, so XREAD-* rules cited in
-docstrings of the shared helpers apply to it."""
+# The rules: which file defines each, which ids a text cites (from the rule index)
 
 
 @dataclass(frozen=True)
 class SpecIndex:
-    """Every rule id the spec defines, the file defining it, and which rule families a command uses."""
+    """Every rule id the spec defines, with the file defining it (spec/rules/groups.md)."""
 
-    files: dict[str, str]  # rule id -> spec file, relative to the repository (spec/rules/groups.md)
-    families: dict[str, frozenset[str]]  # COMMAND -> rule prefixes of the sections that name it
-    dialects: dict[str, frozenset[str]]  # a dialect rule (XCLAIM-DIALECT-1) -> the dialects it is about
+    files: dict[str, str]
 
     def defined(self, rule: str) -> bool:
         return rule in self.files
 
-    def command_families(self, name: str) -> set[str]:
-        name = name.upper()
-        out = set(self.families.get(name, ())) | {name}
-        if name in READS_SHARE_XREAD:
-            out.add(READS_SHARE_XREAD[name])
-        return out
-
 
 @cache
 def spec_index() -> SpecIndex:
-    files: dict[str, str] = {}
-    families: dict[str, set[str]] = {}
-    dialects: dict[str, frozenset[str]] = {}
-    for md in [*sorted((SPEC_DIR / "rules").glob("*.md")), SPEC_DIR / "invariants.md"]:
-        rel = f"spec/{md.relative_to(SPEC_DIR)}"
-        commands: list[str] = []
-        for line in md.read_text(encoding="utf-8").splitlines():
-            heading = _HEADING.match(line)
-            if heading:
-                commands = [w for w in re.split(r"[\s,/]+", heading.group(1)) if re.fullmatch(r"[A-Z]+", w)]
-                continue
-            for rule in _DEFINITION.findall(line):
-                files.setdefault(rule, rel)
-                named = _DIALECT_LIST.match(line.split(f"**{rule}", 1)[1].lstrip("*"))
-                if named:
-                    dialects[rule] = frozenset(re.findall(r"`([\w.-]+)`", named.group(1)))
-                prefix = rule.rsplit("-", 1)[0]
-                for c in commands:
-                    families.setdefault(c, set()).add(prefix)
-    return SpecIndex(files, {k: frozenset(v) for k, v in families.items()}, dialects)
-
-
-def _is_command_family(prefix: str) -> bool:
-    return prefix.lower() in table.COMMANDS
-
-
-def rule_family(rule: str) -> str:
-    """``XCLAIM`` for XCLAIM-6 and for XCLAIM-DIALECT-1."""
-    return rule.split("-", 1)[0]
+    return SpecIndex({r.id: r.file for r in load_index().rules.values()})
 
 
 def cited_rules(text: str) -> tuple[str, ...]:
@@ -131,193 +74,7 @@ def cited_rules(text: str) -> tuple[str, ...]:
     Ranges (``XREAD-1 .. XREAD-7``) are left out: they summarise a function, they do not say
     which rule a line implements. Words that only look like rule ids (``UTF-8``) are ignored.
     """
-    index = spec_index()
-    out: list[str] = []
-    for m in _CITATION.finditer(_RANGE.sub(" ", text)):
-        prefix = m.group(1)
-        numbers = [m.group(2), *re.findall(r"-(\d+)", m.group(3))]
-        for n in numbers:
-            rule = f"{prefix}-{n}"
-            if index.defined(rule) and rule not in out:
-                out.append(rule)
-    return tuple(out)
-
-
-Levels = tuple[tuple[str, ...], ...]
-"""Candidate rules of a moment, most specific first: the line's, its enclosing blocks', its
-function's docstring's, then its caller's. The first level that names a rule of the step's
-commands (:func:`rule_filter`) is the one reported."""
-
-
-@dataclass(frozen=True)
-class LineRules:
-    """The rules governing one source line.
-
-    ``levels``: its statement's own (``direct``) or its earlier siblings', then its enclosing
-    blocks', inner first; ``doc``: its function's docstring citations; ``own``: what the statement
-    itself cites (reported as ``checked``).
-    """
-
-    levels: Levels = ()
-    direct: tuple[str, ...] = ()
-    doc: tuple[str, ...] = ()
-    own: tuple[str, ...] = ()
-
-
-class RuleMap:
-    """Which spec rules govern each line of the model's source files, computed once per file.
-
-    A statement's *own* rules are those its comments cite: an inline comment on any of its
-    lines (for a compound statement, on its header), or comment lines right above it. A line's
-    candidate rules, most specific first (:data:`Levels`):
-
-    1. its statement's own rules; for a statement without, those of the earlier statements
-       of the same block that had own rules, nearest first, up to the last blank line (a
-       blank line ends a paragraph of code): ``nack.delivery_time = now`` right after
-       ``if consumer is None:  # XAUTOCLAIM-9`` is XAUTOCLAIM-9's work;
-    2. the rules of each enclosing compound statement, inner first (``if ...:  # XCLAIM-6``
-       governs its body; an ``else:  # XREAD-6`` its own branch); an ``if`` without rules of
-       its own passes on those of the statements before it (level 1), a loop does not;
-    3. at run time, the rules the calling line cites itself (level 1 of the caller), if any:
-       ``call.block(...)  # BLOCK-1`` says more about what the callee does there than the
-       callee's docstring, which may mention rules in passing;
-    4. the rule citations of the function's docstring (``advance_group``: LAG-4);
-    5. the rest of the caller's levels (a command handler starts afresh).
-    """
-
-    def __init__(self, folder: Path = MODELS_DIR) -> None:
-        self.lines: dict[str, dict[int, LineRules]] = {}
-        for path in sorted(folder.glob("*.py")):
-            mapping = _file_rules(path)
-            for name in {str(path), str(path.resolve())}:
-                self.lines[name] = mapping
-        self.handler_codes: set[CodeType] = {fn.__code__ for fn in HANDLERS.values()}
-
-
-def _comment_rules(path: Path) -> tuple[dict[int, tuple[str, ...]], set[int], list[str]]:
-    """Rule citations per line, the lines holding only a comment, and the source lines."""
-    source = path.read_text(encoding="utf-8")
-    by_line: dict[int, tuple[str, ...]] = {}
-    code_lines: set[int] = set()
-    comment_lines: set[int] = set()
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            comment_lines.add(tok.start[0])
-            rules = cited_rules(tok.string)
-            if rules:
-                by_line[tok.start[0]] = by_line.get(tok.start[0], ()) + rules
-        elif tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                              tokenize.ENDMARKER):
-            for n in range(tok.start[0], tok.end[0] + 1):
-                code_lines.add(n)
-    return by_line, comment_lines - code_lines, source.splitlines()
-
-
-def _chain(*levels: tuple[str, ...]) -> Levels:
-    out: list[tuple[str, ...]] = []
-    for level in levels:
-        if level and level not in out:
-            out.append(level)
-    return tuple(out)
-
-
-def _file_rules(path: Path) -> dict[int, LineRules]:
-    by_line, comment_only, text_lines = _comment_rules(path)
-    tree = ast.parse("\n".join(text_lines) + "\n", str(path))
-    out: dict[int, LineRules] = {}
-
-    def above(line: int) -> tuple[str, ...]:
-        """Citations in the comment lines directly above ``line``."""
-        rules: tuple[str, ...] = ()
-        n = line - 1
-        while n in comment_only:
-            rules = by_line.get(n, ()) + rules
-            n -= 1
-        return rules
-
-    def header_end(stmt: ast.stmt) -> int:
-        first_body = min((s.lineno for s in _blocks(stmt)[0][1]), default=stmt.lineno + 1)
-        return max(stmt.lineno, first_body - 1)
-
-    def own(stmt: ast.stmt, compound: bool) -> tuple[str, ...]:
-        last = header_end(stmt) if compound else (stmt.end_lineno or stmt.lineno)
-        rules = above(stmt.lineno)
-        for n in range(stmt.lineno, last + 1):
-            rules += tuple(r for r in by_line.get(n, ()) if r not in rules)
-        return rules
-
-    def mark(first: int, last: int, rules: LineRules) -> None:
-        for n in range(first, last + 1):
-            out.setdefault(n, rules)
-
-    def blank_between(a: int, b: int) -> bool:
-        return any(not text_lines[n - 1].strip() for n in range(a + 1, b) if 0 < n <= len(text_lines))
-
-    def suite(stmts: Sequence[ast.stmt], enclosing: Levels, doc: tuple[str, ...]) -> None:
-        siblings: list[tuple[str, ...]] = []  # own rules of the paragraph's earlier statements, nearest first
-        previous_end = None
-        for stmt in stmts:
-            if previous_end is not None and blank_between(previous_end, stmt.lineno):
-                siblings = []
-            previous_end = stmt.end_lineno or stmt.lineno
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                docstring = ast.get_docstring(stmt, clean=False) or ""
-                suite(stmt.body, (), cited_rules(docstring))
-                continue
-            if isinstance(stmt, ast.ClassDef):
-                suite(stmt.body, (), ())
-                continue
-            blocks = _blocks(stmt)
-            mine = own(stmt, bool(blocks))
-            levels = _chain(mine, *enclosing) if mine else _chain(*siblings, *enclosing)
-            if mine:
-                siblings.insert(0, mine)
-            if blocks:
-                mark(stmt.lineno, header_end(stmt), LineRules(levels, mine, doc, mine))
-                last_end = header_end(stmt)
-                # A block is governed by its header's rules. A conditional without rules of its
-                # own continues the statements before it (``nack.delivery_time = ...  # XCLAIM-14``
-                # then ``if opts.retry_count >= 0: ...``); a loop or any other block starts afresh
-                # (``fixed = ...  # LAG-DIALECT-1`` says nothing about the loop after it).
-                governed = levels if mine or isinstance(stmt, ast.If) else enclosing
-                for n, (_, body) in enumerate(blocks):
-                    branch = governed
-                    if n and body:  # an else/except/finally header between the blocks
-                        between = range(last_end + 1, body[0].lineno)
-                        cited = tuple(r for k in between for r in by_line.get(k, ()))
-                        branch = _chain(cited, *enclosing) if cited else governed
-                    suite(body, branch, doc)
-                    if body:
-                        last_end = body[-1].end_lineno or body[-1].lineno
-            else:
-                mark(stmt.lineno, stmt.end_lineno or stmt.lineno, LineRules(levels, mine, doc, mine))
-
-    suite(tree.body, (), ())
-    return out
-
-
-def _blocks(stmt: ast.stmt) -> list[tuple[str, list[ast.stmt]]]:
-    """The statement blocks of a compound statement (empty for a simple one)."""
-    blocks: list[tuple[str, list[ast.stmt]]] = []
-    for name in ("body", "orelse", "finalbody"):
-        body = getattr(stmt, name, None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-            blocks.append((name, body))
-    for handler in getattr(stmt, "handlers", ()):
-        blocks.insert(len(blocks) - (1 if getattr(stmt, "finalbody", None) else 0), ("except", handler.body))
-    for case in getattr(stmt, "cases", ()):
-        blocks.append(("case", case.body))
-    return blocks
-
-
-@dataclass
-class _Frame:
-    frame: FrameType
-    lines: dict[int, LineRules]
-    caller_direct: tuple[str, ...]  # what the calling line cites itself
-    caller: Levels  # all the calling line's levels
-    current: Levels = ()
-    direct: tuple[str, ...] = ()
+    return load_index().cited_rules(text)
 
 
 Snapshot = dict[tuple[Any, ...], tuple[Any, ...]]
@@ -337,89 +94,32 @@ state would otherwise take seconds; past the budget, the changes of the rest of 
 are attributed to every rule in force during it together."""
 
 
-class RuleTracer:
-    """Follows the model's executed lines during one step (``sys.settrace``).
+class _ChangeRecorder:
+    """Attributes the state changes of one step to the rules governing when they happened.
 
-    The *governing levels* at any moment are those of the innermost model frame's current
-    line (:class:`RuleMap`). Whenever they change, the state is snapshotted and compared
-    with the previous snapshot; the differences are attributed to the levels that governed
-    until then. ``checked`` lists the rules cited by every statement that ran, in order, and
-    ``error_levels`` the levels governing the line that raised an error reply. Snapshots stop
-    when :data:`SNAPSHOT_BUDGET` is spent (see there).
+    :class:`RuleTracer` reports every change of the governing levels (:meth:`moved`); the
+    state is snapshotted then and compared with the previous snapshot, and the differences
+    are attributed to the levels that governed until then. Snapshots stop when
+    :data:`SNAPSHOT_BUDGET` is spent (see there).
     """
 
-    def __init__(self, rules: RuleMap, snapshot: Callable[[], Snapshot]) -> None:
-        self.rules = rules
+    def __init__(self, snapshot: Callable[[], Snapshot]) -> None:
         self.snapshot = snapshot
-        self.stack: list[_Frame] = []
         self.active: Levels = ()
-        self.checked: list[str] = []
         self.changes: list[RawChange] = []
-        self.error_levels: Levels | None = None
         self.last = snapshot()
         self.budget = SNAPSHOT_BUDGET
         self.unsettled: list[Levels] = []  # levels in force since the budget ran out
-        self.previous_trace: Any = None
 
-    def __enter__(self) -> RuleTracer:
-        self.previous_trace = sys.gettrace()
-        sys.settrace(self._global)
-        return self
+    def moved(self, active: Levels) -> None:
+        if self.budget > 0:
+            self._settle()
+        elif active not in self.unsettled:
+            self.unsettled.append(active)
+        self.active = active
 
-    def __exit__(self, *exc: object) -> None:
-        sys.settrace(self.previous_trace)
+    def finish(self) -> None:
         self._settle()
-
-    # -- tracing ------------------------------------------------------------------
-    def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
-        lines = self.rules.lines.get(frame.f_code.co_filename)
-        if lines is None:
-            return None
-        if frame.f_code in self.rules.handler_codes or not self.stack:
-            self.stack.append(_Frame(frame, lines, (), ()))
-        else:
-            caller = self.stack[-1]
-            self.stack.append(_Frame(frame, lines, caller.direct, caller.current, caller.current))
-        return self._local
-
-    def _local(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line":
-            top = self.stack[-1] if self.stack and self.stack[-1].frame is frame else self._find(frame)
-            if top is not None:
-                here = top.lines.get(frame.f_lineno)
-                if here is None:
-                    top.current, top.direct = top.caller, ()
-                else:
-                    top.current = _chain(*here.levels, top.caller_direct, here.doc, *top.caller)
-                    top.direct = here.direct
-                    for r in here.own:
-                        if r not in self.checked:
-                            self.checked.append(r)
-                self._moved()
-        elif event == "return":
-            while self.stack:
-                popped = self.stack.pop()
-                if popped.frame is frame:
-                    break
-            self._moved()
-        elif event == "exception" and self.error_levels is None and isinstance(arg[1], CommandError):
-            self.error_levels = self.active
-        return self._local
-
-    def _find(self, frame: FrameType) -> _Frame | None:
-        for f in reversed(self.stack):
-            if f.frame is frame:
-                return f
-        return None
-
-    def _moved(self) -> None:
-        active = self.stack[-1].current if self.stack else ()
-        if active != self.active:
-            if self.budget > 0:
-                self._settle()
-            elif active not in self.unsettled:
-                self.unsettled.append(active)
-            self.active = active
 
     def _settle(self) -> None:
         """Attribute what changed since the last snapshot to the levels that governed meanwhile."""
@@ -600,54 +300,49 @@ def _values(table_name: str, values: tuple[Any, ...] | None) -> dict[str, Any] |
     return out
 
 
-class _Replayer:
-    """Runs steps on a fresh model, tracing rules and collecting state after each."""
 
-    def __init__(self, trace: Trace, dialect: Any, clock: ManualClock) -> None:
-        self.server = Server(dialect, clock, trace.header.config)
-        self.clock = clock
-        self.rules = RuleMap()
+
+class _Replayer:
+    """Runs steps on a fresh model (:class:`WitnessReplay`), following rules and collecting the state after each."""
+
+    def __init__(self, trace: Trace, dialect: Dialect, first_reading: int = 0) -> None:
+        self.trace = trace
+        self.replay = WitnessReplay(trace, dialect, first_reading, rules=True)
+        self.server = self.replay.server
+        self.clock = self.replay.clock
         self.steps: list[Step] = []
         self.notes: list[str] = []
         self.blocked: dict[int, tuple[Step, int | None, Reply | None]] = {}  # client -> step, recv line, reply
 
-    def _families(self, argv: Sequence[bytes] | None, client: int) -> set[str]:
-        index = spec_index()
-        names = [argv[0]] if argv else []
-        c = self.server.clients.get(client)
-        if argv and argv[0].lower() == b"exec" and c is not None:
-            names += [q[0] for q in c.multi_queue]
-        names += [o.blocked.argv[0] for o in self.server.clients.values() if o.blocked is not None]
-        out: set[str] = set()
-        for n in names:
-            out |= index.command_families(text(n))
-        return out
-
-    def run(self, step: Step, action: Callable[[], Any]) -> Any:
-        keep = rule_filter(self._families(step.command, step.client), self.server.dialect.name)
-        tracer = RuleTracer(self.rules, lambda: state_rows(self.server))
-        with tracer:
-            result = action()
+    def run(self, step: Step, action: WitnessStep) -> StepResult:
+        recorder = _ChangeRecorder(lambda: state_rows(self.server))
+        result = self.replay.run(action, recorder.moved)
+        recorder.finish()
+        keep = result.keep
+        assert keep is not None
         step.now = self.clock.ms if step.now is None else step.now
-        step.changes = _merge_changes(tracer.changes, keep)
+        step.changes = _merge_changes(recorder.changes, keep)
         for change in step.changes:
             _add(step.rules, change.rules)
-        if tracer.error_levels:
-            _add(step.rules, _resolve(tracer.error_levels, keep))
-        step.checked = [r for r in tracer.checked if keep(r)]
-        step.state = tracer.last
+        if result.error_levels:
+            _add(step.rules, _resolve(result.error_levels, keep))
+        step.checked = list(result.rules)
+        step.state = recorder.last
         step.notes, self.notes = self.notes, []
         self.steps.append(step)
         return result
 
     # -- the kinds of step ------------------------------------------------------------
-    def execute(self, client: int, argv: list[bytes], line: int | None, expected: Reply | None,
-                recv_line: int | None, now: int | None) -> None:
-        step = Step("command", client, line, now, command=argv, expected=None)
-        out = self.run(step, lambda: self.server.execute(client, argv))
+    def execute(self, action: WitnessStep, expected: Reply | None) -> None:
+        """A command; ``expected`` is the trace's reply to it, if any."""
+        assert action.argv is not None
+        step = Step("command", action.client, action.event + 2, None, command=action.argv, expected=None)
+        out = self.run(step, action).outcome
+        assert out is not None
+        recv_line = None if action.reply_event is None else action.reply_event + 2
         if out.blocked:
             step.blocked = True
-            self.blocked[client] = (step, recv_line, expected)
+            self.blocked[action.client] = (step, recv_line, expected)
         else:
             step.reply = out.reply
             step.expected = expected
@@ -655,39 +350,34 @@ class _Replayer:
             _, served_line, served_expected = self.blocked.pop(cid, (None, None, None))
             step.served.append(Served(cid, reply, served_line, served_expected))
 
-    def time_out(self, client: int, line: int | None, expected: Reply | None, now: int | None) -> None:
-        step = Step("timeout", client, line, now, expected=expected)
-        self.blocked.pop(client, None)
-        step.reply = self.run(step, lambda: self.server.timeout(client))
+    def time_out(self, action: WitnessStep, expected: Reply | None) -> None:
+        line = None if action.reply_event is None else action.reply_event + 2
+        step = Step("timeout", action.client, line, None, expected=expected)
+        self.blocked.pop(action.client, None)
+        step.reply = self.run(step, action).reply
 
-    def close(self, client: int, line: int | None) -> None:
-        self.blocked.pop(client, None)
-        if client in self.server.clients:
-            self.run(Step("close", client, line, None), lambda: self.server.close(client))
+    def close(self, action: WitnessStep) -> None:
+        self.blocked.pop(action.client, None)
+        if action.client in self.server.clients:
+            self.run(Step("close", action.client, action.event + 2, None), action)
 
-    def connect(self, client: int) -> None:
-        self.server.client(client)
+    def connect(self, action: WitnessStep) -> None:
+        self.replay.run(action)
 
+    def step(self, action: WitnessStep) -> None:
+        """Run one step of a witness."""
+        expected = self._reply_at(action.reply_event)
+        if action.kind == "command":
+            self.execute(action, expected)
+        elif action.kind == "timeout":
+            self.time_out(action, expected)
+        elif action.kind == "close":
+            self.close(action)
+        else:
+            self.connect(action)
 
-def rule_filter(families: set[str], dialect: str) -> Callable[[str], bool]:
-    """Keeps the rules of the step's commands and the rules of no command (BLOCK, LAG, ID ...).
-
-    Helpers shared by several commands cite all their commands' rules (``XPENDING-6,
-    XCLAIM-1``); only the step's own apply. XADD-14 (the C errno that one XADD error text
-    depends on) is cited wherever a command touches errno, and so is kept for XADD only.
-    A dialect rule (``XREADGROUP-DIALECT-1``) is kept only for the dialects it names: in
-    the others the code it cites only checks a switch.
-    """
-    index = spec_index()
-
-    def keep(rule: str) -> bool:
-        named = index.dialects.get(rule)
-        if named is not None and dialect not in named:
-            return False
-        family = rule_family(rule)
-        return family in families or not _is_command_family(family)
-
-    return keep
+    def _reply_at(self, event: int | None) -> Reply | None:
+        return None if event is None else getattr(self.trace.events[event], "reply", None)
 
 
 def _resolve(levels: Levels, keep: Callable[[str], bool]) -> list[str]:
@@ -742,167 +432,84 @@ def _add(into: list[str], rules: Iterable[str]) -> None:
 # Replaying in the checker's order
 
 
-class _ReplayClock(ManualClock):
-    """Returns the readings the checker's solution chose, in order (wall traces)."""
-
-    def __init__(self, readings: list[int]) -> None:
-        super().__init__(readings[0] if readings else 0)
-        self.queue = deque(readings)
-
-    def now_ms(self) -> int:
-        if self.queue:
-            self.ms = self.queue.popleft()
-        return super().now_ms()
+def _resolved_order(trace: Trace, dialect: Dialect) -> checker.Verdict | None:
+    """The checker's verdict on ``trace``, whose witness gives the order to replay; None to replay
+    in the file's order."""
+    return checker.check_trace(trace, dialect.name)
 
 
-class _OrderRecordingSearch(checker._Search):
-    """The checker's search, noting the steps of the execution it settles on.
-
-    Steps are logged as the search makes them; a checkpoint remembers how many there were,
-    and going back to a checkpoint forgets the later ones, so when the search ends the log is
-    the order of the execution that explains the trace.
-    """
-
-    def _fresh(self) -> None:
-        super()._fresh()
-        self.order: list[tuple[str, int, Any]] = []
-
-    def _take_checkpoint(self) -> None:
-        super()._take_checkpoint()
-        self.checkpoints[-1].logged = len(self.order)  # type: ignore[attr-defined]
-
-    def _restore(self, cp: Any) -> None:
-        super()._restore(cp)
-        del self.order[getattr(cp, "logged", 0):]
-
-    def _execute(self, op: checker.Op) -> None:
-        self.order.append(("exec", self.pos, op))
-        super()._execute(op)
-
-    def _time_out(self, op: checker.Op) -> None:
-        self.order.append(("timeout", self.pos, op))
-        super()._time_out(op)
-
-    def _close(self, client: int) -> None:
-        self.order.append(("close", self.pos, client))
-        super()._close(client)
-
-    def _model_choice(self, n: int) -> int:
-        chosen = super()._model_choice(n)  # SWAPDB-8: which of n keys the walk signals next
-        self.order.append(("choice", self.pos, chosen))
-        return chosen
-
-
-def _resolved_order(trace: Trace, dialect: Any) -> tuple[list[tuple[str, int, Any]], list[int]] | None:
-    """The checker's order of steps and its clock readings, or None if it finds no execution."""
-    kinds, at = checker._operations(trace)
-    search = _OrderRecordingSearch(trace, dialect, kinds, at)
-    if search.run().status != "conform":
-        return None
-    readings = search.zone.lo[1:] if search.wall else []
-    return search.order, readings
-
-
-def _replay_ordered(trace: Trace, dialect: Any, order: list[tuple[str, int, Any]],
-                    readings: list[int]) -> _Replayer:
-    wall = trace.header.clock == "wall"
-    clock: ManualClock = _ReplayClock(readings) if wall else ManualClock(0)
-    r = _Replayer(trace, dialect, clock)
-    # The model's own choices (SWAPDB-8), made again in the order the search made them.
-    choices = iter([item for kind, _, item in order if kind == "choice"])
-    r.server.chooser = lambda n: next(choices, 0)
-    by_pos: dict[int, list[tuple[str, Any]]] = {}
-    for kind, pos, item in order:
-        if kind != "choice":
-            by_pos.setdefault(pos, []).append((kind, item))
+def _replay_witness(trace: Trace, dialect: Dialect, witness: Witness) -> _Replayer:
+    """Run the witness's steps, each after the trace's connects and notes that come before it."""
+    readings = witness.readings()
+    r = _Replayer(trace, dialect, readings[0] if trace.header.clock == "wall" and readings else 0)
+    by_pos: dict[int, list[WitnessStep]] = {}
+    for action in witness.steps:
+        by_pos.setdefault(action.at, []).append(action)
     for p, e in enumerate(trace.events):
-        if isinstance(e, Connect):
-            r.connect(e.c)
-        elif isinstance(e, Note):
+        if isinstance(e, Note):
             r.notes.append(e.text)
-        for kind, item in by_pos.get(p, ()):
-            if kind == "close":
-                r.close(item, p + 2)
-                continue
-            op: checker.Op = item
-            now = None  # wall traces: the step's last clock reading, known once it ran
-            if kind == "exec":
-                if not wall:
-                    clock.ms = op.now  # type: ignore[assignment]
-                    now = op.now
-                r.execute(op.client, op.argv, op.inv + 2, op.expected,
-                          None if op.resp is None else op.resp + 2, now)
-            else:
-                if wall:
-                    clock.now_ms()  # the reading at which the timeout fired (BLOCK-8)
-                    now = clock.ms
-                else:
-                    clock.ms = op.recv_now  # type: ignore[assignment]
-                    now = op.recv_now
-                r.time_out(op.client, None if op.resp is None else op.resp + 2, op.expected, now)
+        for action in by_pos.get(p, ()):
+            r.step(action)
     return r
 
 
-def _replay_file_order(trace: Trace, dialect: Any) -> _Replayer:
+def _replay_file_order(trace: Trace, dialect: Dialect) -> _Replayer:
     """Every command executes when it is sent; a client still blocked at its recv times out then.
 
     The clock is the event's ``now``, or its time (``t0``/``t``) in ms, never going back.
     """
-    clock = ManualClock(0)
-    r = _Replayer(trace, dialect, clock)
-    answers: dict[int, tuple[int, Recv]] = {}  # send event -> its recv (event, event)
+    r = _Replayer(trace, dialect)
+    clock = r.clock
+    answers: dict[int, int] = {}  # send event -> its recv event
     waiting: dict[int, list[int]] = {}
     for p, e in enumerate(trace.events):
         if isinstance(e, Send):
             waiting.setdefault(e.c, []).append(p)
         elif isinstance(e, Recv) and waiting.get(e.c):
-            answers[waiting[e.c].pop(0)] = (p, e)
+            answers[waiting[e.c].pop(0)] = p
 
-    def at(now: int | None, t: int | None) -> int:
+    def at(now: int | None, t: int | None) -> tuple[int]:
         if now is not None:
-            return now
-        return max(clock.ms, t // 1000) if t is not None else clock.ms
+            return (now,)
+        return (max(clock.ms, t // 1000) if t is not None else clock.ms,)
 
     for p, e in enumerate(trace.events):
         line = p + 2
         if isinstance(e, Call):
-            clock.ms = at(e.now, e.t0)
-            r.execute(e.c, e.cmd, line, e.reply, line, clock.ms)
+            r.step(WitnessStep("command", p, p, e.c, e.cmd, p, at(e.now, e.t0)))
         elif isinstance(e, Send) and e.cmd is not None:
             blocked = e.c in r.server.clients and r.server.clients[e.c].blocked is not None
             if blocked:
                 continue  # pipelined behind a blocked command: the model cannot run it yet
-            clock.ms = at(e.now, e.t)
-            answer = answers.get(p)
-            r.execute(e.c, e.cmd, line, None if answer is None else answer[1].reply,
-                      None if answer is None else answer[0] + 2, clock.ms)
+            r.step(WitnessStep("command", p, p, e.c, e.cmd, answers.get(p), at(e.now, e.t)))
         elif isinstance(e, Recv):
             entry = r.blocked.get(e.c)
-            if entry is not None and entry[1] == line:
-                clock.ms = at(e.now, e.t)
-                r.time_out(e.c, line, e.reply, clock.ms)
+            if entry is not None and entry[1] == line and entry[0].line is not None:
+                r.step(WitnessStep("timeout", entry[0].line - 2, p, e.c, entry[0].command, p, at(e.now, e.t)))
         elif isinstance(e, Close):
-            r.close(e.c, line)
+            r.step(WitnessStep("close", p, p, e.c))
         elif isinstance(e, Connect):
-            r.connect(e.c)
+            r.step(WitnessStep("connect", p, p, e.c))
         elif isinstance(e, Note):
             r.notes.append(e.text)
     return r
 
 
-def explain(trace: Trace, dialect: str | None = None) -> Explanation:
-    """Replay ``trace`` on the model (in the checker's order when it finds one) and collect its steps."""
+def explain(trace: Trace, dialect: str | None = None, witness: Witness | None = None) -> Explanation:
+    """Replay ``trace`` on the model (in the checker's order when it finds one) and collect its steps.
+
+    ``witness``: an execution known to explain the whole trace (an explorer's counterexample,
+    made by running the model), replayed as it is without checking the trace again.
+    """
     d = checker.trace_dialect(trace, dialect)
-    resolved = None
-    if checker._config_reason(trace, d) is None:
-        try:
-            resolved = _resolved_order(trace, d)
-        except checker._Unsupported:
-            resolved = None
-    if resolved is not None:
-        verdict = checker.Verdict("conform", len(trace.events))
+    if witness is not None:
+        verdict: checker.Verdict | None = checker.Verdict("conform", len(trace.events), witness=witness)
     else:
+        verdict = _resolved_order(trace, d)
+    if verdict is None:
         verdict = checker.check_trace(trace, dialect)
+    else:
+        witness = verdict.witness
     if verdict.status == "unsupported":
         return Explanation(trace, verdict, "none", f"not replayed: {verdict.message}", [], None)
     order_note = ""
@@ -911,9 +518,8 @@ def explain(trace: Trace, dialect: str | None = None) -> Explanation:
         prefix = Trace(trace.header, trace.events[:verdict.event - 1], trace.path)
         order_note = (f"replayed up to event {verdict.event - 1} (line {verdict.event}); "
                       f"event {verdict.event} (line {verdict.event + 1}) is where the trace diverges")
-        resolved = _resolved_order(prefix, d)
-    if resolved is not None:
-        replayer = _replay_ordered(prefix, d, *resolved)
+    if witness is not None and witness.events == len(prefix.events):
+        replayer = _replay_witness(prefix, d, witness)
         order, note = "checker", "order and clock readings as the conformance checker explained the trace"
     else:
         replayer = _replay_file_order(prefix, d)
@@ -1259,31 +865,5 @@ def explain_trace(trace: Trace, *, plain: bool = False, out: TextIO | None = Non
     return e
 
 
-@click.command("explain")
-@click.argument("trace_path", metavar="TRACE", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--plain", is_flag=True, help="Plain text, no colours or boxes (the default when not a terminal).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every step with its state and rules.")
-@click.option("--changes-only", is_flag=True, help="Leave out the state tables after each step.")
-@click.option("--dialect", default="auto", show_default=True, help="Dialect, or 'auto' from the trace header.")
-def explain_command(trace_path: Path, plain: bool, as_json: bool, changes_only: bool, dialect: str) -> None:
-    """Replay a trace on the model and show, after each command, the state and the rules that changed it.
-
-    Exit status: 0 when the trace conforms, 1 when it does not (it is shown up to where it
-    diverges), 2 for a file that is not a valid trace.
-    """
-    try:
-        trace = load(trace_path)
-        plain = plain or not sys.stdout.isatty()
-        e = explain_trace(trace, plain=plain, as_json=as_json, dialect=None if dialect == "auto" else dialect,
-                          tables=not changes_only)
-    except TraceError as err:
-        click.echo(f"xspec explain: {err}", err=True)
-        sys.exit(2)
-    except BrokenPipeError:  # the reader went away (``| head``): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
-    sys.exit(0 if e.verdict.status == "conform" else 1)
-
-
-__all__ = ["Change", "Explanation", "RuleMap", "RuleTracer", "Step", "explain", "explain_command",
-           "explain_trace", "render_steps", "state_rows"]
+__all__ = ["Change", "Explanation", "Step", "cited_rules", "explain", "explain_trace", "render_steps", "spec_index",
+           "state_rows"]

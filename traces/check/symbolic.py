@@ -17,11 +17,19 @@ computed on demand with Dijkstra on reduced costs, pruned by the window widths.
 
 A comparison the model makes is decided by entailment when the zone implies
 it either way; otherwise the zone asks its chooser (the checker's search) for
-a branch and adds the chosen constraint. ``concrete(t)`` (an XADD ID) branches
-over the feasible values of ``t``, the values hinted by the expected reply
-first. While the checker compares a model reply with the trace's reply
-(:meth:`Zone.assuming`), ``==`` on a :class:`Time` *adds* the equality instead
-of branching, and answers whether it is consistent.
+a branch and adds the chosen constraint. While the checker compares a model
+reply with the trace's reply (:meth:`Zone.assuming`), ``==`` on a
+:class:`Time` *adds* the equality instead of branching, and answers whether it
+is consistent.
+
+A time leaves the model only through the named conversions of
+:class:`xspec.models.clock.Instant` and :class:`~xspec.models.clock.Duration`,
+which hand a non-``int`` value to its method of the same name; :class:`Time`
+implements them: :meth:`Time.id_ms` (an XADD ID) branches over the feasible
+values, those hinted by the expected reply first; :meth:`Time.reply_ms` and
+:meth:`Time.propagated_ms` keep the value symbolic; :meth:`Time.exact_ms`
+refuses. Every other way to an integer or a text (``int()``, ``str()``,
+``hash()``, formatting, a truth value) raises.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from xspec.models.clock import Instant
 
 UNBOUNDED = 1 << 62
 """Bounds beyond every real time; a variable with no window lies in [-UNBOUNDED, UNBOUNDED]."""
@@ -80,6 +90,8 @@ class Zone:
         self.trail: list[tuple[int, int, int]] = []
         self.assume = False  # inside assuming(): == adds equalities
         self.choose: Chooser = _no_chooser
+        # The reply the command being run should give: its IDs hint Time.id_ms's choices.
+        self.expected: Any = None
 
     # -- snapshots ------------------------------------------------------------------
     def snapshot(self) -> tuple[Any, ...]:
@@ -320,9 +332,11 @@ class Time:
 
     Immutable; arithmetic returns new values, and a plain ``int`` when the
     variables cancel. Comparisons return ``bool`` after consulting the zone
-    (possibly branching). Anything that would need the concrete value —
-    ``bool()``, ``int()``, ``str()``, formatting, hashing — raises, because a
-    model that does it is not using time the way the checker can follow.
+    (possibly branching). The model's conversions (``Instant.id_ms(t)``...,
+    models/clock.py) call the methods of the same name here. Anything else
+    that would need the concrete value — ``bool()``, ``int()``, ``str()``,
+    formatting, hashing — raises, because a model that does it is not using
+    time the way the checker can follow.
     """
 
     __slots__ = ("pos", "neg", "c", "zone")
@@ -417,12 +431,48 @@ class Time:
     def __ne__(self, other: object) -> bool:  # type: ignore[override]
         return not self.__eq__(other)
 
+    # -- the model's conversions (models/clock.py) --------------------------------------
+    def id_ms(self) -> int:
+        """The exact ms of an XADD ID: one feasible value, the expected reply's IDs first (a branch)."""
+        zone = self.zone
+        low, high = zone.range_of(self.pos, self.neg)
+        low, high = low + self.c, high + self.c
+        if low == high:
+            return low
+        candidates = [h for h in id_hints(zone.expected) if low <= h <= high]
+        complete = True
+        v = low
+        while v <= high:
+            if len(candidates) >= CONCRETE_LIMIT + 1:
+                complete = False
+                break
+            if v not in candidates:
+                candidates.append(v)
+            v += 1
+        pick = zone.choose(len(candidates), complete) if len(candidates) > 1 or not complete else 0
+        value = candidates[pick]
+        zone.add_eq(self.pos, self.neg, value - self.c)
+        return value
+
+    def reply_ms(self) -> Time:
+        """The integer of a reply: this value, equated with the trace's when replies are compared."""
+        return self
+
+    def propagated_ms(self) -> Time:
+        """An argument of a propagated command: this value (propagation is not rendered here)."""
+        return self
+
+    def exact_ms(self) -> int:
+        """Refused: code that needs one exact value runs the model on a concrete clock."""
+        return self._concrete_use("an exact value (exact_ms)")  # type: ignore[no-any-return]
+
     # -- what a model must not do with a time ---------------------------------------
     __hash__ = None  # type: ignore[assignment]
 
     def _concrete_use(self, what: str) -> Any:
         raise TypeError(f"symbolic time {self!r} used as {what}; the model may only add, subtract, "
-                        "compare, store and reply with times (Clock.concrete for IDs)")
+                        "compare and store times, and convert them with Instant.id_ms, reply_ms "
+                        "and propagated_ms (models/clock.py)")
 
     def __bool__(self) -> bool:
         return self._concrete_use("a truth value")  # type: ignore[no-any-return]
@@ -482,9 +532,9 @@ def _le(e: Time | int, w: int) -> bool:
     return e.zone.test_le(e.pos, e.neg, w - e.c)
 
 
-def require_at_least(a: Time | int, b: Time | int) -> None:
+def require_at_least(a: Time | Instant, b: Time | Instant) -> None:
     """Add ``a >= b`` to the zone. Raises :class:`Infeasible` when it cannot hold."""
-    e = a - b
+    e: Time | int = a - b  # type: ignore[operator,assignment]  # Time or int at run time
     if isinstance(e, int):
         if e < 0:
             raise Infeasible(f"{a!r} < {b!r}")
@@ -525,7 +575,7 @@ class SymbolicClock:
     """A :class:`xspec.models.clock.Clock` whose readings are zone variables.
 
     The checker sets the window of the command being executed (``lo``, ``hi``,
-    in ms) and the reply it expects (for ``concrete`` hints) before running it.
+    in ms) and the reply it expects (hints for :meth:`Time.id_ms`) before running it.
     """
 
     def __init__(self, zone: Zone | None = None) -> None:
@@ -538,30 +588,11 @@ class SymbolicClock:
         self.lo = lo
         self.hi = hi
         self.expected = expected
+        self.zone.expected = expected
 
     def now_ms(self) -> Time:
         return Time(self.zone.new_reading(self.lo, self.hi), 0, 0, self.zone)
 
     def concrete(self, t: int | Time) -> int:
-        """The exact value of ``t`` on this branch: chosen among its feasible values, hints first."""
-        if not isinstance(t, Time):
-            return t
-        zone = self.zone
-        low, high = zone.range_of(t.pos, t.neg)
-        low, high = low + t.c, high + t.c
-        if low == high:
-            return low
-        candidates = [h for h in id_hints(self.expected) if low <= h <= high]
-        complete = True
-        v = low
-        while v <= high:
-            if len(candidates) >= CONCRETE_LIMIT + 1:
-                complete = False
-                break
-            if v not in candidates:
-                candidates.append(v)
-            v += 1
-        pick = zone.choose(len(candidates), complete) if len(candidates) > 1 or not complete else 0
-        value = candidates[pick]
-        zone.add_eq(t.pos, t.neg, value - t.c)
-        return value
+        """The exact value of ``t`` on this branch (:meth:`Time.id_ms`); an ``int`` is itself."""
+        return t if isinstance(t, int) else t.id_ms()
