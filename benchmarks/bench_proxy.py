@@ -1,6 +1,6 @@
 """Overhead of the recording proxy: redis-benchmark directly against redis-server, then through ``xspec record``.
 
-Starts a private redis-server and the proxy (``record_command`` in its own
+Starts a private redis-server and the proxy (``xspec record`` in its own
 process, writing its trace to a temporary file), runs the same redis-benchmark
 workloads against both ports, and prints requests per second for each and the
 ratio (through the proxy / direct). Workloads: PING, XADD with ``*`` IDs,
@@ -47,7 +47,7 @@ def requests_per_second(port: int, command: list[str], requests: int, clients: i
 def start_proxy(upstream: int, out: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from xspec.traces.record.proxy import record_command; record_command()",
+        [sys.executable, "-c", "from xspec.commands.record import record_command; record_command()",
          "--listen", f"127.0.0.1:{port}", "--upstream", f"redis://127.0.0.1:{upstream}", "--out", out],
         stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert proc.stderr is not None

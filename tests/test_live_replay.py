@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import RealRedis
+from xspec.commands.check import check_command
 from xspec.spec.resp import Bulk, Int, encode_command
 from xspec.spec.trace_format import Call, Close, Send, Trace, dump, find_traces, load
 from xspec.traces import CORPUS_DIR
@@ -24,7 +25,7 @@ from xspec.traces.fuzz.generate import Step
 from xspec.traces.harness import live as live_module
 from xspec.traces.harness.live import Replay, Translation, run_live_replay
 from xspec.traces.harness.targets import LiveTarget, parse_target
-from xspec.traces.job.checkjob import check_command, run_check
+from xspec.traces.job.checkjob import run_check
 from xspec.traces.record.proxy import recording
 
 pytestmark = pytest.mark.redis

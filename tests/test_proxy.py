@@ -169,7 +169,7 @@ def test_record_command_writes_a_trace_that_replays(redis: RealRedis, tmp_path: 
     out = tmp_path / "session.jsonl"
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from xspec.traces.record.proxy import record_command; record_command()",
+        [sys.executable, "-c", "from xspec.commands.record import record_command; record_command()",
          "--listen", f"127.0.0.1:{port}", "--upstream", f"redis://{redis.host}:{redis.port}", "--out", str(out),
          "--title", "a session"], stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:

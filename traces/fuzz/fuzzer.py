@@ -51,7 +51,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import click
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
@@ -63,7 +62,7 @@ from xspec.spec.trace_format import Call, Close, Recv, Send, Trace, dump
 from xspec.traces.check.checker import Verdict, check_trace
 from xspec.traces.fuzz.generate import Profile, Step, describe
 from xspec.traces.fuzz.strategies import FUZZ_PROFILES, Case, cases, with_clients
-from xspec.traces.harness.targets import Run, Target, TargetError, parse_target
+from xspec.traces.harness.targets import Run, Target, parse_target
 
 CASE_LENGTH = 100
 """Steps per generated case, at most (Hypothesis draws the length)."""
@@ -803,7 +802,7 @@ def run_campaign(targets: list[str], *, dialect: str | None = None, steps: int |
     :data:`~xspec.traces.fuzz.strategies.FUZZ_PROFILES`); ``max_findings`` ends the campaign early.
 
     Every finding's minimal trace is written under ``out`` (when given), with
-    ``report.md`` and ``report.json``. Raises :class:`TargetError` for a
+    ``report.md`` and ``report.json``. Raises :class:`~xspec.traces.harness.targets.TargetError` for a
     target that cannot be used.
     """
     unknown = sorted(set(profiles or ()) - set(FUZZ_PROFILES))
@@ -828,51 +827,3 @@ def run_campaign(targets: list[str], *, dialect: str | None = None, steps: int |
         (folder / "report.json").write_text(json.dumps(result.to_json(), indent=2) + "\n")
         result.report_path = folder / "report.md"
     return result
-
-
-# ---------------------------------------------------------------------------
-# The command line
-
-
-def _progress_printer() -> Callable[[CampaignProgress], None]:
-    last = [0.0]
-
-    def show_progress(p: CampaignProgress) -> None:
-        if p.elapsed - last[0] < 2.0:
-            return
-        last[0] = p.elapsed
-        total = f"/{p.total_steps}" if p.total_steps else ""
-        rate = p.steps / p.elapsed if p.elapsed else 0.0
-        click.echo(f"  {p.steps}{total} steps, {p.cases} cases, {p.findings} divergences, "
-                   f"{p.elapsed:.0f} s ({rate:,.0f} steps/s)", err=True)
-
-    return show_progress
-
-
-@click.command("fuzz")
-@click.option("--target", "targets", multiple=True, required=True,
-              help="redis://host:port[/db], rediss://..., model:<dialect>[+mutant:<name>]; repeatable.")
-@click.option("--dialect", default=None, help="Dialect to check against (default: detected per target).")
-@click.option("--steps", type=int, default=10_000, show_default=True, help="Steps to generate.")
-@click.option("--budget", "budget_s", type=float, default=None, help="Stop after this many seconds.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed: the same seed gives the same run.")
-@click.option("--clients", type=int, default=None, help="Clients per sequence (default: per profile, 2 to 4).")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("xspec-fuzz"), show_default=True,
-              help="Folder for the minimal traces and the report.")
-@click.option("--allow-flush", is_flag=True, help="Test a server whose databases hold keys (they are flushed).")
-@click.option("--profile", "profiles", multiple=True, type=click.Choice(sorted(FUZZ_PROFILES)),
-              help="Generator profile to draw from (repeatable; default: all of them).")
-def fuzz_command(targets: tuple[str, ...], dialect: str | None, steps: int, budget_s: float | None, seed: int,
-                 clients: int | None, out: Path, allow_flush: bool, profiles: tuple[str, ...]) -> None:
-    """Differential fuzzing: generated sequences on every target, checked against the model;
-    every divergence shrunk to a minimal trace under --out. Exit status 1 if any target diverged."""
-    if clients is not None and clients < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--clients")
-    try:
-        result = run_campaign(list(targets), dialect=dialect, steps=steps, seed=seed, clients=clients, out=out,
-                              budget_s=budget_s, progress=_progress_printer(), allow_flush=allow_flush,
-                              profiles=list(profiles) or None)
-    except TargetError as e:
-        raise click.ClickException(str(e)) from None
-    click.echo(result.report())
-    raise SystemExit(0 if result.ok else 1)

@@ -50,10 +50,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from xspec.models import ManualClock, Server
+from xspec.models import Instant, ManualClock, Server
 from xspec.spec import commands as table
 from xspec.spec.dialect import REDIS_70, Dialect, UnknownDialect, dialect_for_server, get_dialect
-from xspec.spec.resp import Bulk, Error, Int, Reply, Simple
+from xspec.spec.resp import Bulk, Error, Int, ProtocolError, Reply, Simple
 from xspec.spec.trace_format import Call, Close, Event, Header, Note, Recv, Send, Trace
 from xspec.traces.fuzz.generate import Arg, Step, resolve
 from xspec.traces.record.client import ConnectionClosed, RespConnection
@@ -69,6 +69,8 @@ MODEL_EPOCH_MS = 1_700_000_000_000
 """Where a model target's virtual clock starts."""
 
 DEFAULT_PORT = 6379
+PROBE_TIMEOUT = 5.0
+"""Seconds to wait for a new target to accept a connection and to answer its first command."""
 
 
 class TargetError(ValueError):
@@ -436,7 +438,7 @@ class LiveTarget:
         self.allow_flush = allow_flush
         self.control: _Connection | None = None  # opened when needed, closed while a run goes on
         try:
-            self.server = server_info(self._info("server"))
+            self.server = server_info(self._probe())
             if dialect is None:
                 try:
                     dialect = dialect_for_server(self.server.name, self.server.version).name
@@ -454,11 +456,38 @@ class LiveTarget:
         self.previous_clients: list[int] = []  # CLIENT IDs of the last run's connections
 
     # -- the control connection ------------------------------------------------------------
-    def _open(self) -> _Connection:
+    def _open(self, timeout: float = 10.0) -> _Connection:
         try:
-            return _Connection(self.endpoint)
+            return _Connection(self.endpoint, timeout)
+        except TimeoutError:
+            raise TargetError(f"{self.url}: cannot connect: no answer within {timeout:g} s") from None
+        except ProtocolError as e:
+            raise TargetError(f"{self.url}: not a Redis server (its reply is not RESP: {e})") from None
         except (OSError, ssl.SSLError) as e:
             raise TargetError(f"{self.url}: cannot connect: {e}") from None
+
+    def _probe(self) -> dict[str, str]:
+        """INFO server from a first connection that waits at most :data:`PROBE_TIMEOUT` for each answer:
+        a port that is not a Redis server is told apart here, in one line, rather than by a failed run."""
+        self.control = self._open(PROBE_TIMEOUT)
+        try:
+            self.control.send([b"INFO", b"server"])
+            reply = self.control.recv(PROBE_TIMEOUT)
+        except (OSError, ProtocolError) as e:
+            self.control.close()  # no QUIT: a server that does not answer would not answer that either
+            self.control = None
+            if isinstance(e, TimeoutError):
+                why = f"connected, but no reply to INFO within {PROBE_TIMEOUT:g} s: is it a Redis server?"
+            elif isinstance(e, ConnectionClosed):
+                why = "connected, but the connection closed before a reply to INFO came: is it a Redis server?"
+            elif isinstance(e, ProtocolError):
+                why = f"not a Redis server (its reply to INFO is not RESP: {e})"
+            else:
+                why = f"the connection failed: {e}"
+            raise TargetError(f"{self.url}: {why}") from None
+        if not isinstance(reply, Bulk):
+            raise TargetError(f"{self.url}: INFO server failed: {reply}")
+        return parse_info(reply.value.decode("utf-8", "replace"))
 
     def _call(self, *argv: bytes) -> Reply:
         if self.control is None:
@@ -514,6 +543,13 @@ class LiveTarget:
         return any(key.startswith("db") and not value.startswith("keys=0")
                    for key, value in self._info("keyspace").items())
 
+    def refuse_unless_flushable(self) -> None:
+        """Raise :class:`TargetError` if testing would flush keys without ``allow_flush`` (checked once)."""
+        if self.can_flush and not self.checked_empty and not self.allow_flush and self.holds_keys():
+            raise TargetError(f"{self.url} holds keys; testing flushes every database: "
+                              "pass --allow-flush to allow it")
+        self.checked_empty = True
+
     def reset(self, config: dict[str, str]) -> tuple[dict[str, str], bytes | None]:
         """Empty the server (or choose a fresh prefix) and configure it; (header config, prefix)."""
         for client_id in self.previous_clients:  # a connection of the last run still blocked
@@ -521,10 +557,7 @@ class LiveTarget:
         self.previous_clients = []
         prefix: bytes | None = None
         if self.can_flush:
-            if not self.checked_empty and not self.allow_flush and self.holds_keys():
-                raise TargetError(f"{self.url} holds keys; testing flushes every database: "
-                                  "pass --allow-flush to allow it")
-            self.checked_empty = True
+            self.refuse_unless_flushable()
             reply = self._call(b"FLUSHALL")
             if reply != Simple("OK"):
                 raise TargetError(f"{self.url}: FLUSHALL failed: {reply}")
@@ -805,7 +838,7 @@ class _ModelRun:
     def advance(self, ms: int, step: int) -> None:
         """Time passes: blocked reads whose deadline has passed time out."""
         self.clock.advance(ms)
-        due = self.server.due_timeouts(self.clock.ms)
+        due = self.server.due_timeouts(Instant(self.clock.ms))
         for cid, reply in due:
             self.emit(Recv(c=cid, reply=reply, now=self.clock.ms), self.blocked_step.pop(cid))
         self.resume([cid for cid, _ in due])
@@ -816,7 +849,7 @@ class _ModelRun:
         while tc in self.blocked_step:
             state = self.server.clients[tc].blocked
             assert state is not None and state.deadline is not None
-            self.advance(max(state.deadline + 1 - self.clock.ms, 0), step)
+            self.advance(max(Instant.exact_ms(state.deadline) + 1 - self.clock.ms, 0), step)
 
     def hang_up(self, c: int, step: int) -> None:
         tc = self.conn.pop(c)

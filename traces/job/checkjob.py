@@ -34,8 +34,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import click
-
 from xspec.spec import commands as table
 from xspec.spec.dialect import UnknownDialect
 from xspec.spec.resp import Error, Reply
@@ -198,10 +196,18 @@ def check_corpora(report: Report, folders: list[Path], progress: Progress) -> li
         report.corpus.append(TraceResult(relative, verdict.status, expected, met, verdict.events,
                                          "" if verdict.status == "conform" else verdict.describe()))
         if not met:
-            command = _command_at(trace, verdict.event)
+            command = _diverging_command(trace, verdict)
             report.divergences.append(Divergence("corpus", command, verdict.describe(), relative,
                                                  detail=f"expected {expected}"))
     return traces
+
+
+def _diverging_command(trace: Trace, verdict: Verdict) -> str:
+    """The command a verdict is about: the one its witness's divergence names, else the one at its event."""
+    divergence = verdict.witness.divergence if verdict.witness is not None else None
+    if divergence is not None and divergence.argv:
+        return command_label(divergence.argv) or divergence.argv[0].decode("latin-1", "replace").upper()
+    return _command_at(trace, verdict.event)
 
 
 def _command_at(trace: Trace, event: int | None) -> str:
@@ -467,37 +473,3 @@ def write_report(report: Report, folder: Path) -> None:
     (folder / "report.json").write_text(json.dumps(to_json(report), indent=2, ensure_ascii=False) + "\n",
                                         encoding="utf-8")
     (folder / "junit.xml").write_text(to_junit(report), encoding="utf-8")
-
-
-# ---------------------------------------------------------------------------------------------
-# The command
-
-
-@click.command("check")
-@click.option("--target", "target_url", help="Server to test: redis://host:port, rediss://..., model:<dialect>"
-              "[+mutant:<name>] or embedded:. Default: the reference server, else a redis-server on PATH, "
-              "else the model alone.")
-@click.option("--dialect", help="Dialect to check the target against (default: detected from INFO).")
-@click.option("--budget", type=float, default=DEFAULT_BUDGET, show_default=True,
-              help="Seconds for the whole job (the corpus replay, then the fuzz campaign).")
-@click.option("--report", "report_dir", type=click.Path(path_type=Path), default=DEFAULT_REPORT,
-              show_default=True, help="Folder for report.md, report.html, report.json and junit.xml.")
-@click.option("--allow-flush", is_flag=True, help="Test a --target that holds keys (testing flushes it).")
-@click.option("--seed", type=int, default=0, show_default=True, help="The fuzz campaign's seed.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
-def check_command(target_url: str | None, dialect: str | None, budget: float, report_dir: Path,
-                  allow_flush: bool, seed: int, quiet: bool) -> None:
-    """Replay the bundled corpora on the model, fuzz the target, and write a conformance report.
-
-    Exits 0 only if nothing diverged.
-    """
-    if target_url is not None:
-        try:  # a bad URL or dialect is a usage error, before any work
-            parse_target(target_url, dialect=dialect, allow_flush=allow_flush).close()
-        except TargetError as e:
-            raise click.BadParameter(str(e), param_hint="--target") from None
-    progress = None if quiet else (lambda text: click.echo(f"[{time.strftime('%H:%M:%S')}] {text}", err=True))
-    report = run_check(target_url, dialect, budget, report_dir, allow_flush, progress, seed=seed)
-    click.echo(to_markdown(report))
-    click.echo(f"report written to {report_dir}/ (report.md, report.html, report.json, junit.xml)", err=True)
-    raise SystemExit(0 if report.passed else 1)

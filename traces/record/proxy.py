@@ -27,10 +27,15 @@ The header names the upstream's server and version (INFO) and its stream
 settings (CONFIG GET) when the proxy starts (with the URL's credentials, on a
 connection of its own). A conversation recorded against a server that was not
 empty does not start from the empty state a trace assumes: the proxy says so
-in a note and a ``nonempty-start`` tag. Events are appended to the trace file
-as they are recorded (a few thousand at a time, and whenever no connection is
-open), so a long recording does not grow in memory. The proxy runs on uvloop
-when it is installed; ``benchmarks/bench_proxy.py`` measures its cost.
+in a note and a ``nonempty-start`` tag. The trace file is created when the
+proxy starts (a file that cannot be written is refused before any client
+connects), and events are appended to it as they are recorded, in batches
+at most :data:`FLUSH_DELAY` apart, so a long recording does not grow in
+memory and a killed proxy loses only its last moment. The file is synced to
+disk when the proxy stops; a failed write stops the proxy
+(:attr:`RecordingProxy.ended`) with the reason in
+:attr:`RecordingProxy.failure`. The proxy runs on uvloop when it is
+installed; ``benchmarks/bench_proxy.py`` measures its cost.
 
     xspec record --listen 127.0.0.1:7000 --upstream redis://127.0.0.1:6379 --out session.jsonl
 """
@@ -40,15 +45,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
-import signal
+import io
+import os
 import ssl
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
-
-import click
+from typing import BinaryIO
 
 from xspec.spec.resp import Bulk, Parser, ProtocolError, Push, Reply, encode_command, show
 from xspec.spec.trace_format import Call, Close, Connect, Event, Header, Note, Recv, Send, Trace, dumps, load
@@ -56,9 +60,15 @@ from xspec.traces.harness.targets import Endpoint, TargetError, parse_endpoint, 
 from xspec.traces.record.client import now_us
 
 CHUNK = 1 << 16
-FLUSH_EVERY = 2000
-"""Recorded events kept in memory before they are appended to the trace file."""
 STREAM_SETTINGS = ("stream-node-max-entries", "stream-node-max-bytes")
+UPSTREAM_TIMEOUT = 5.0
+"""Seconds to wait for the upstream to accept the proxy's own connection and to answer each of its commands."""
+FLUSH_DELAY = 0.05
+"""Seconds a recorded event may wait in memory before it is written (one write per batch, not per event)."""
+
+
+class RecordingError(Exception):
+    """The trace file cannot be written: the recording stops rather than lose events unnoticed."""
 
 
 class CommandReader:
@@ -183,8 +193,12 @@ class RecordingProxy:
         self.out = out
         self.events: list[Event] = []  # not written yet (with no ``out``: every event)
         self.written = 0  # events already written to ``out``
-        self.sink: TextIO | None = None
+        self.sink: io.TextIOWrapper | None = None
+        self.raw: BinaryIO | None = None  # the file under ``sink`` (under gzip for .gz), synced at the end
         self.finished = False  # the trace file is complete and closed
+        self.failure: str | None = None  # why writing ``out`` failed; nothing more is written after that
+        self.ended = asyncio.Event()  # set on a failure; the caller sets it to stop (a signal)
+        self.flush_scheduled = False
         self.header = Header(clock="wall", title=title, source="recorded")
         self.next_client = 1
         self.open: set[asyncio.Task[None]] = set()
@@ -193,7 +207,11 @@ class RecordingProxy:
 
     # -- setup ----------------------------------------------------------------------------------
     async def start(self) -> None:
+        """Describe the upstream, create the trace file, and listen; raises :class:`TargetError` or
+        :class:`RecordingError` if the upstream or the file cannot be used."""
         await self._describe_upstream()
+        if self.out is not None:
+            self._open_sink()
         self.server = await asyncio.start_server(self._accept, self.listen_host, self.listen_port)
         self.listen_port = self.server.sockets[0].getsockname()[1]
 
@@ -204,21 +222,34 @@ class RecordingProxy:
 
     async def _describe_upstream(self) -> None:
         """Header fields from a connection of the proxy's own (with the URL's credentials)."""
+        where = f"the upstream {self.upstream.host}:{self.upstream.port}"
         try:
-            reader, writer = await self._connect_upstream()
-        except OSError as e:
-            raise TargetError(f"cannot connect to the upstream {self.upstream.host}:{self.upstream.port}: {e}") \
-                from None
+            reader, writer = await asyncio.wait_for(self._connect_upstream(), UPSTREAM_TIMEOUT)
+        except TimeoutError:
+            raise TargetError(f"cannot connect to {where}: no answer within {UPSTREAM_TIMEOUT:g} s") from None
+        except (OSError, ssl.SSLError) as e:
+            raise TargetError(f"cannot connect to {where}: {e}") from None
         parser = Parser()
 
-        async def call(*argv: bytes) -> Reply:
-            writer.write(encode_command(list(argv)))
+        async def read_reply() -> Reply:
             while (reply := parser.get()) is None:
                 data = await reader.read(CHUNK)
                 if not data:
-                    raise TargetError("the upstream closed the connection")
+                    raise TargetError(f"{where} closed the connection before replying: is it a Redis server?")
                 parser.feed(data)
             return reply
+
+        async def call(*argv: bytes) -> Reply:
+            writer.write(encode_command(list(argv)))
+            try:
+                return await asyncio.wait_for(read_reply(), UPSTREAM_TIMEOUT)
+            except TimeoutError:
+                raise TargetError(f"{where} accepted the connection but did not reply to {argv[0].decode()} "
+                                  f"within {UPSTREAM_TIMEOUT:g} s: is it a Redis server?") from None
+            except ProtocolError as e:
+                raise TargetError(f"{where} is not a Redis server (its reply is not RESP: {e})") from None
+            except OSError as e:
+                raise TargetError(f"{where}: {e}") from None
 
         try:
             if self.upstream.password is not None:
@@ -292,6 +323,7 @@ class RecordingProxy:
                 return
             writer.write(data)
             record(conn, data, t)
+            self._schedule_flush()
             with contextlib.suppress(ConnectionError):
                 await writer.drain()
 
@@ -329,8 +361,6 @@ class RecordingProxy:
             self.events[-1] = Call(c=conn.c, cmd=last.cmd, reply=reply, t0=last.t, t1=t)
         else:
             self.events.append(Recv(c=conn.c, reply=reply, t=t))
-            if len(self.events) > FLUSH_EVERY:
-                self.flush()
 
     # -- the trace ------------------------------------------------------------------------------
     def trace(self) -> Trace:
@@ -338,30 +368,87 @@ class RecordingProxy:
         if self.out is None:
             return Trace(self.header, list(self.events))
         self.flush(final=True)
+        if self.failure is not None:
+            raise RecordingError(self.failure)
         return load(self.out)
+
+    def _open_sink(self) -> None:
+        """Create ``out`` and write the header; :class:`RecordingError` if it cannot be written."""
+        assert self.out is not None
+        try:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            self.raw = open(self.out, "wb")
+        except OSError as e:
+            raise RecordingError(f"cannot write {self.out}: {e.strerror or e}") from None
+        binary: BinaryIO = self.raw
+        if self.out.name.endswith(".gz"):
+            binary = gzip.GzipFile(fileobj=self.raw, mode="wb")  # type: ignore[assignment]
+        self.sink = io.TextIOWrapper(binary, encoding="utf-8")
+        try:
+            self.sink.write(dumps(Trace(self.header, [])))
+            self.sink.flush()
+        except OSError as e:
+            for stream in (self.sink, self.raw):
+                with contextlib.suppress(OSError):
+                    stream.close()
+            self.sink = self.raw = None
+            raise RecordingError(f"cannot write {self.out}: {e.strerror or e}") from None
+
+    def _schedule_flush(self) -> None:
+        """Flush :data:`FLUSH_DELAY` s from now: one write for everything recorded in the meantime,
+        however many connections it came from."""
+        if self.out is not None and not self.flush_scheduled:
+            self.flush_scheduled = True
+            asyncio.get_running_loop().call_later(FLUSH_DELAY, self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        self.flush_scheduled = False
+        self.flush()
+
+    def _fail(self, e: Exception) -> None:
+        reason = str(e)
+        if isinstance(e, OSError) and e.strerror:
+            reason = e.strerror
+        self.failure = f"writing {self.out} failed after {self.written} events: {reason}"
+        self.ended.set()
 
     def flush(self, final: bool = False) -> None:
         """Append the recorded events to ``out``; the last stays in memory (a send that may become a call)
-        unless ``final``."""
-        if self.out is None or self.finished:
+        unless ``final``. A failure is kept in :attr:`failure` and ends the recording."""
+        if self.out is None or self.finished or self.failure is not None:
             return
-        if self.sink is None:
-            self.out.parent.mkdir(parents=True, exist_ok=True)
-            self.sink = (gzip.open(self.out, "wt", encoding="utf-8") if self.out.name.endswith(".gz")
-                         else open(self.out, "w", encoding="utf-8"))
-            self.sink.write(dumps(Trace(self.header, [])))
-        done = self.events if final else self.events[:-1]
-        if done:
-            self.sink.write(dumps(Trace(self.header, done)).split("\n", 1)[1])
-            self.written += len(done)
-            del self.events[:len(done)]
-        self.sink.flush()
+        try:
+            if self.sink is None:
+                self._open_sink()
+            assert self.sink is not None
+            done = self.events if final else self.events[:-1]
+            if done:
+                self.sink.write(dumps(Trace(self.header, done)).split("\n", 1)[1])
+                self.written += len(done)
+                del self.events[:len(done)]
+            self.sink.flush()
+        except (OSError, RecordingError) as e:
+            self._fail(e)
 
     def close_sink(self) -> None:
+        """Write what is left, sync the file to disk and close it."""
         self.flush(final=True)
-        if self.sink is not None:
-            self.sink.close()
-            self.sink = None
+        sink, raw = self.sink, self.raw
+        self.sink = self.raw = None
+        if sink is not None and raw is not None:
+            try:
+                if self.failure is None:
+                    sink.flush()
+                    if sink.buffer is not raw:
+                        sink.close()  # GzipFile: its trailer goes to the file, which stays open
+                    raw.flush()
+                    os.fsync(raw.fileno())
+            except (OSError, ValueError) as e:
+                self._fail(e)
+            finally:
+                for stream in (sink, raw):
+                    with contextlib.suppress(OSError):
+                        stream.close()
         self.finished = self.out is not None
 
     async def stop(self) -> None:
@@ -428,47 +515,8 @@ def recording(upstream: str, out: Path | None = None, listen: str = "127.0.0.1:0
 
 
 def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT``, or ``:PORT`` for 127.0.0.1) as (host, port); ValueError otherwise."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
-        raise click.BadParameter(f"{text!r}: expected HOST:PORT", param_hint="--listen")
+        raise ValueError(f"{text!r}: expected HOST:PORT")
     return host.strip("[]") or "127.0.0.1", int(port)
-
-
-async def _serve(proxy: RecordingProxy) -> None:
-    await proxy.start()
-    click.echo(f"recording {proxy.listen_host}:{proxy.listen_port} -> {proxy.upstream.host}:{proxy.upstream.port}"
-               f" into {proxy.out} (Ctrl-C to stop)", err=True)
-    stopped = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopped.set)
-    await stopped.wait()
-    await proxy.stop()
-    click.echo(f"{proxy.next_client - 1} connections, {proxy.commands} commands, {proxy.written} events "
-               f"written to {proxy.out}", err=True)
-
-
-@click.command("record")
-@click.option("--listen", required=True, help="Where clients connect: HOST:PORT (port 0: any free port).")
-@click.option("--upstream", required=True, help="The server: redis://[user:password@]host:port or rediss://...")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Trace file to write (.jsonl[.gz]).")
-@click.option("--title", help="The trace's title.")
-def record_command(listen: str, upstream: str, out: Path, title: str | None) -> None:
-    """Record every conversation between clients and a server through a RESP proxy, as one trace.
-
-    Bytes pass through unchanged; events are appended to the trace as they
-    are recorded, and the proxy runs until Ctrl-C or SIGTERM.
-    """
-    host, port = parse_listen(listen)
-    try:
-        endpoint = parse_endpoint(upstream)
-    except TargetError as e:
-        raise click.BadParameter(str(e), param_hint="--upstream") from None
-    if endpoint.db:
-        raise click.BadParameter("the proxy forwards clients' own SELECTs: give no /db", param_hint="--upstream")
-    try:
-        with asyncio.Runner(loop_factory=event_loop) as runner:
-            runner.run(_serve(RecordingProxy(host, port, endpoint, out, title)))
-    except TargetError as e:
-        raise click.ClickException(str(e)) from None
-

@@ -11,6 +11,12 @@ from xspec.traces.scenarios.registry import all_scenarios
 from xspec.traces.scenarios.runner import record_corpus, select
 
 
+def _reason(e: Exception) -> str:
+    if isinstance(e, OSError) and e.filename is not None:
+        return f"{e.filename}: {e.strerror}"
+    return str(e)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m xspec.traces.scenarios",
                                      description="Record the scenario corpus from a private redis-server.")
@@ -28,7 +34,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{s.path}: {s.title}")
         return 0
     started = time.monotonic()
-    files, failed = record_corpus(args.out, scenarios, args.redis_server, write_readme=args.only is None)
+    try:
+        files, failed = record_corpus(args.out, scenarios, args.redis_server, write_readme=args.only is None)
+    except (RuntimeError, OSError) as e:  # no server binary, one that does not start, an unwritable --out
+        print(f"error: {_reason(e)}", file=sys.stderr)
+        return 2
     print(f"{len(files)} traces in {time.monotonic() - started:.1f}s; {len(failed)} scenarios failed")
     for message in failed:
         print(f"  {message}")

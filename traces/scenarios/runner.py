@@ -1,9 +1,11 @@
 """Running scenarios against a real redis-server and writing the corpus.
 
 :class:`RedisProcess` starts a private redis-server on a free loopback port
-(no persistence) and stops it by its pid. :func:`record_scenario` resets the
-server to an empty state with the default stream settings, applies the
-scenario's settings with CONFIG SET, and records the scenario as a trace.
+(no persistence) and stops it by its pid; :func:`start_redis` and
+:func:`stop_process`, which it uses, also serve the tests' server fixtures.
+:func:`record_scenario` resets the server to an empty state with the default
+stream settings, applies the scenario's settings with CONFIG SET, and records
+the scenario as a trace.
 """
 
 from __future__ import annotations
@@ -35,6 +37,41 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_redis(binary: str, workdir: str) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``binary`` on a free loopback port, without persistence, its files in ``workdir``.
+
+    Returns the process and its port once the server answers PING; tries five
+    ports, then raises RuntimeError.
+    """
+    for _ in range(5):
+        port = free_port()
+        proc = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", workdir, "--daemonize", "no", "--logfile", os.path.join(workdir, f"redis-{port}.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                conn = RespConnection("127.0.0.1", port, timeout=1)
+                conn.call([b"PING"])
+                conn.close()
+                return proc, port
+            except OSError:
+                time.sleep(0.05)
+        stop_process(proc)
+    raise RuntimeError(f"could not start {binary}")
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server this module started: SIGTERM to its pid, SIGKILL after 10 s."""
+    proc.terminate()  # signals this pid only
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class RedisProcess:
     """A private redis-server on 127.0.0.1: no RDB, no AOF, its own working folder."""
 
@@ -49,24 +86,8 @@ class RedisProcess:
         self.port = 0
 
     def start(self) -> RedisProcess:
-        for _ in range(5):
-            port = free_port()
-            proc = subprocess.Popen(
-                [self.binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", self.workdir, "--daemonize", "no", "--logfile", os.path.join(self.workdir, "redis.log")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and proc.poll() is None:
-                try:
-                    conn = RespConnection(self.host, port, timeout=1)
-                    conn.call([b"PING"])
-                    conn.close()
-                    self.proc, self.port = proc, port
-                    return self
-                except OSError:
-                    time.sleep(0.05)
-            self._stop(proc)
-        raise RuntimeError(f"could not start {self.binary}")
+        self.proc, self.port = start_redis(self.binary, self.workdir)
+        return self
 
     def version(self) -> str:
         return self.identity()[1]
@@ -87,18 +108,9 @@ class RedisProcess:
         name = fields.get("server_name", "redis").strip()
         return name, fields.get(f"{name}_version", fields.get("redis_version", "?")).strip()
 
-    @staticmethod
-    def _stop(proc: subprocess.Popen[bytes]) -> None:
-        proc.terminate()  # signals this pid only
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
     def stop(self) -> None:
         if self.proc is not None:
-            self._stop(self.proc)
+            stop_process(self.proc)
             self.proc = None
         shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -115,12 +127,17 @@ def reset_server(host: str, port: int, config: dict[str, str]) -> None:
     try:
         conn.call([b"CLIENT", b"KILL", b"TYPE", b"normal", b"SKIPME", b"yes"])
         conn.call([b"FLUSHALL"])
-        for name, value in {**DEFAULT_STREAM_CONFIG, **config}.items():
-            reply = conn.call([b"CONFIG", b"SET", name.encode(), value.encode()])
-            if reply != Simple("OK"):
-                raise ScenarioError(f"CONFIG SET {name} {value}: {reply}")
+        configure(conn, {**DEFAULT_STREAM_CONFIG, **config})
     finally:
         conn.close()
+
+
+def configure(conn: RespConnection, settings: dict[str, str]) -> None:
+    """CONFIG SET every setting; ScenarioError names the first one the server refuses."""
+    for name, value in settings.items():
+        reply = conn.call([b"CONFIG", b"SET", name.encode(), value.encode()])
+        if reply != Simple("OK"):
+            raise ScenarioError(f"CONFIG SET {name} {value}: {reply}")
 
 
 def record_scenario(scenario: Scenario, host: str, port: int, version: str = "7.0.15",

@@ -1,0 +1,98 @@
+"""``xspec explore``: exhaustive exploration of a configuration, or the check of a consumer protocol.
+
+The walks are :mod:`xspec.explore.report`'s; on a terminal a progress line shows them going.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import networkx as nx
+
+from xspec.commands.options import writable_file, writable_folder
+from xspec.explore.config import NAMED, load_configuration
+from xspec.explore.engine import write_dot
+from xspec.explore.protocols import PROTOCOLS
+from xspec.explore.report import Report, check_protocol, explore_configuration, live_progress, render_report
+from xspec.spec.trace_format import dump
+
+
+@click.command("explore")
+@click.option("--config", "config_spec", metavar="NAME|FILE",
+              help=f"A configuration to explore: {', '.join(NAMED)}, or a JSON file.")
+@click.option("--protocol", metavar="NAME",
+              help=f"A consumer protocol to check: {', '.join(PROTOCOLS)}, or 'all'.")
+@click.option("--list", "list_only", is_flag=True, help="List the configurations and protocols.")
+@click.option("--no-symmetry", is_flag=True, help="Explore without symmetry reduction.")
+@click.option("--max-states", type=click.IntRange(min=1), default=None, help="Stop after this many states (marked incomplete).")
+@click.option("--graphml", type=click.Path(dir_okay=False, path_type=Path), help="Write the state graph as GraphML.")
+@click.option("--dot", type=click.Path(dir_okay=False, path_type=Path), help="Write the state graph as DOT.")
+@click.option("--traces", "trace_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write every counterexample as a virtual-clock trace into this directory.")
+@click.option("--no-explain", is_flag=True, help="Counterexamples as numbered steps only, without state tables.")
+def explore_command(config_spec: str | None, protocol: str | None, list_only: bool, no_symmetry: bool,
+                    max_states: int | None, graphml: Path | None, dot: Path | None, trace_dir: Path | None,
+                    no_explain: bool) -> None:
+    """Walk every reachable state of a bounded configuration, or check a consumer protocol's guarantees.
+
+    Exits 1 when an invariant is violated, or when a protocol property does not
+    come out as expected (the wrong protocols are expected to violate some;
+    EXPLORE-PROC-6).
+    """
+    if list_only:
+        for c in NAMED.values():
+            click.echo(f"config   {c.name:<22} {c.description}")
+        for proto in PROTOCOLS.values():
+            click.echo(f"protocol {proto.name:<22} {proto.description}")
+        return
+    if (config_spec is None) == (protocol is None):
+        raise click.UsageError("give exactly one of --config and --protocol (or --list)")
+    for path, option in ((graphml, "--graphml"), (dot, "--dot")):
+        if path is not None:
+            writable_file(path, option)
+    if trace_dir is not None:
+        writable_folder(trace_dir, "--traces")
+    runs: list[tuple[Report, tuple[str, ...]]] = []
+    if config_spec is not None:
+        try:
+            config = load_configuration(config_spec)
+        except (ValueError, TypeError, OSError) as e:
+            raise click.BadParameter(str(e), param_hint="--config") from None
+        with live_progress(f"configuration {config.name}") as progress:
+            report, system = explore_configuration(config, symmetry=not no_symmetry, max_states=max_states,
+                                                   progress=progress)
+        runs.append((report, system.process_names))
+    else:
+        assert protocol is not None
+        names = list(PROTOCOLS) if protocol == "all" else [protocol]
+        for name in names:
+            if name not in PROTOCOLS:
+                raise click.UsageError(f"no protocol {name!r} (known: {', '.join(PROTOCOLS)})")
+        for name in names:
+            with live_progress(f"protocol {name}") as progress:
+                report, psystem = check_protocol(PROTOCOLS[name], progress=progress)
+            runs.append((report, psystem.process_names))
+    ok = True
+    for report, process_names in runs:
+        render_report(report, process_names, sys.stdout, explain=not no_explain)
+        sys.stdout.write("\n")
+        ok = ok and report.ok()
+        if trace_dir is not None:  # EXPLORE-CEX-2
+            for p in report.properties:
+                if p.counterexample is not None:
+                    slug = "-".join(report.title.split()[1:] + p.name.split())
+                    path = trace_dir / f"{slug}.jsonl"
+                    dump(p.counterexample.trace, path)
+                    click.echo(f"wrote {path}")
+        if graphml is not None or dot is not None:  # EXPLORE-4
+            graph = report.result.graph(process_names)
+            if graphml is not None:
+                nx.write_graphml(graph, graphml)
+                click.echo(f"wrote {graphml}")
+            if dot is not None:
+                write_dot(graph, str(dot))
+                click.echo(f"wrote {dot}")
+    if not ok:
+        sys.exit(1)

@@ -1,0 +1,100 @@
+"""``xspec serve``: run the reference server (``xspec.reference.server``), checked by the model with ``--checked``.
+
+The reference server imports only ``xspec.spec``; what ``--checked`` compares
+it with is handed in from here: :func:`model_checker` builds the model
+(``xspec.models.server.Server``) as a :data:`xspec.reference.api.CheckerFactory`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from xspec.models.clock import Instant
+from xspec.models.server import Server
+from xspec.reference.api import Checker, CheckerClock
+from xspec.reference.core import SERVED_DIALECTS
+from xspec.spec.dialect import Dialect
+
+
+class _ServerReadings:
+    """The model's clock in checked mode: the readings the server made, as the model's instants."""
+
+    def __init__(self, readings: CheckerClock) -> None:
+        self.readings = readings
+
+    def now_ms(self) -> Instant:
+        return Instant(self.readings.now_ms())
+
+
+def model_checker(dialect: Dialect, clock: CheckerClock, config: dict[str, str]) -> Checker:
+    """The model of ``dialect``, reading ``clock``, with the server's ``config``: what ``--checked`` runs."""
+    return Server(dialect, clock=_ServerReadings(clock), config=config)
+
+
+_HELP = """Run the reference server: streams, consumer groups and basics over RESP2/RESP3, as Redis 6.2,
+7.0, 7.2, 7.4 or Valkey 9.1 answer them (--dialect).
+
+The server also answers two commands of its own (never refused by a fault, never checked):
+
+\b
+XSPEC.CLOCK GET              the server's time, ms since the epoch (either clock)
+XSPEC.CLOCK SET <ms>         --clock virtual: set it (it may go backwards)
+XSPEC.CLOCK ADVANCE <ms>     --clock virtual: move it by <ms>, which may be negative
+                             (SET and ADVANCE reply the new time, then time out every
+                             blocked client whose deadline has passed)
+
+\b
+XSPEC.FAULT ERROR <kind> [COUNT <n>] [COMMAND <name>]
+    the next n commands (default 1; COUNT 0: every one until CLEAR), or only
+    those named <name> (xadd, xgroup|create; a container name matches its
+    subcommands), are rejected with Redis's error for <kind>: READONLY,
+    LOADING, OOM, BUSY, MASTERDOWN or TRYAGAIN (inside MULTI this dooms the
+    transaction)
+XSPEC.FAULT DELAY <ms> [CLIENT <id>]
+    hold every reply (or client <id>'s) for <ms> ms, order kept; DELAY 0 ends it
+XSPEC.FAULT CLOSE ALL | <id> [<id> ...]
+    close those connections (ALL: all but the caller's); replies how many
+XSPEC.FAULT RESTART EMPTY | KEEP
+    close every connection as a restart would (EMPTY also drops all data);
+    faults are cleared, configuration kept
+XSPEC.FAULT CLEAR
+    remove every error fault and delay
+XSPEC.FAULT LIST
+    the active faults, one line each
+
+With --trace, a trace in which XSPEC.FAULT ERROR or RESTART was used is judged
+unsupported by `xspec replay` (faults are outside the model); with --checked, a
+command a fault refused is not run on the model. See reference/README.md.
+"""
+
+
+@click.command("serve", help=_HELP)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=6379, show_default=True, type=click.IntRange(0, 65535),
+              help="TCP port (0: any free port, printed at start).")
+@click.option("--dialect", default="redis-7.0", show_default=True, type=click.Choice(SERVED_DIALECTS),
+              help="Which server's behaviour to reproduce.")
+@click.option("--clock", "clock", default="wall", show_default=True, type=click.Choice(["wall", "virtual"]),
+              help="virtual: time moves only with XSPEC.CLOCK SET/ADVANCE.")
+@click.option("--requirepass", default=None, help="Password of the default user (AUTH / HELLO AUTH).")
+@click.option("--trace", "trace", default=None, type=click.Path(dir_okay=False),
+              help="Write every connection's traffic to this trace file (spec/trace-format.md).")
+@click.option("--checked", is_flag=True, help="Also run every command on the model and log divergences.")
+@click.option("--enable-debug-command", "enable_debug", default="no", show_default=True,
+              type=click.Choice(["no", "yes", "local"]), help="As Redis's enable-debug-command.")
+@click.option("--protected-mode", "protected_mode", default="yes", show_default=True,
+              type=click.Choice(["yes", "no"]), help="As Redis's protected-mode.")
+def serve_command(host: str, port: int, dialect: str, clock: str, requirepass: str | None, trace: str | None,
+                  checked: bool, enable_debug: str, protected_mode: str) -> None:
+    from xspec.reference.server import ReferenceServer, StartError, run_server
+
+    server = ReferenceServer(host, port, dialect=dialect, clock=clock, requirepass=requirepass, trace=trace,
+                             checker=model_checker if checked else None, enable_debug=enable_debug,
+                             protected_mode=protected_mode)
+    try:
+        run_server(server, lambda p: click.echo(f"xspec serve: listening on {host}:{p} ({dialect}, {clock} clock)"))
+    except StartError as e:
+        click.echo(f"xspec serve: {e}", err=True)
+        sys.exit(1)
