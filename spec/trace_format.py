@@ -1,4 +1,4 @@
-"""Reading and writing traces, version 1 (../shared/TRACE-FORMAT.md).
+"""Reading and writing traces, version 1 (spec/trace-format.md).
 
 A :class:`Trace` is a header plus a list of events. :func:`load` reads a
 ``.jsonl`` or ``.jsonl.gz`` file and validates every line, raising
