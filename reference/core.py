@@ -627,9 +627,19 @@ class Core:
             self.timer_factory(max(until_ms - self.clock.now_ms(), 0) / 1000, self.check_pause)
 
     def check_pause(self) -> None:
-        """End the pause if the clock has reached its end (timers, XSPEC.CLOCK)."""
-        if self.pause_until and self.now_ms() >= self.pause_until:
+        """End the pause if the clock has reached its end (timers, XSPEC.CLOCK); else wait again.
+
+        The loop's timers run on the monotonic clock and may fire a millisecond before the
+        server clock reaches the end, so a timer that comes early is set again for the rest,
+        or the paused clients would wait for ever.
+        """
+        if not self.pause_until:
+            return
+        left = self.pause_until - self.clock.now_ms()  # not a reading of any command (--checked)
+        if left <= 0:
             self.unpause()
+        elif not self.clock.virtual and self.timer_factory is not None:
+            self.timer_factory(left / 1000, self.check_pause)
 
     def unpause(self) -> None:
         self.pause_until = 0
