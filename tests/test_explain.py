@@ -202,7 +202,7 @@ def test_a_diverging_trace_is_replayed_up_to_the_divergence(tmp_path):
     ('{"xspec": "trace/1", "server": {"name": "redis", "version": "7.0.15"}}\n{"ev": "call", "c": 1\n', ":2: not valid JSON"),
     ('{"xspec": "trace/1", "server": {"name": "redis", "version": "7.0.15"}}\n{"ev":"call","c":1,"cmd":["PING"]}\n',
      ":2: missing field 'reply'"),
-    ('{"xspec": "trace/2"}\n', ":1: not a trace/1 header"),
+    ('{"xspec": "trace/3"}\n', ":1: not a trace/1 header"),
     ('', ":1: empty file"),
     ('{"xspec": "trace/1", "server": {"name": "redis", "version": "7.0.15"}, "clock": "virtual"}\n'
      '{"ev":"call","c":1,"cmd":["PING"],"reply":{"simple":"PONG"}}\n', ":2: a call in a virtual trace needs 'now'"),

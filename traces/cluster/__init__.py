@@ -1,0 +1,1 @@
+"""Several real servers recorded together: primaries, replicas, proxied replication links, faults."""
