@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from typing import Any
 
 from xspec.models import ManualClock, Outcome, Server
 from xspec.spec.resp import Array, Bulk, Reply
@@ -89,6 +90,66 @@ def record(cmds: list[list[bytes]]) -> Trace:
     return Trace(Header(title="checker benchmark", source="generated"), list(events))
 
 
+def record_replicated(cmds: list[list[bytes]]) -> Trace:
+    """The same commands on the primary of a model deployment, a replica applying each at once
+    (``repl`` events for its stream and acknowledgements) and, every tenth, a read on the replica:
+    a trace/2 that conforms by construction."""
+    from xspec.models.replication import Deployment
+    from xspec.spec.trace_format import NodeSpec, ReplAck, ReplCmd, ReplSync
+    clock = ManualClock(START_US // 1000)
+    config = {"save": "", "appendonly": "no", "repl-ping-replica-period": "3600"}
+    d = Deployment({"a": {"addrs": ["127.0.0.1:7001"], "config": config},
+                    "b": {"addrs": ["127.0.0.1:7002"], "config": config}}, clock)
+    events: list[Any] = []
+    t = START_US
+
+    def call(node: str, c: int, argv: list[bytes]) -> None:
+        nonlocal t
+        clock.set(t // 1000)
+        reply = d.execute(node, c, argv).reply
+        assert reply is not None
+        events.append(Call(c=c, cmd=argv, reply=reply, t0=t, t1=t + STEP_US // 2, node=node))
+        t += STEP_US
+
+    def settle() -> None:
+        nonlocal t
+        while True:
+            steps = [s for s in d.steps() if s[0] not in ("ack", "getack")]
+            if not steps:
+                return
+            kind, name = steps[0]
+            link = d.links.get(name)
+            if kind == "apply" and link is not None:
+                events.append(ReplCmd("a", "b", list(link.pending[0][1]), t=t))
+            d.step(kind, name)
+            if kind == "fork" and (link := d.links.get("b")) is not None and link.sync is not None:
+                events.append(ReplSync("a", "b", "full", "f" * 40, link.sync[2], t=t))
+            if kind == "apply" and link is not None and not link.pending:
+                events.append(ReplAck("a", "b", d.nodes["b"].offset, t=t))
+                d.step("ack", "b")
+            t += 1
+
+    call("b", 2, [b"REPLICAOF", b"127.0.0.1", b"7001"])
+    settle()
+    pending_acks: dict[bytes, list[bytes]] = {}
+    for n, argv in enumerate(cmds):
+        if argv[0] == b"XACK" and pending_acks.get(argv[1]):
+            ids = pending_acks[argv[1]][:2]
+            del pending_acks[argv[1]][:2]
+            argv[3:] = ids
+        clock.set(t // 1000)
+        before = len(events)
+        call("a", 1, argv)
+        if argv[0] == b"XREADGROUP":
+            pending_acks.setdefault(argv[7], []).extend(_delivered_ids(events[before].reply))
+        settle()
+        if n % 10 == 9:
+            call("b", 2, [b"XLEN", argv[1]] if len(argv) > 1 else [b"XLEN", b"s"])
+    nodes = {name: NodeSpec(addrs=[f"127.0.0.1:{port}"], config=dict(config)) for name, port in (("a", 7001),
+                                                                                                 ("b", 7002))}
+    return Trace(Header(title="checker benchmark, replicated", source="generated", nodes=nodes), events)
+
+
 def _timer_cost(calls: int = 200_000) -> float:
     """CPU seconds one inner measurement (two ``thread_time`` readings) adds to what it measures."""
     clock = time.thread_time
@@ -149,6 +210,13 @@ def main() -> None:
     print(f"checker, end to end:        {n / total:,.0f} events/s ({total:.2f} s for {n} events), {status}")
     print(f"  of which the model:       {inside:.2f} s ({n / inside:,.0f} events/s)")
     print(f"  the checker's own work:   {own:.2f} s, {own / n * 1e6:.1f} µs/event ({n / own:,.0f} events/s)")
+    replicated = record_replicated(workload(max(1, args.events // 10), args.seed))
+    m = len(replicated.events)
+    began = time.process_time()
+    verdict = check_trace(replicated)
+    spent = time.process_time() - began
+    print(f"trace/2 (primary + replica, repl events): {m / spent:,.0f} events/s ({spent:.2f} s for {m} events), "
+          f"{verdict.status}")
 
 if __name__ == "__main__":
     main()

@@ -62,6 +62,7 @@ import dataclasses
 import functools
 import gc
 import hashlib
+import importlib
 import io
 import pickle
 from collections.abc import Callable
@@ -898,6 +899,10 @@ class _Search:
         raise _Failure(op.resp, "the model gives no reply to this command", expected)
 
 
+MULTINODE_CHECKERS: list[Callable[[Trace, str | None], Verdict]] = []
+"""The checker of trace/2 histories (``xspec.traces.check.multinode`` adds it when imported)."""
+
+
 def check_trace(trace: Trace, dialect: str | None = None, *, rules: bool = False) -> Verdict:
     """Does some execution of the model explain ``trace``? (spec/trace-format.md, rules 1-6).
 
@@ -905,6 +910,12 @@ def check_trace(trace: Trace, dialect: str | None = None, *, rules: bool = False
     the rules the model went through (a replay of the witness that follows the model's lines:
     several times slower than checking).
     """
+    if getattr(trace.header, "nodes", None) is not None:
+        # trace/2 (rules 7-11): the deployment's search, which builds on this module's; it registers
+        # itself in MULTINODE_CHECKERS when imported (importing it here by name would be a cycle).
+        if not MULTINODE_CHECKERS:
+            importlib.import_module("xspec.traces.check.multinode")
+        return MULTINODE_CHECKERS[0](trace, dialect)
     d = trace_dialect(trace, dialect)
     n = len(trace.events)
     reason = _config_reason(trace, d) or _dialect_scope_reason(trace, d)

@@ -40,13 +40,14 @@ from typing import Any, TextIO
 
 from xspec.models import Server
 from xspec.models import lag as lag_rules
-from xspec.models.state import Stream
+from xspec.models.state import Stream, type_name, value_size
 from xspec.spec.dialect import Dialect
 from xspec.spec.environment import environment_matches
 from xspec.spec.resp import Reply, arg_to_json, show, to_json
 from xspec.spec.rule_index import Levels, load_index
 from xspec.spec.trace_format import Call, Close, Connect, Note, Recv, Send, Trace
 from xspec.traces.check import checker
+from xspec.traces.check.explain_multinode import explain_multinode_trace
 from xspec.traces.check.witness import StepResult, Witness, WitnessReplay, WitnessStep
 
 # ---------------------------------------------------------------------------
@@ -169,7 +170,7 @@ def state_rows(server: Server) -> Snapshot:
     for db, keys in enumerate(server.dbs):
         for key, value in keys.items():
             if not isinstance(value, Stream):
-                rows[("keys", db, key)] = ("string", len(value), None, None, None, None)
+                rows[("keys", db, key)] = (type_name(value), value_size(value), None, None, None, None)
                 continue
             s = value
             rows[("keys", db, key)] = ("stream", s.length, str(s.last_id), s.entries_added,
@@ -852,6 +853,9 @@ def explain_trace(trace: Trace, *, plain: bool = False, out: TextIO | None = Non
                   dialect: str | None = None, tables: bool = True) -> Explanation:
     """Replay ``trace`` on the model and print it step by step (or as JSON); returns what was shown."""
     out = out if out is not None else sys.stdout
+    if getattr(trace.header, "nodes", None) is not None:  # trace/2: every node's state after each step
+        verdict = explain_multinode_trace(trace, out, dialect)
+        return Explanation(trace, verdict, "checker", "several nodes", [], None)
     e = explain(trace, dialect)
     if as_json:
         json.dump(explanation_json(e), out, ensure_ascii=False, indent=1)

@@ -1,0 +1,133 @@
+"""What a node's persistence keeps: the RDB file and the append-only file (rules RDB-*, AOF-*).
+
+The model keeps what a file *means*, not its bytes: an RDB file is a
+:class:`Snapshot` (the databases as of the moment the snapshot was taken, and
+the replication ID and offset the file records); an AOF is a base (the
+snapshot or the rewrite commands its last rewrite wrote) followed by the
+write units appended since, each unit one command or one MULTI/EXEC
+transaction, so that a crash can cut it only at a unit boundary (rule 10).
+
+What each RDB version keeps of a stream (RDB-3, RDB-4): version 10 (Redis 7.0)
+keeps everything the model holds of a stream except the consumers' 7.2
+active-time; version 9 (Redis 6.2) has no entries-added, max-deleted-entry-id,
+recorded-first-entry-id or entries-read, and 6.2 reconstructs none of them,
+which the 6.2 dialect never shows; version 11 (7.2+) keeps active-time too.
+Clients, blocked readers and WATCHes are never kept.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xspec.models.clock import Instant
+from xspec.models.state import Stream, Value, freeze_value
+from xspec.spec.ids import StreamID
+
+Unit = tuple[tuple[int, tuple[bytes, ...]], ...]
+"""One write unit of the AOF: its commands with the database each ran in."""
+
+
+@dataclass
+class Snapshot:
+    """An RDB file: the data as of one moment and the replication info it records (RDB-1, RDB-5)."""
+
+    dbs: list[dict[bytes, Value]]
+    replid: str | None = None  # the "repl-id" aux field; None when the file records no replication info
+    offset: int = -1  # "repl-offset"
+    stream_db: int = -1  # "repl-stream-db"
+
+    def freeze(self) -> tuple[Any, ...]:
+        return (tuple(tuple(sorted((k, freeze_value(v)) for k, v in db.items())) for db in self.dbs),
+                self.replid, self.offset, self.stream_db)
+
+
+def take_snapshot(dbs: list[dict[bytes, Value]], rdb_version: int, replid: str | None = None,
+                  offset: int = -1, stream_db: int = -1) -> Snapshot:
+    """The databases as an RDB file of ``rdb_version`` keeps them (RDB-1, RDB-3, RDB-4)."""
+    copied = copy.deepcopy(dbs)
+    if rdb_version < 10:  # RDB-4: version 9 has no stream metadata of 7.0
+        for db in copied:
+            for v in db.values():
+                if isinstance(v, Stream):
+                    _strip_v9(v)
+    return Snapshot(copied, replid, offset, stream_db)
+
+
+def _strip_v9(s: Stream) -> None:
+    """RDB-4: the fields a version-9 file does not hold, as 6.2 leaves them after loading."""
+    for g in s.groups.values():
+        g.entries_read = -1
+
+
+def load_snapshot(snapshot: Snapshot) -> list[dict[bytes, Value]]:
+    """The databases a node holds after loading ``snapshot`` (a copy: the file stays as it is)."""
+    return copy.deepcopy(snapshot.dbs)
+
+
+@dataclass
+class AppendOnlyFile:
+    """An AOF: the base its last rewrite wrote, then the write units appended since (AOF-1, AOF-2).
+
+    ``base`` is an RDB preamble (a :class:`Snapshot`) or the rewrite's commands;
+    ``units`` are appended after every command that propagated something;
+    ``synced`` counts the units the last fsync covered (AOF-3).
+    """
+
+    base: Snapshot | list[tuple[int, tuple[Any, ...]]] | None = None
+    units: list[Unit] = field(default_factory=list)
+    synced: int = 0
+
+    def freeze(self) -> tuple[Any, ...]:
+        base = self.base.freeze() if isinstance(self.base, Snapshot) else (
+            None if self.base is None else tuple(self.base))
+        return (base, tuple(self.units), self.synced)
+
+
+def rewrite_commands(dbs: list[dict[bytes, Value]]) -> list[tuple[int, tuple[Any, ...]]]:
+    """What 7.0's ``rewriteAppendOnlyFile`` writes without an RDB preamble, per key (AOF-5).
+
+    A stream: its entries as XADDs (an empty stream as ``XADD key MAXLEN 0 <last-id> x y``),
+    ``XSETID key <last-id> ENTRIESADDED n MAXDELETEDID id``, each group as
+    ``XGROUP CREATE key g <last-delivered-id> ENTRIESREAD n``, each consumer without pending
+    entries as ``XGROUP CREATECONSUMER``, each pending entry as ``XCLAIM key g consumer 0 id
+    TIME t RETRYCOUNT n JUSTID FORCE``. Replayed, an XCLAIM of an entry whose payload was
+    deleted drops it from the PEL (AOF-6); seen-times become the reload's clock readings.
+    """
+    out: list[tuple[int, tuple[Any, ...]]] = []
+    for dbi, db in enumerate(dbs):
+        for key, v in db.items():
+            if not isinstance(v, Stream):
+                out.append((dbi, (b"SET", key, v)))
+                continue
+            if v.entries:
+                for eid, fields in v.entries.items():
+                    out.append((dbi, (b"XADD", key, _id(eid), *fields)))
+            else:
+                out.append((dbi, (b"XADD", key, b"MAXLEN", b"0", _id(v.last_id), b"x", b"y")))
+            out.append((dbi, (b"XSETID", key, _id(v.last_id), b"ENTRIESADDED", b"%d" % v.entries_added,
+                              b"MAXDELETEDID", _id(v.max_deleted_id))))
+            for g in v.groups.values():
+                out.append((dbi, (b"XGROUP", b"CREATE", key, g.name, _id(g.last_id),
+                                  b"ENTRIESREAD", b"%d" % g.entries_read)))
+                for c in g.consumers.values():
+                    if not c.pel:
+                        out.append((dbi, (b"XGROUP", b"CREATECONSUMER", key, g.name, c.name)))
+                        continue
+                    for eid, nack in c.pel.items():
+                        out.append((dbi, (b"XCLAIM", key, g.name, c.name, b"0", _id(eid), b"TIME",
+                                          nack.delivery_time, b"RETRYCOUNT",
+                                          b"%d" % nack.delivery_count, b"JUSTID", b"FORCE")))
+    return out
+
+
+def render(argv: Sequence[Any]) -> list[bytes]:
+    """A command as the bytes a file or the stream holds: a time becomes the exact milliseconds it
+    was read at (``Instant.id_ms``: on the checker's symbolic clock, one feasible value, a choice)."""
+    return [a if isinstance(a, bytes) else b"%d" % (a if type(a) is int else Instant.id_ms(a)) for a in argv]
+
+
+def _id(i: StreamID) -> bytes:
+    return str(i).encode()
