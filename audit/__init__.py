@@ -1,0 +1,1 @@
+"""The audit pipeline: trace collections checked and their deliveries ledgered on Spark."""

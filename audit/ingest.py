@@ -1,0 +1,323 @@
+"""Reading trace files into the events table (spec/audit.md, "Ingest").
+
+:func:`read_file` streams one ``.jsonl``/``.jsonl.gz`` trace into Arrow record batches of
+:data:`~xspec.audit.schema.EVENTS`, validating every line with the trace format's own reader
+(:mod:`xspec.spec.trace_format`), so a file the audit accepts is exactly a file ``xspec replay``
+accepts. A malformed file yields :class:`FileResult.quarantine` rows (file, line, message) for
+every line that is malformed on its own, and for the first error the reader raises; its rows are
+then dropped by the caller (no partial traces). Nothing here needs Spark.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from xspec.audit.schema import EVENTS, QUARANTINE, TRACES
+from xspec.spec import trace_format as tf
+from xspec.spec.resp import (
+    Array,
+    Attribute,
+    BlobError,
+    Bulk,
+    Error,
+    Int,
+    Map,
+    Reply,
+    to_json,
+)
+
+BATCH_ROWS = 32_768
+
+# Commands whose first argument is the one key they touch.
+_FIRST_KEY = frozenset({
+    "XADD", "XACK", "XCLAIM", "XAUTOCLAIM", "XDEL", "XLEN", "XRANGE", "XREVRANGE", "XTRIM", "XSETID",
+    "XPENDING", "TYPE", "EXPIRE", "PEXPIRE", "TTL", "PTTL", "PERSIST", "OBJECT", "GET", "SET",
+})
+# Commands whose every argument is a key.
+_ALL_KEYS = frozenset({"DEL", "UNLINK", "EXISTS", "TOUCH"})
+_SUBCOMMAND = frozenset({"XGROUP", "XINFO", "CLIENT", "CONFIG", "OBJECT", "DEBUG", "COMMAND", "MEMORY"})
+
+
+def op_name(cmd: list[bytes] | None) -> str | None:
+    """``XADD``, ``XGROUP CREATE``...: the command's name in capitals, with its subcommand."""
+    if not cmd:
+        return None
+    name = cmd[0].decode("latin-1").upper()
+    if name in _SUBCOMMAND and len(cmd) > 1:
+        return f"{name} {cmd[1].decode('latin-1').upper()}"
+    return name
+
+
+def streams_keys(cmd: list[bytes]) -> list[bytes]:
+    """The keys of an XREAD/XREADGROUP: the first half of what follows STREAMS."""
+    for i, a in enumerate(cmd):
+        if i > 0 and a.upper() == b"STREAMS":
+            rest = cmd[i + 1:]
+            return list(rest[: len(rest) // 2])
+    return []
+
+
+def command_keys(cmd: list[bytes] | None) -> list[bytes] | None:
+    """The keys a command names, [] for a keyless command, None when the audit does not know."""
+    if not cmd:
+        return []
+    name = cmd[0].decode("latin-1").upper()
+    if name in _FIRST_KEY:
+        return [cmd[1]] if len(cmd) > 1 else []
+    if name in _ALL_KEYS:
+        return list(cmd[1:])
+    if name in ("XREAD", "XREADGROUP"):
+        return streams_keys(cmd)
+    if name in ("XGROUP", "XINFO"):
+        if len(cmd) > 2 and cmd[1].upper() != b"HELP":
+            return [cmd[2]]
+        return []
+    if name in ("RENAME", "RENAMENX", "COPY"):
+        return list(cmd[1:3])
+    return None
+
+
+def _entry(item: Reply, key: bytes | None) -> dict[str, Any] | None:
+    """``[id, [field, value, ...]]`` (or ``[id, nil]``) as an entry row, None for anything else."""
+    if not isinstance(item, Array) or len(item.items) != 2 or not isinstance(item.items[0], Bulk):
+        return None
+    payload = item.items[1]
+    fields: list[bytes] | None
+    if isinstance(payload, Array):
+        if not all(isinstance(f, Bulk) for f in payload.items):
+            return None
+        fields = [f.value for f in payload.items if isinstance(f, Bulk)]
+    elif isinstance(payload, Map):
+        fields = []
+        for k, v in payload.pairs:
+            if not (isinstance(k, Bulk) and isinstance(v, Bulk)):
+                return None
+            fields += [k.value, v.value]
+    else:
+        fields = None  # a deleted entry's history slot: [id, nil]
+    return {"key": key, "id": item.items[0].value.decode("latin-1"), "fields": fields}
+
+
+def _entries(items: tuple[Reply, ...], key: bytes | None) -> list[dict[str, Any]]:
+    out = []
+    for item in items:
+        e = _entry(item, key)
+        if e is not None:
+            out.append(e)
+    return out
+
+
+def reply_payload(op: str | None, cmd: list[bytes] | None, reply: Reply) -> tuple[list[str] | None,
+                                                                                     list[dict[str, Any]] | None]:
+    """The entry IDs and the entries (key, ID, fields) a reply carries, for the stream commands."""
+    if isinstance(reply, Attribute):
+        reply = reply.value
+    if op is None or cmd is None:
+        return None, None
+    key = cmd[1] if len(cmd) > 1 else None
+    if op == "XADD":
+        return ([reply.value.decode("latin-1")] if isinstance(reply, Bulk) else None), None
+    if op in ("XRANGE", "XREVRANGE", "XCLAIM"):
+        if not isinstance(reply, Array):
+            return None, None
+        ids = [i.value.decode("latin-1") for i in reply.items if isinstance(i, Bulk)]
+        return (ids or None), _entries(reply.items, key) or None
+    if op == "XAUTOCLAIM":
+        if not isinstance(reply, Array) or len(reply.items) < 2 or not isinstance(reply.items[1], Array):
+            return None, None
+        claimed = reply.items[1].items
+        ids = [i.value.decode("latin-1") for i in claimed if isinstance(i, Bulk)]
+        if len(reply.items) > 2 and isinstance(reply.items[2], Array):  # 7.0+: the deleted IDs it dropped
+            ids += [i.value.decode("latin-1") for i in reply.items[2].items if isinstance(i, Bulk)]
+        return (ids or None), _entries(claimed, key) or None
+    if op in ("XREAD", "XREADGROUP"):
+        out: list[dict[str, Any]] = []
+        if isinstance(reply, Array):
+            for per_key in reply.items:
+                if (isinstance(per_key, Array) and len(per_key.items) == 2 and isinstance(per_key.items[0], Bulk)
+                        and isinstance(per_key.items[1], Array)):
+                    out += _entries(per_key.items[1].items, per_key.items[0].value)
+        elif isinstance(reply, Map):
+            for k, v in reply.pairs:
+                if isinstance(k, Bulk) and isinstance(v, Array):
+                    out += _entries(v.items, k.value)
+        return None, out or None
+    return None, None
+
+
+def reply_columns(op: str | None, cmd: list[bytes] | None, reply: Reply) -> dict[str, Any]:
+    """The reply columns of an event: JSON text, RESP type, integer, error text, IDs, entries."""
+    as_json = to_json(reply)
+    ids, entries = reply_payload(op, cmd, reply)
+    inner = reply.value if isinstance(reply, Attribute) else reply
+    return {
+        "reply_json": json.dumps(as_json, ensure_ascii=False, separators=(",", ":")),
+        "reply_type": next(iter(as_json)),
+        "reply_int": inner.value if isinstance(inner, Int) else None,
+        "reply_error": inner.text if isinstance(inner, (Error, BlobError)) else None,
+        "reply_ids": ids,
+        "entries": entries,
+    }
+
+
+@dataclass
+class FileResult:
+    """What reading one file gave besides its event rows."""
+
+    trace: dict[str, Any] | None = None  # a TRACES row when the file was read whole
+    quarantine: list[dict[str, Any]] = field(default_factory=list)
+
+
+_EMPTY_ROW = dict.fromkeys(EVENTS.names)
+
+
+def _line_numbers(path: Path) -> Iterator[int]:
+    """The numbers of the non-empty lines of a file (the trace format skips empty ones)."""
+    with tf._open_text(path) as f:
+        for n, text in enumerate(f, 1):
+            if text.strip():
+                yield n
+
+
+def _event_row(trace: str, line: int, index: int, e: Any, pending: dict[int, list[tuple[int, list[bytes] | None]]],
+               ) -> dict[str, Any]:
+    row = dict(_EMPTY_ROW)
+    row.update(trace=trace, line=line, event=index, node=getattr(e, "node", None))
+    kind = type(e).__name__.lower()
+    row["ev"] = {"replcmd": "repl", "replsync": "repl", "replack": "repl"}.get(kind, kind)
+    for name in ("t0", "t1", "t", "now", "by", "text"):
+        v = getattr(e, name, None)
+        if v is not None:
+            row[name] = v
+    c = getattr(e, "c", None)
+    row["client"] = c
+    cmd: list[bytes] | None = getattr(e, "cmd", None)
+    if isinstance(e, tf.Call):
+        row["cmd"] = cmd
+        row["op"] = op_name(cmd)
+        row["keys"] = command_keys(cmd)
+        row.update(reply_columns(row["op"], cmd, e.reply))
+    elif isinstance(e, tf.Send):
+        row["cmd"] = cmd
+        row["raw"] = e.raw
+        row["op"] = op_name(cmd)
+        row["keys"] = command_keys(cmd)
+        pending.setdefault(e.c, []).append((index, cmd))
+    elif isinstance(e, tf.Recv):
+        queue = pending.get(e.c)
+        sent, scmd = queue.pop(0) if queue else (None, None)
+        row["answers"] = sent
+        row["op"] = op_name(scmd)
+        row["keys"] = command_keys(scmd)
+        row.update(reply_columns(row["op"], scmd, e.reply))
+    elif isinstance(e, tf.Close):
+        pending.pop(e.c, None)
+    elif hasattr(e, "reply"):  # trace/2 push
+        row.update(reply_columns(None, None, e.reply))
+    return row
+
+
+def _malformed_lines(path: Path) -> list[dict[str, Any]]:
+    """Every line that is malformed on its own (JSON, fields, types), for a file the reader refused."""
+    out: list[dict[str, Any]] = []
+    p = str(path)
+    try:
+        with tf._open_text(path) as f:
+            header: Any = None
+            for n, text in enumerate(f, 1):
+                if not text.strip():
+                    continue
+                try:
+                    obj = json.loads(text)
+                except json.JSONDecodeError as e:
+                    out.append({"file": p, "line": n, "message": f"not valid JSON ({e.msg} at column {e.colno})"})
+                    continue
+                try:
+                    if header is None:
+                        header = tf.parse_header(obj, p)
+                    elif getattr(header, "nodes", None) is None:
+                        tf.parse_event(obj, p, n)
+                except tf.TraceError as e:
+                    out.append({"file": p, "line": e.line, "message": e.message})
+                    if header is None:
+                        break
+    except (OSError, EOFError, UnicodeDecodeError, ValueError):
+        pass  # the reader's own error names the place
+    return out
+
+
+def _events_of(header: Any, path: Path) -> Iterator[Any]:
+    """The validated events of a file, streamed (trace/2 through the format's own version-2 reader)."""
+    lines = tf.iter_lines(path)
+    next(lines)
+    if getattr(header, "nodes", None) is None:
+        for n, obj in lines:
+            yield tf.parse_event(obj, str(path), n)
+    else:
+        reader = tf._V2Reader(header, str(path))  # type: ignore[attr-defined]
+        for n, obj in lines:
+            yield reader.event(obj, n)
+
+
+def read_file(path: str | Path, result: FileResult, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """Stream one trace file as EVENTS batches; fills ``result`` (trace row or quarantine rows)."""
+    path = Path(path)
+    name = str(path)
+    rows: list[dict[str, Any]] = []
+    index = 0
+    try:
+        lines = tf.iter_lines(path)
+        first = next(lines, None)
+        if first is None:
+            raise tf.TraceError(name, 1, "empty file: a trace starts with its header line")
+        header = tf.parse_header(first[1], name)
+        head = dict(_EMPTY_ROW)
+        head.update(trace=name, line=first[0], event=0, ev="header",
+                    text=json.dumps(first[1], ensure_ascii=False, separators=(",", ":")))
+        rows.append(head)
+        numbers = _line_numbers(path)
+        next(numbers)
+        pending: dict[int, list[tuple[int, list[bytes] | None]]] = {}
+        for e in _events_of(header, path):
+            index += 1
+            rows.append(_event_row(name, next(numbers), index, e, pending))
+            if len(rows) >= batch_rows:
+                yield pa.RecordBatch.from_pylist(rows, EVENTS)
+                rows = []
+    except tf.TraceError as e:
+        bad = _malformed_lines(path)
+        if not any(q["line"] == e.line for q in bad):
+            bad.append({"file": name, "line": e.line, "message": e.message})
+        result.quarantine = sorted(bad, key=lambda q: q["line"])
+        return
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, EVENTS)
+    nodes = getattr(header, "nodes", None)
+    fmt = tf.FORMAT_2 if nodes is not None else tf.FORMAT
+    server = (f"{header.server_name}-{header.server_version}" if nodes is None
+              else ",".join(f"{k}={v.server_name}-{v.server_version}" for k, v in nodes.items()))
+    result.trace = {"trace": name, "format": fmt, "server": server, "clock": header.clock,
+                    "expect_json": None if header.expect is None else json.dumps(header.expect, sort_keys=True),
+                    "events": index, "bytes": path.stat().st_size}
+
+
+def read_files(paths: list[str]) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """EVENTS (of the files read whole), TRACES and QUARANTINE tables of many files, in process."""
+    batches: list[pa.RecordBatch] = []
+    traces: list[dict[str, Any]] = []
+    quarantine: list[dict[str, Any]] = []
+    for p in paths:
+        result = FileResult()
+        got = list(read_file(p, result))
+        if result.trace is not None:
+            batches += got
+            traces.append(result.trace)
+        quarantine += result.quarantine
+    return (pa.Table.from_batches(batches, EVENTS), pa.Table.from_pylist(traces, TRACES),
+            pa.Table.from_pylist(quarantine, QUARANTINE))

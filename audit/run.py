@@ -1,0 +1,58 @@
+"""``xspec audit``: find the traces, run the job (Spark or in process), write the outputs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xspec.audit.conformance import DEFAULT_SPLIT_MIN_EVENTS
+from xspec.audit.ledger import DEFAULT_POISON_DELIVERIES, DEFAULT_STUCK_AFTER_MS
+from xspec.spec.trace_format import find_traces
+
+
+@dataclass
+class AuditOptions:
+    master: str = "local[*]"  # a Spark master URL, or "none" for the in-process path
+    dialect: str = "auto"
+    stuck_after_ms: int = DEFAULT_STUCK_AFTER_MS
+    poison_deliveries: int = DEFAULT_POISON_DELIVERIES
+    split_min_events: int = DEFAULT_SPLIT_MIN_EVENTS
+    fail_on_anomaly: bool = False
+
+
+def audit(paths: list[Path], out: Path, options: AuditOptions, progress: Callable[[str], None],
+          spark: Any = None) -> tuple[int, dict[str, Any]]:
+    """Audit every trace under ``paths`` into ``out``; returns (exit status, summary).
+
+    ``spark``: a session to use (tests share one); otherwise one is started for ``options.master``
+    and stopped at the end.
+    """
+    from xspec.audit.report import exit_status, summary, write_html
+    files = [str(f) for f in find_traces(paths)]
+    if options.master == "none":
+        from xspec.audit.local import run_local
+        tables = run_local(files, out, dialect=options.dialect, stuck_after_ms=options.stuck_after_ms,
+                           poison_deliveries=options.poison_deliveries, split_min_events=options.split_min_events,
+                           progress=progress)
+    else:
+        from xspec.audit.spark import run_spark, session
+        own = spark is None
+        if own:
+            progress(f"starting Spark ({options.master})")
+            spark = session(options.master)
+        try:
+            tables = run_spark(spark, files, out, dialect=options.dialect, stuck_after_ms=options.stuck_after_ms,
+                               poison_deliveries=options.poison_deliveries,
+                               split_min_events=options.split_min_events, progress=progress)
+        finally:
+            if own:
+                spark.stop()
+    from xspec.audit.batches import canonical
+    tables = {name: canonical(name, table) for name, table in tables.items()}
+    s = summary(len(files), tables)
+    (out / "summary.json").write_text(json.dumps(s, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_html(out / "report.html", s, tables, out / "events")
+    return exit_status(s, options.fail_on_anomaly), s

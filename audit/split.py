@@ -1,0 +1,304 @@
+"""Checking one large trace in independent parts (P-compositionality; spec/audit.md, "The split").
+
+The model's state is a product: each stream key's value, groups, PELs and blocked-client queue
+depend only on the commands that name that key, plus per-connection state (protocol, MULTI)
+and one global clock whose readings never decrease. :func:`plan_split` groups the keys into
+components (keys named by one command, one MULTI/EXEC, or one client that ever blocks are
+joined), refuses traces that use anything whose keys it does not know, and gives each
+component the events of its keys plus a copy of each of its clients' connection events
+(connect, close, and keyless commands such as PING or HELLO).
+
+:func:`check_split` checks every part alone. A verdict other than conform in any part, or a
+part past its search bound, sends the whole trace to the whole-trace checker, so divergences
+(their event and allowed replies) are exactly the whole trace's. When every part conforms, a
+virtual-clock trace conforms (its execution is the file's order); a wall-clock trace conforms
+when the parts' witnesses merge into one execution of the whole trace: an order that keeps every
+part's order, real-time order, each client's order and the clock readings non-decreasing, with
+each shared connection event at one point. The merge is greedy; when it finds no order, the
+whole trace is checked. The split never changes a verdict: it only skips work it can prove.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xspec.audit.ingest import command_keys, op_name
+from xspec.spec.trace_format import Call, Close, Connect, Note, Recv, Send, Trace
+from xspec.traces.check.checker import Verdict, check_trace
+from xspec.traces.check.witness import Witness
+
+MAX_PARTS = 64
+"""Components beyond this many are packed together (a part may hold several components)."""
+
+CONNECTION_COMMANDS = frozenset({"PING", "ECHO", "HELLO", "QUIT", "CLIENT SETNAME", "CLIENT GETNAME", "CLIENT ID",
+                                 "XINFO HELP", "XGROUP HELP", "COMMAND COUNT"})
+"""Keyless commands that read or change only their own connection: copied into each part of the client."""
+
+INFINITY = 1 << 62
+
+
+@dataclass
+class Part:
+    """The events of one part: indexes into the whole trace's events, in file order."""
+
+    events: list[int]
+
+    def trace(self, whole: Trace) -> Trace:
+        return Trace(whole.header, [whole.events[i] for i in self.events], whole.path)
+
+
+class _Keys:
+    """Union-find over keys."""
+
+    def __init__(self) -> None:
+        self.parent: dict[bytes, bytes] = {}
+
+    def find(self, k: bytes) -> bytes:
+        p = self.parent.setdefault(k, k)
+        while p != k:
+            self.parent[k] = self.parent.setdefault(p, p)
+            k, p = p, self.parent[p]
+        return k
+
+    def union(self, keys: Sequence[bytes]) -> None:
+        if not keys:
+            return
+        root = self.find(keys[0])
+        for k in keys[1:]:
+            other = self.find(k)
+            if other != root:
+                self.parent[other] = root
+
+
+def _blocks(cmd: list[bytes]) -> bool:
+    return cmd[0].upper() in (b"XREAD", b"XREADGROUP") and any(a.upper() == b"BLOCK" for a in cmd[1:])
+
+
+def plan_split(trace: Trace) -> list[Part] | str:
+    """The parts of ``trace``, or why it is not split (then it is checked whole)."""
+    keys = _Keys()
+    owner: list[list[bytes] | None] = [None] * len(trace.events)  # event -> the keys it belongs with
+    shared: list[int] = []  # connection events, copied into each part of their client
+    client_keys: dict[int, list[bytes]] = {}
+    blocking: set[int] = set()
+    outstanding: dict[int, list[int]] = {}  # client -> its sends without a recv yet
+    multi: dict[int, list[int]] = {}  # client -> events of its open MULTI
+    for i, e in enumerate(trace.events):
+        if isinstance(e, Note):
+            continue
+        if isinstance(e, (Connect, Close)):
+            shared.append(i)
+            if isinstance(e, Close):
+                outstanding.pop(e.c, None)
+            continue
+        if isinstance(e, Recv):
+            queue = outstanding.get(e.c)
+            if not queue:
+                return "a reply that answers no command"
+            owner[i] = owner[queue.pop(0)]
+            if owner[i] is None:
+                shared.append(i)
+            continue
+        if not isinstance(e, (Call, Send)):
+            return f"a {type(e).__name__.lower()} event"
+        if e.cmd is None:
+            return "raw protocol bytes"
+        name = op_name(e.cmd) or ""
+        in_multi = multi.get(e.c)
+        if name == "MULTI" or in_multi is not None:
+            group = multi.setdefault(e.c, [])
+            group.append(i)
+            if name in ("EXEC", "DISCARD"):
+                del multi[e.c]
+                unit: list[bytes] = []
+                for j in group:
+                    k = command_keys(trace.events[j].cmd)  # type: ignore[union-attr]
+                    jn = op_name(trace.events[j].cmd)  # type: ignore[union-attr]
+                    if k is None and jn not in ("MULTI", "EXEC", "DISCARD") and jn not in CONNECTION_COMMANDS:
+                        return f"uses {jn}, whose keys the split does not know"
+                    unit += k or []
+                if not unit:
+                    return "a MULTI/EXEC that names no key"
+                keys.union(unit)
+                for j in group:
+                    owner[j] = unit
+                client_keys.setdefault(e.c, []).extend(unit)
+            if isinstance(e, Send):
+                outstanding.setdefault(e.c, []).append(i)
+            continue
+        if name in CONNECTION_COMMANDS:
+            shared.append(i)
+        else:
+            k = command_keys(e.cmd)
+            if k is None:
+                return f"uses {name}, whose keys the split does not know"
+            if not k:
+                return f"uses {name}, which names no key"
+            keys.union(k)
+            owner[i] = k
+            client_keys.setdefault(e.c, []).extend(k)
+            if _blocks(e.cmd):
+                blocking.add(e.c)
+        if isinstance(e, Send):
+            outstanding.setdefault(e.c, []).append(i)
+    if multi:
+        return "a MULTI without EXEC"
+    for c in blocking:  # a blocked client executes nothing else until it is served: keep it in one part
+        keys.union(client_keys.get(c, []))
+    roots = sorted({keys.find(k) for k in keys.parent})
+    if len(roots) < 2:
+        return "one part"
+    sizes: dict[bytes, int] = dict.fromkeys(roots, 0)
+    for o in owner:
+        if o:
+            sizes[keys.find(o[0])] += 1
+    # pack the components into at most MAX_PARTS parts, biggest first into the smallest part
+    heap = [(0, n) for n in range(min(MAX_PARTS, len(roots)))]
+    part_of: dict[bytes, int] = {}
+    for root in sorted(roots, key=lambda r: -sizes[r]):
+        size, n = heapq.heappop(heap)
+        part_of[root] = n
+        heapq.heappush(heap, (size + sizes[root], n))
+    count = len(heap)
+    members: list[list[int]] = [[] for _ in range(count)]
+    client_parts: dict[int, set[int]] = {}
+    for i, o in enumerate(owner):
+        if o:
+            p = part_of[keys.find(o[0])]
+            members[p].append(i)
+            c = trace.events[i].c  # type: ignore[union-attr]
+            client_parts.setdefault(c, set()).add(p)
+    for i in shared:
+        c = trace.events[i].c  # type: ignore[union-attr]
+        for p in client_parts.get(c, {0}):
+            members[p].append(i)
+    return [Part(sorted(m)) for m in members if m]
+
+
+@dataclass
+class _Step:
+    ident: tuple[str, int]
+    inv: int
+    resp: int
+    client: int
+    readings: tuple[int, ...]
+
+
+def _steps(witness: Witness, part: Part) -> list[_Step]:
+    out = []
+    for s in witness.steps:
+        g = part.events[s.event]
+        if s.kind in ("connect", "close"):
+            inv = resp = g
+        else:
+            inv = g
+            resp = part.events[s.reply_event] if s.reply_event is not None else INFINITY
+        out.append(_Step((s.kind, g), inv, resp, s.client, s.readings))
+    return out
+
+
+def merge(parts: list[list[_Step]]) -> bool:
+    """Is there one execution of the whole trace that every part's execution is a projection of?
+
+    Greedy: take, among the part heads that may run next, the one whose first clock reading is
+    lowest. A head may run next when no step left anywhere had its reply before the head was
+    sent, no earlier command of its client is left in another part, its readings are not below
+    the last reading taken, and, for a connection event copied into several parts, it is the
+    head of each of them. True: such an order exists; False: the greedy walk found none.
+    """
+    pos = [0] * len(parts)
+    suffix_min: list[list[int]] = []
+    for steps in parts:
+        m = [INFINITY] * (len(steps) + 1)
+        for j in range(len(steps) - 1, -1, -1):
+            m[j] = min(m[j + 1], steps[j].resp)
+        suffix_min.append(m)
+    copies: dict[tuple[str, int], list[int]] = {}
+    for p, steps in enumerate(parts):
+        for s in steps:
+            copies.setdefault(s.ident, []).append(p)
+    # per part and client, the positions of that client's steps (to check client order across parts)
+    by_client: list[dict[int, list[int]]] = []
+    for steps in parts:
+        d: dict[int, list[int]] = {}
+        for j, s in enumerate(steps):
+            d.setdefault(s.client, []).append(j)
+        by_client.append(d)
+    client_pos: list[dict[int, int]] = [dict.fromkeys(d, 0) for d in by_client]
+    clock = -INFINITY
+    remaining = sum(len(s) for s in parts)
+    while remaining:
+        best: tuple[int, int, int] | None = None
+        for p, steps in enumerate(parts):
+            if pos[p] >= len(steps):
+                continue
+            h = steps[pos[p]]
+            holders = copies[h.ident]
+            if any(pos[q] >= len(parts[q]) or parts[q][pos[q]].ident != h.ident for q in holders):
+                continue
+            if h.readings and min(h.readings) < clock:
+                continue
+            ok = True
+            for q in range(len(parts)):
+                if q in holders:
+                    if suffix_min[q][pos[q] + 1] < h.inv:
+                        ok = False
+                        break
+                    continue
+                if suffix_min[q][pos[q]] < h.inv:
+                    ok = False
+                    break
+                lst = by_client[q].get(h.client)
+                if lst is not None:
+                    k = client_pos[q][h.client]
+                    while k < len(lst) and lst[k] < pos[q]:
+                        k += 1
+                    client_pos[q][h.client] = k
+                    if k < len(lst) and parts[q][lst[k]].inv < h.inv:
+                        ok = False
+                        break
+            if not ok:
+                continue
+            rank = (h.readings[0] if h.readings else -INFINITY, h.inv, p)
+            if best is None or rank < best:
+                best = rank
+        if best is None:
+            return False
+        h = parts[best[2]][pos[best[2]]]
+        for q in copies[h.ident]:
+            pos[q] += 1
+            remaining -= 1
+        if h.readings:
+            clock = max(clock, max(h.readings))
+    return True
+
+
+def check_split(trace: Trace, dialect: str | None = "auto",
+                check: Callable[[Trace, str | None], Verdict] = check_trace) -> tuple[Verdict, int, str]:
+    """(the verdict, the number of parts checked, how: ``whole``, ``split`` or ``fallback: why``)."""
+    plan = plan_split(trace)
+    if isinstance(plan, str):
+        return check(trace, dialect), 1, f"whole: {plan}"
+    verdicts = [check(p.trace(trace), dialect) for p in plan]
+    return merge_verdicts(trace, dialect, plan, verdicts, check)
+
+
+def merge_verdicts(trace: Trace, dialect: str | None, plan: list[Part], verdicts: list[Verdict],
+                   check: Callable[[Trace, str | None], Verdict] = check_trace) -> tuple[Verdict, int, str]:
+    """The whole trace's verdict from its parts' (checking the whole where the parts cannot decide)."""
+    n = len(trace.events)
+    bad = [v for v in verdicts if v.status != "conform"]
+    if bad:
+        return check(trace, dialect), len(plan), f"fallback: a part is {bad[0].status}"
+    if trace.header.clock == "virtual":
+        return Verdict("conform", n), len(plan), "split"
+    steps = []
+    for p, v in zip(plan, verdicts, strict=True):
+        if v.witness is None:
+            return check(trace, dialect), len(plan), "fallback: a part has no witness"
+        steps.append(_steps(v.witness, p))
+    if merge(steps):
+        return Verdict("conform", n), len(plan), "split"
+    return check(trace, dialect), len(plan), "fallback: the parts' executions do not merge"

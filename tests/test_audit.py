@@ -1,0 +1,378 @@
+"""The audit without Spark: schemas against the spec, the ledger's definitions and corner cases, the split's
+soundness, verdicts equal to ``xspec replay``'s on every bundled trace, quarantine, the CLI's errors, and the
+workload generator's expectations (model, real Redis)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.audit_support import Script, kinds, ledger_and_anomalies
+from xspec.audit.schema import TABLES, type_text
+from xspec.audit.split import check_split, plan_split
+from xspec.cli import main
+from xspec.spec.resp import Bulk, Int
+from xspec.spec.trace_format import Call, Header, Recv, Send, Trace, find_traces, load
+from xspec.traces.check.checker import check_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ROOT / "spec" / "audit.md"
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemas
+
+
+def spec_tables() -> dict[str, list[tuple[str, str]]]:
+    tables: dict[str, list[tuple[str, str]]] = {}
+    current = None
+    for line in SPEC.read_text().splitlines():
+        m = re.match(r"### (\w+)$", line)
+        if m:
+            current = m.group(1)
+            tables[current] = []
+            continue
+        if current and line.startswith("| ") and not line.startswith("| column"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            tables[current].append((cells[0], cells[1]))
+        elif current and not line.strip() and tables[current]:
+            current = None
+    return tables
+
+
+def test_schemas_are_the_specs_tables() -> None:
+    spec = spec_tables()
+    assert set(spec) == set(TABLES)
+    for name, schema in TABLES.items():
+        assert spec[name] == [(f.name, type_text(f.type)) for f in schema], name
+
+
+# ---------------------------------------------------------------------------------------------
+# The ledger
+
+
+def group(s: Script, key: str = "s", g: str = "g") -> None:
+    s(1, "XGROUP", "CREATE", key, g, "$", "MKSTREAM")
+
+
+def test_ledger_follows_an_entry_through_delivery_claim_and_ack() -> None:
+    s = Script()
+    group(s)
+    e = s(1, "XADD", "s", "*", "f", "v").value.decode()
+    s.sleep(5)
+    s(2, "XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">")
+    s.sleep(100)
+    s(3, "XCLAIM", "s", "g", "bob", "50", e)
+    s(3, "XACK", "s", "g", e)
+    ledger, anomalies = ledger_and_anomalies(s.trace())
+    (row,) = ledger
+    assert [(d["consumer"], d["how"], d["count"]) for d in row["deliveries"]] == [(b"alice", ">", 1),
+                                                                                (b"bob", "XCLAIM", 2)]
+    assert row["deliveries"][0]["time"] == (1_700_000_000_000 + 5) * 1000
+    assert [(a["consumer"], a["reply"], a["included"]) for a in row["acks"]] == [(b"bob", 1, True)]
+    assert row["state"] == "acked" and row["added_event"] == 2 and row["group_at_add"]
+    assert anomalies == []
+
+
+def test_a_deleted_entrys_history_slot_is_not_a_delivery() -> None:
+    s = Script()
+    group(s)
+    e = s(1, "XADD", "s", "*", "f", "v").value.decode()
+    s(2, "XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">")
+    s(1, "XDEL", "s", e)
+    reply = s(2, "XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0")
+    assert "null" in json.dumps(str(reply)).lower() or reply  # the [E, nil] slot
+    ledger, anomalies = ledger_and_anomalies(s.trace())
+    (row,) = ledger
+    assert len(row["deliveries"]) == 1 and row["removed_how"] == "XDEL" and row["removed_pending"]
+    assert kinds(anomalies) == {("deleted-while-pending", e)}
+
+
+def test_xack_of_several_ids_includes_what_its_count_covers_and_attributes_by_connection() -> None:
+    s = Script()
+    group(s)
+    e1 = s(1, "XADD", "s", "*", "f", "1").value.decode()
+    e2 = s(1, "XADD", "s", "*", "f", "2").value.decode()
+    s(2, "XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "s", ">")
+    assert s(2, "XACK", "s", "g", e1, e2) == Int(1)  # only e1 was pending
+    s(4, "XACK", "s", "g", e2)  # a connection that never used g
+    ledger, _ = ledger_and_anomalies(s.trace())
+    by_id = {r["id"]: r for r in ledger}
+    assert [a["included"] for a in by_id[e1]["acks"]] == [True]
+    assert [(a["consumer"], a["included"]) for a in by_id[e2]["acks"]] == [(b"alice", False), (None, False)]
+    assert by_id[e2]["state"] == "undelivered"
+
+
+def test_lost_needs_the_group_at_the_add_and_stuck_counts_from_the_last_delivery() -> None:
+    s = Script()
+    before = s(1, "XADD", "s", "*", "f", "0").value.decode()  # before the group: never lost
+    s(1, "XGROUP", "CREATE", "s", "g", "$")
+    lost = s(1, "XADD", "s", "*", "f", "1").value.decode()
+    kept = s(1, "XADD", "s", "*", "f", "2").value.decode()
+    s(1, "XTRIM", "s", "MAXLEN", "1")
+    s(2, "XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">")
+    s.sleep(999)
+    s(1, "PING")
+    _, anomalies = ledger_and_anomalies(s.trace(), stuck_after_ms=1000)
+    assert kinds(anomalies) == {("lost", lost)}
+    s.sleep(1)
+    s(1, "PING")
+    _, anomalies = ledger_and_anomalies(s.trace(), stuck_after_ms=1000)
+    assert kinds(anomalies) == {("lost", lost), ("stuck", kept)}
+    assert before not in {a["id"] for a in anomalies}
+
+
+def test_justid_claims_deliver_nothing_and_force_justid_makes_an_entry_stuck_from_the_claim() -> None:
+    s = Script()
+    group(s)
+    e = s(1, "XADD", "s", "*", "f", "v").value.decode()
+    s.sleep(10)
+    s(3, "XCLAIM", "s", "g", "bob", "0", e, "FORCE", "JUSTID")
+    s.sleep(60_000)
+    s(1, "PING")
+    ledger, anomalies = ledger_and_anomalies(s.trace())
+    (row,) = ledger
+    assert row["deliveries"] == [] and row["state"] == "pending" and row["owner"] == b"bob"
+    assert kinds(anomalies) == {("stuck", e)}
+
+
+def test_poison_double_processing_redelivery_and_dead_letters() -> None:
+    s = Script()
+    group(s)
+    p = s(1, "XADD", "s", "*", "kind", "poison").value.decode()
+    s(2, "XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">")
+    for _ in range(4):
+        s.sleep(100)
+        s(3, "XAUTOCLAIM", "s", "g", "bob", "10", "0-0")
+    ledger, anomalies = ledger_and_anomalies(s.trace(), poison=5)
+    assert kinds(anomalies) == {("poison", p)}
+    # bob gives up: dead-letters it, acks; alice acks it late: both processed it
+    s(3, "XADD", "dead", "*", "kind", "poison")
+    s(3, "XACK", "s", "g", p)
+    s(2, "XACK", "s", "g", p)
+    s(1, "XGROUP", "SETID", "s", "g", "0")
+    s(2, "XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">")
+    ledger, anomalies = ledger_and_anomalies(s.trace(), poison=5)
+    (row,) = [r for r in ledger if r["key"] == b"s"]
+    assert row["dead_letter_key"] == b"dead" and row["dead_letter_id"] is not None
+    assert kinds(anomalies) == {("double-processing", p), ("redelivered-after-ack", p)}
+    (dp,) = [a for a in anomalies if a["kind"] == "double-processing"]
+    assert dp["consumers"] == [b"alice", b"bob"]
+
+
+def test_noack_multi_exec_and_unanswered_sends() -> None:
+    s = Script()
+    group(s)
+    e = s(1, "XADD", "s", "*", "f", "v").value.decode()
+    s(2, "XREADGROUP", "GROUP", "g", "alice", "NOACK", "STREAMS", "s", ">")
+    s(3, "MULTI")
+    s(3, "XDEL", "s", e)
+    s(3, "EXEC")
+    trace = s.trace()
+    trace.events.append(Send(c=4, cmd=[b"XDEL", b"s", b"0-1"], now=trace.events[-1].now))  # never answered
+    ledger, anomalies = ledger_and_anomalies(trace)
+    (row,) = ledger
+    assert row["state"] == "delivered" and row["removed_how"] == "XDEL" and not row["removed_pending"]
+    assert anomalies == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The split
+
+
+def wall_trace(*events: object) -> Trace:
+    return Trace(Header(), list(events))  # type: ignore[arg-type]
+
+
+def xadd(c: int, key: str, t0_ms: float, t1_ms: float, entry: str) -> Call:
+    return Call(c=c, cmd=[b"XADD", key.encode(), b"*", b"f", b"v"], reply=Bulk(entry.encode()),
+                t0=int(t0_ms * 1000), t1=int(t1_ms * 1000))
+
+
+def test_parts_that_each_conform_but_need_the_clock_to_go_back_are_checked_whole() -> None:
+    trace = wall_trace(xadd(1, "a", 10_000, 10_002, "10003-0"), xadd(2, "b", 10_002.5, 10_003, "10001-0"))
+    assert len(plan_split(trace)) == 2  # type: ignore[arg-type]
+    whole = check_trace(trace)
+    assert whole.status == "diverge"
+    verdict, parts, how = check_split(trace)
+    assert (verdict.status, verdict.event, verdict.describe()) == (whole.status, whole.event, whole.describe())
+    assert how == "fallback: the parts' executions do not merge" and parts == 2
+
+
+def test_parts_whose_executions_merge_conform_without_the_whole_search() -> None:
+    trace = wall_trace(xadd(1, "a", 10_000, 10_002, "10001-0"), xadd(2, "b", 10_002.5, 10_003, "10003-0"),
+                       Call(c=1, cmd=[b"PING"], reply=Bulk(b"x"), t0=10_004_000, t1=10_004_100))
+    trace.events[-1] = Call(c=1, cmd=[b"XLEN", b"a"], reply=Int(1), t0=10_004_000, t1=10_004_100)
+    calls: list[int] = []
+
+    def counting(t: Trace, d: str | None) -> object:
+        calls.append(len(t.events))
+        return check_trace(t, d)
+
+    verdict, parts, how = check_split(trace, "auto", counting)  # type: ignore[arg-type]
+    assert (verdict.status, parts, how) == ("conform", 2, "split") and sorted(calls) == [1, 2]
+    assert check_trace(trace).status == "conform"
+
+
+def test_multi_key_commands_and_blocking_clients_join_their_keys() -> None:
+    joined = wall_trace(xadd(1, "a", 1000, 1001, "1001-0"), xadd(2, "b", 1002, 1003, "1003-0"),
+                        Call(c=1, cmd=[b"DEL", b"a", b"b"], reply=Int(2), t0=1_004_000, t1=1_004_500))
+    assert plan_split(joined) == "one part"
+    blocking = wall_trace(
+        Send(c=3, cmd=[b"XREAD", b"BLOCK", b"0", b"STREAMS", b"a", b"$"], t=1_000_000),
+        xadd(1, "a", 1001, 1002, "1002-0"),
+        Recv(c=3, reply=Bulk(b"x"), t=1_002_500),
+        xadd(3, "b", 1003, 1004, "1004-0"))
+    assert plan_split(blocking) == "one part"
+    assert plan_split(wall_trace(Call(c=1, cmd=[b"FLUSHALL"], reply=Bulk(b"OK")))).startswith("uses FLUSHALL")
+
+
+def test_split_verdicts_equal_whole_verdicts_on_the_bundled_traces() -> None:
+    # every trace the split cuts, and every tenth of the others (the default suite's budget)
+    files = find_traces([ROOT / "traces" / "redis-7.0.15", ROOT / "traces" / "findings", ROOT / "traces" / "tutorial"])
+    traces = [load(f) for f in files]
+    cut = [t for t in traces if not isinstance(plan_split(t), str)]
+    split = 0
+    ids = {id(t) for t in cut}
+    for trace in cut + [t for t in traces if id(t) not in ids][::10]:
+        whole = check_trace(trace)
+        verdict, _, how = check_split(trace)
+        split += how == "split"
+        assert (verdict.status, verdict.event, verdict.describe()) == (whole.status, whole.event,
+                                                                       whole.describe()), trace.path
+    assert len(cut) >= 40 and split >= 30
+
+
+# ---------------------------------------------------------------------------------------------
+# Conformance equal to xspec replay, on every bundled corpus (in process; the Spark path runs the same function)
+
+
+def replay_text(rows: list[dict[str, object]]) -> list[str]:
+    """What ``xspec replay`` prints for these verdict rows (its per-trace lines)."""
+    lines = []
+    for v in rows:
+        expected, event = v["expected"], v["expected_event"]
+        if v["met"]:
+            mark = "" if expected == "conform" else "  (as expected)"
+        else:
+            at = f" at event {event}" if expected == "diverge" and event is not None else ""
+            mark = f"  (expected {expected}{at})"
+        first, *details = str(v["message"]).split("\n")
+        lines += [f"{v['trace']}: {first}{mark}", *details]
+    return lines
+
+
+SINGLE_SERVER_CORPORA = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "traces").iterdir()
+                               if p.is_dir() and p.name != "replication" and find_traces([p]))
+
+
+@pytest.mark.parametrize("corpora", [
+    pytest.param(SINGLE_SERVER_CORPORA, id="single-server"),
+    # the replication corpora (trace/2) take minutes to check: in the slow suite
+    pytest.param(["traces"], id="all", marks=pytest.mark.slow),
+])
+def test_in_process_audit_gives_replays_verdicts_on_every_bundled_trace(tmp_path: Path, corpora: list[str]) -> None:
+    from xspec.audit.run import AuditOptions, audit
+    status, summary = audit([ROOT / c for c in corpora], tmp_path, AuditOptions(master="none"), lambda _: None)
+    replay = CliRunner().invoke(main, ["replay", *(str(ROOT / c) for c in corpora)])
+    import pyarrow.parquet as pq
+    order = {str(f): n for n, f in enumerate(find_traces([ROOT / c for c in corpora]))}  # replay's order
+    rows = sorted(pq.read_table(tmp_path / "verdicts").to_pylist(), key=lambda r: order[r["trace"]])
+    *lines, last = replay.output.rstrip("\n").split("\n")
+    assert replay_text(rows) == lines
+    c = summary["conformance"]
+    assert last == (f"{summary['traces']} traces, {summary['events']} events: {c['conform']} conform, "
+                    f"{c['diverge']} diverge, {c['unsupported']} unsupported, {c['inconclusive']} inconclusive")
+    assert status == replay.exit_code == 0
+    assert (tmp_path / "report.html").read_text().count("<svg") == 5
+
+
+# ---------------------------------------------------------------------------------------------
+# Quarantine and the command line
+
+
+def test_malformed_files_are_quarantined_with_file_and_line(tmp_path: Path) -> None:
+    good = ROOT / "traces" / "tutorial"
+    bad = tmp_path / "in" / "bad.jsonl"
+    bad.parent.mkdir()
+    lines = (ROOT / "traces" / "redis-7.0.15").glob("**/*.jsonl").__next__().read_text().splitlines()
+    lines[1] = "{not json"
+    lines.append('{"ev": "call", "c": "x"}')
+    bad.write_text("\n".join(lines) + "\n")
+    (tmp_path / "in" / "empty.jsonl").write_text("")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["audit", str(good), str(tmp_path / "in"), "--master", "none", "--out",
+                                       str(out), "-q"])
+    assert result.exit_code == 1, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    got = {(Path(q["file"]).name, q["line"]) for q in summary["quarantined"]}
+    assert got == {("bad.jsonl", 2), ("bad.jsonl", len(lines)), ("empty.jsonl", 1)}
+    assert summary["conformance"]["conform"] == len(find_traces([good]))
+    assert "Quarantined" in (out / "report.html").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "give at least one trace file or folder"),
+    (["no/such/place"], "no such file or folder"),
+    (["traces/tutorial", "--out", "/dev/null/x"], "cannot write into"),
+    (["traces/tutorial", "--master", "yarn"], "is not a Spark master"),
+    (["traces/tutorial", "--stuck-after-ms", "-1"], "--stuck-after-ms"),
+    (["spec/"], "no trace files"),
+])
+def test_bad_audit_arguments_get_one_line(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, ["audit", *args])
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+def test_bad_workload_target_gets_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["workload", "--target", "nowhere", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "is not a target" in result.output and result.exception is not None
+    assert "Traceback" not in result.output
+
+
+# ---------------------------------------------------------------------------------------------
+# Workloads: the audit finds exactly what the generator caused
+
+
+def expected_of(folder: Path) -> set[tuple[str, str, str, str]]:
+    out = set()
+    for f in folder.glob("*.expected.json"):
+        data = json.loads(f.read_text())
+        out |= {(data["trace"], a["kind"], a["key"], a["group"], a["id"]) for a in data["anomalies"]}  # type: ignore
+    return out  # type: ignore[return-value]
+
+
+def found_in(summary: dict[str, object]) -> set[tuple[str, ...]]:
+    return {(a["trace"], a["kind"], a["key"], a["group"], a["id"]) for a in summary["anomalies"]}  # type: ignore
+
+
+def test_model_workloads_anomalies_are_exactly_the_generators(tmp_path: Path) -> None:
+    from xspec.audit.run import AuditOptions, audit
+    result = CliRunner().invoke(main, ["workload", "--target", "model:redis-7.0", "--out", str(tmp_path / "w"),
+                                       "--traces", "2", "--seed", "3", "--stuck-after-ms", "1000"])
+    assert result.exit_code == 0, result.output
+    expected = expected_of(tmp_path / "w")
+    assert {k[1] for k in expected} == {"lost", "stuck", "poison", "double-processing", "deleted-while-pending",
+                                        "redelivered-after-ack"}
+    status, summary = audit([tmp_path / "w"], tmp_path / "a", AuditOptions(master="none", stuck_after_ms=1000),
+                            lambda _: None)
+    assert status == 0 and summary["conformance"]["conform"] == 2
+    assert found_in(summary) == expected
+
+
+def test_live_workloads_on_redis_are_audited_exactly(tmp_path: Path, redis_server: object) -> None:
+    from xspec.audit.run import AuditOptions, audit
+    from xspec.audit.workload import Params, generate
+    params = Params(streams=9, messages=12, tick_ms=5, process_ms=20, claim_min_idle_ms=100, stuck_after_ms=300,
+                    final_idle_ms=600)
+    url = f"redis://{redis_server.host}:{redis_server.port}"  # type: ignore[attr-defined]
+    list(generate(url, tmp_path / "w", params=params, seed=1, allow_flush=True))
+    status, summary = audit([tmp_path / "w"], tmp_path / "a", AuditOptions(master="none", stuck_after_ms=300),
+                            lambda _: None)
+    assert status == 0 and summary["conformance"]["conform"] == 1
+    assert found_in(summary) == expected_of(tmp_path / "w")
+    assert load(next((tmp_path / "w").glob("*.jsonl"))).header.server_version == "7.0.15"

@@ -1,0 +1,61 @@
+"""The audit on Spark (local[2], one session for the whole test session): the same tables as the in-process
+path on bundled traces, generated workloads and malformed files, and a property test over generated collections."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.audit_support import read_tables, spark_session
+from xspec.audit.run import AuditOptions, audit
+from xspec.audit.workload import ALGORITHMS, Params, generate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def both(inputs: list[Path], out: Path, **options: object) -> tuple[dict[str, object], dict[str, object]]:
+    """Audit ``inputs`` on Spark and in process; assert every table is equal; return both summaries."""
+    spark = spark_session()
+    status_s, summary_s = audit(inputs, out / "spark", AuditOptions(master="local[2]", **options),  # type: ignore
+                                lambda _: None, spark=spark)
+    status_l, summary_l = audit(inputs, out / "local", AuditOptions(master="none", **options),  # type: ignore
+                                lambda _: None)
+    spark_tables, local_tables = read_tables(out / "spark"), read_tables(out / "local")
+    for name in spark_tables:
+        assert spark_tables[name].equals(local_tables[name]), name
+    assert summary_s == summary_l and status_s == status_l
+    return summary_s, summary_l
+
+
+def test_spark_and_in_process_paths_write_the_same_tables(tmp_path: Path) -> None:
+    inputs = tmp_path / "in"
+    shutil.copytree(ROOT / "traces" / "findings", inputs / "findings")
+    shutil.copytree(ROOT / "traces" / "tutorial", inputs / "tutorial")
+    list(generate("model:redis-7.0", inputs / "workload", traces=2, params=Params(stuck_after_ms=1000), seed=5,
+                  gzip=True))
+    (inputs / "bad.jsonl").write_text('{"xspec": "trace/1", "server": {"name": "redis", "version": "7.0.15"}}\n'
+                                      '{"ev": "call"}\n')
+    summary, _ = both([inputs], tmp_path, stuck_after_ms=1000)
+    assert summary["quarantined"] == [{"file": str(inputs / "bad.jsonl"), "line": 2,
+                                       "message": "missing field 'c'"}]
+    assert summary["conformance"]["diverge"] > 0 and not summary["unmet"]
+    assert {a["kind"] for a in summary["anomalies"]} >= {"lost", "stuck"}  # type: ignore[index]
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 1000), streams=st.integers(1, 6), messages=st.integers(1, 12),
+       algorithms=st.lists(st.sampled_from(ALGORITHMS), min_size=1, max_size=4, unique=True),
+       traces=st.integers(1, 3))
+def test_property_spark_equals_in_process_on_generated_collections(tmp_path_factory: pytest.TempPathFactory,
+                                                                   seed: int, streams: int, messages: int,
+                                                                   algorithms: list[str], traces: int) -> None:
+    folder = tmp_path_factory.mktemp("collection")
+    params = Params(streams=streams, messages=messages, algorithms=tuple(algorithms), stuck_after_ms=500,
+                    final_idle_ms=1000)
+    list(generate("model:redis-7.0", folder / "in", traces=traces, params=params, seed=seed))
+    summary, _ = both([folder / "in"], folder, stuck_after_ms=500)
+    assert summary["traces"] == traces
