@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -132,14 +132,20 @@ class Result:
         out.reverse()
         return out
 
-    def graph(self, names: tuple[str, ...]) -> nx.MultiDiGraph:
-        """The state graph: node ``i`` is state ``i`` (its BFS depth), one edge per transition (EXPLORE-4)."""
+    def graph(self, names: tuple[str, ...], labels: Sequence[str] | None = None) -> nx.MultiDiGraph:
+        """The state graph: node ``i`` is state ``i`` (its BFS depth, its label: ``labels[i]``, by default
+        ``i (depth d)``; the properties violated there), one edge per transition (EXPLORE-4)."""
         g = nx.MultiDiGraph()
+        violated: dict[int, list[str]] = {}
+        for prop, v in self.violations.items():
+            violated.setdefault(v.state, []).append(prop)
         for i, d in enumerate(self.depth):
-            g.add_node(i, depth=d)
-        labels = [s.describe(names) for s in self.steps]
+            g.add_node(i, depth=d, label=labels[i] if labels is not None else f"{i} (depth {d})")
+            if i in violated:
+                g.nodes[i]["violates"] = "; ".join(violated[i])
+        step_labels = [s.describe(names) for s in self.steps]
         for src, dst, label in self.edges:
-            g.add_edge(src, dst, step=labels[label])
+            g.add_edge(src, dst, step=step_labels[label])
         return g
 
 
@@ -151,8 +157,9 @@ def write_dot(graph: nx.MultiDiGraph, path: str) -> None:
     with open(path, "w", encoding="utf-8") as f:
         f.write("digraph explored {\n")
         for node, data in graph.nodes(data=True):
-            label = quote(f"{node} (depth {data['depth']})")
-            f.write(f"  {node} [label={label}];\n")
+            label = quote(data.get("label", f"{node} (depth {data['depth']})")).replace("\n", "\\n")
+            marks = f", color=red, penwidth=2, xlabel={quote('violates ' + data['violates'])}" if "violates" in data else ""
+            f.write(f"  {node} [label={label}{marks}];\n")
         for src, dst, data in graph.edges(data=True):
             f.write(f"  {src} -> {dst} [label={quote(data['step'])}];\n")
         f.write("}\n")

@@ -15,7 +15,7 @@ import click
 
 from xspec.commands.options import dialect_option, writable_folder
 from xspec.traces.harness.targets import LiveTarget, TargetError, parse_target
-from xspec.traces.job.checkjob import DEFAULT_BUDGET, DEFAULT_REPORT, run_check, to_markdown
+from xspec.traces.job.checkjob import DEFAULT_BUDGET, DEFAULT_REPORT, run_check
 
 
 def _refuse_unusable_target(url: str, dialect: str | None, allow_flush: bool) -> None:
@@ -38,7 +38,8 @@ def _refuse_unusable_target(url: str, dialect: str | None, allow_flush: bool) ->
               "[+mutant:<name>] or embedded:. Default: the reference server, else a redis-server on PATH, "
               "else the model alone.")
 @click.option("--dialect", callback=dialect_option,
-              help="Dialect to check the target against (default: detected from INFO).")
+              help="Dialect to check the target against (default: detected from INFO; 'nearest': for a "
+                   "server version no dialect models, the nearest one).")
 @click.option("--budget", type=float, default=DEFAULT_BUDGET, show_default=True,
               help="Seconds for the whole job (the corpus replay, then the fuzz campaign).")
 @click.option("--report", "report_dir", type=click.Path(path_type=Path), default=DEFAULT_REPORT,
@@ -46,17 +47,35 @@ def _refuse_unusable_target(url: str, dialect: str | None, allow_flush: bool) ->
 @click.option("--allow-flush", is_flag=True, help="Test a --target that holds keys (testing flushes it).")
 @click.option("--seed", type=int, default=0, show_default=True, help="The fuzz campaign's seed.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Known differences: a JSON list of [command, rule, difference] keys (report.json's groups "
+                   "have them). Only divergences with other root causes fail the job.")
 def check_command(target_url: str | None, dialect: str | None, budget: float, report_dir: Path,
-                  allow_flush: bool, seed: int, quiet: bool) -> None:
+                  allow_flush: bool, seed: int, quiet: bool, baseline_file: Path | None) -> None:
     """Replay the bundled corpora on the model, fuzz the target, and write a conformance report.
 
-    Exits 0 only if nothing diverged.
+    The report groups divergences by root cause (command, first rule at the divergence, class of
+    difference), each with its smallest trace as an `xspec view` page under views/.
+    Exits 0 only if nothing diverged (with --baseline: nothing outside the baseline).
     """
+    from xspec.traces.check.report import BaselineError, load_baseline
+
     writable_folder(report_dir, "--report")
+    baseline = []
+    if baseline_file is not None:
+        try:
+            baseline = load_baseline(baseline_file)
+        except BaselineError as e:
+            raise click.BadParameter(str(e), param_hint="--baseline") from None
     if target_url is not None:
         _refuse_unusable_target(target_url, dialect, allow_flush)
     progress = None if quiet else (lambda text: click.echo(f"[{time.strftime('%H:%M:%S')}] {text}", err=True))
     report = run_check(target_url, dialect, budget, report_dir, allow_flush, progress, seed=seed)
-    click.echo(to_markdown(report))
-    click.echo(f"report written to {report_dir}/ (report.md, report.html, report.json, junit.xml)", err=True)
-    raise SystemExit(0 if report.passed else 1)
+    from xspec.viewer import check_report
+
+    if progress is not None and report.divergences:
+        progress(f"grouping {len(report.divergences)} divergences by root cause")
+    groups = check_report.write_grouped_report(report, report_dir, baseline)
+    click.echo(check_report.to_markdown(report, groups))
+    click.echo(f"report written to {report_dir}/ (report.md, report.html, report.json, junit.xml, views/)", err=True)
+    raise SystemExit(0 if check_report.passed(report, groups) and all(r.met for r in report.corpus) else 1)

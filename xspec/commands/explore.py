@@ -12,8 +12,10 @@ import click
 import networkx as nx
 
 from xspec.commands.options import writable_file, writable_folder
+from xspec.explore.abstraction import Abstraction
 from xspec.explore.config import NAMED, load_configuration
 from xspec.explore.engine import write_dot
+from xspec.explore.labels import state_labels
 from xspec.explore.protocols import PROTOCOLS
 from xspec.explore.report import Report, check_protocol, explore_configuration, live_progress, render_report
 from xspec.spec.trace_format import dump
@@ -32,9 +34,13 @@ from xspec.spec.trace_format import dump
 @click.option("--traces", "trace_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write every counterexample as a virtual-clock trace into this directory.")
 @click.option("--no-explain", is_flag=True, help="Counterexamples as numbered steps only, without state tables.")
+@click.option("--view", "view_page", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the state graph as a self-contained HTML page: laid out, states labelled, violations "
+                   "marked, a click shows a state and the shortest trace to it (several runs: one page each, "
+                   "numbered).")
 def explore_command(config_spec: str | None, protocol: str | None, list_only: bool, no_symmetry: bool,
                     max_states: int | None, graphml: Path | None, dot: Path | None, trace_dir: Path | None,
-                    no_explain: bool) -> None:
+                    no_explain: bool, view_page: Path | None) -> None:
     """Walk every reachable state of a bounded configuration, or check a consumer protocol's guarantees.
 
     Exits 1 when an invariant is violated, or when a protocol property does not
@@ -49,12 +55,12 @@ def explore_command(config_spec: str | None, protocol: str | None, list_only: bo
         return
     if (config_spec is None) == (protocol is None):
         raise click.UsageError("give exactly one of --config and --protocol (or --list)")
-    for path, option in ((graphml, "--graphml"), (dot, "--dot")):
+    for path, option in ((graphml, "--graphml"), (dot, "--dot"), (view_page, "--view")):
         if path is not None:
             writable_file(path, option)
     if trace_dir is not None:
         writable_folder(trace_dir, "--traces")
-    runs: list[tuple[Report, tuple[str, ...]]] = []
+    runs: list[tuple[Report, tuple[str, ...], Abstraction]] = []
     if config_spec is not None:
         try:
             config = load_configuration(config_spec)
@@ -63,7 +69,7 @@ def explore_command(config_spec: str | None, protocol: str | None, list_only: bo
         with live_progress(f"configuration {config.name}") as progress:
             report, system = explore_configuration(config, symmetry=not no_symmetry, max_states=max_states,
                                                    progress=progress)
-        runs.append((report, system.process_names))
+        runs.append((report, system.process_names, system.abstraction))
     else:
         assert protocol is not None
         names = list(PROTOCOLS) if protocol == "all" else [protocol]
@@ -73,9 +79,9 @@ def explore_command(config_spec: str | None, protocol: str | None, list_only: bo
         for name in names:
             with live_progress(f"protocol {name}") as progress:
                 report, psystem = check_protocol(PROTOCOLS[name], progress=progress)
-            runs.append((report, psystem.process_names))
+            runs.append((report, psystem.process_names, psystem.abstraction))
     ok = True
-    for report, process_names in runs:
+    for n, (report, process_names, abstraction) in enumerate(runs, 1):
         render_report(report, process_names, sys.stdout, explain=not no_explain)
         sys.stdout.write("\n")
         ok = ok and report.ok()
@@ -87,12 +93,20 @@ def explore_command(config_spec: str | None, protocol: str | None, list_only: bo
                     dump(p.counterexample.trace, path)
                     click.echo(f"wrote {path}")
         if graphml is not None or dot is not None:  # EXPLORE-4
-            graph = report.result.graph(process_names)
+            graph = report.result.graph(process_names, state_labels(abstraction, report.result, process_names))
             if graphml is not None:
                 nx.write_graphml(graph, graphml)
                 click.echo(f"wrote {graphml}")
             if dot is not None:
                 write_dot(graph, str(dot))
                 click.echo(f"wrote {dot}")
+        if view_page is not None:
+            from xspec.viewer.graph_data import graph_page_data
+            from xspec.viewer.html import write_page
+            page = view_page if len(runs) == 1 else view_page.with_name(f"{view_page.stem}-{n}{view_page.suffix}")
+            messages = {p.name: "holds" if p.holds else f"violated: {p.message}" for p in report.properties}
+            data = graph_page_data(report.title, report.result, abstraction, process_names, messages)
+            write_page(page, data, "graph.js")
+            click.echo(f"wrote {page}")
     if not ok:
         sys.exit(1)

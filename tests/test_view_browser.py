@@ -1,0 +1,241 @@
+"""``xspec view`` pages opened in headless Chromium (Debian's ``chromium``, driven by Playwright).
+
+The state panel is compared with the model's own state, taken by running the checker's
+witness on a fresh model here; the diff marks with the rows that the model's state changed.
+One browser serves the whole session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xspec.models.state import Stream
+from xspec.spec.rule_index import load_index
+from xspec.spec.trace_format import load
+from xspec.traces import CORPUS_DIR
+from xspec.traces.check.checker import check_trace, trace_dialect
+from xspec.traces.check.explain import state_rows
+from xspec.traces.check.witness import WitnessReplay
+from xspec.viewer.pages import write_trace_page
+from xspec.viewer.trace_data import row_id
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CLAIM = CORPUS_DIR / "tutorial" / "4-claim-too-early.jsonl"
+FINDING = CORPUS_DIR / "findings" / "fakeredis-2.40.0" / "binary-key-utf8-error.jsonl"
+
+
+def chromium_missing() -> str | None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed"
+    if not shutil.which(CHROMIUM):
+        return f"{CHROMIUM} is not installed (apt-get install chromium chromium-driver)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    missing = chromium_missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(missing + "; ./dev test installs it")
+        pytest.skip(missing)
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    requests: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("request", lambda r: requests.append(r.url))
+    pg.errors = errors
+    pg.requests = requests
+    yield pg
+    context.close()
+    assert errors == [], errors
+    assert all(u.startswith("file://") for u in requests), requests  # nothing from the network
+
+
+@pytest.fixture(scope="session")
+def claim_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("view") / "claim.html"
+    write_trace_page(load(CLAIM), out)
+    return out
+
+
+def model_states(path: Path) -> list[dict[tuple[Any, ...], tuple[Any, ...]]]:
+    """The model's state rows after each step the page shows (every witness step but connects),
+    taken by running the checker's witness on a fresh model."""
+    trace = load(path)
+    verdict = check_trace(trace)
+    assert verdict.witness is not None
+    readings = verdict.witness.readings()
+    replay = WitnessReplay(trace, trace_dialect(trace, None),
+                           readings[0] if trace.header.clock == "wall" and readings else 0)
+    out = []
+    for step in verdict.witness.steps:
+        replay.run(step)
+        if step.kind != "connect":
+            out.append(state_rows(replay.server))
+    out.insert(0, {})
+    return out
+
+
+def pel_of(path: Path, after: int) -> dict[str, tuple[str, int]]:
+    """{entry id: (owner, deliveries)} of group workers on stream orders after step ``after``, read from the model."""
+    trace = load(path)
+    verdict = check_trace(trace)
+    assert verdict.witness is not None
+    replay = WitnessReplay(trace, trace_dialect(trace, None))
+    done = 0
+    for step in verdict.witness.steps:
+        if done == after:
+            break
+        replay.run(step)
+        done += step.kind != "connect"
+    stream = replay.server.dbs[0][b"orders"]
+    assert isinstance(stream, Stream)
+    group = stream.groups[b"workers"]
+    return {str(i): (n.consumer.name.decode() if n.consumer else "-", n.delivery_count) for i, n in group.pel.items()}
+
+
+def dom_table(pg: Any, table: str) -> dict[str, dict[str, str]]:
+    """{row id: {column: cell text}} of a state table on the page."""
+    return pg.evaluate("""(name) => {
+      const out = {};
+      for (const tr of document.querySelectorAll(`table[data-table="${name}"] tr[data-row]`)) {
+        const cells = {};
+        for (const td of tr.querySelectorAll("td[data-col]")) cells[td.dataset.col] = td.firstChild.textContent;
+        out[tr.dataset.row] = cells;
+      }
+      return out; }""", table)
+
+
+def dom_marks(pg: Any) -> dict[str, tuple[str, list[str]]]:
+    """{row id: (mark, changed columns)} of every marked row of the state panel."""
+    return {k: (v[0], v[1]) for k, v in pg.evaluate("""() => {
+      const out = {};
+      for (const tr of document.querySelectorAll("#state tr[data-mark]"))
+        out[tr.dataset.row] = [tr.dataset.mark, [...tr.querySelectorAll("td.chg")].map((td) => td.dataset.col)];
+      return out; }""").items()}
+
+
+def test_open_at_a_step_then_next_key_shows_the_models_next_state(page: Any, claim_page: Path) -> None:
+    k = 3  # alice has read 1-0; the next step is bob's XAUTOCLAIM
+    page.goto(claim_page.as_uri() + f"#step={k}")
+    assert page.evaluate("document.body.dataset.step") == str(k)
+    assert {r: (c["owner"], int(c["deliveries"])) for r, c in dom_table(page, "pending").items()} == {
+        f"pending|orders|workers|{i}": v for i, v in pel_of(CLAIM, k).items()}
+    page.keyboard.press("j")
+    assert page.evaluate("document.body.dataset.step") == str(k + 1)
+    assert "step=4" in page.evaluate("location.hash")
+    pel = pel_of(CLAIM, k + 1)
+    assert pel == {"1-0": ("bob", 2)}
+    assert {r: (c["owner"], int(c["deliveries"])) for r, c in dom_table(page, "pending").items()} == {
+        f"pending|orders|workers|{i}": v for i, v in pel.items()}
+    # The diff marks exactly the rows the model's state changed, and in changed rows the changed columns.
+    states = model_states(CLAIM)
+    before, after = states[k], states[k + 1]
+    changed = {row_id(r) for r in set(before) | set(after) if before.get(r) != after.get(r)}
+    marks = dom_marks(page)
+    assert set(marks) == changed
+    assert marks["pending|orders|workers|1-0"] == ("chg", ["owner", "idle", "deliveries"])
+    assert marks["consumers|orders|workers|bob"][0] == "add"
+    assert marks["consumers|orders|workers|alice"] == ("chg", ["pending"])
+    # The rule that fired, linked to its text from the rule index.
+    page.click("#step .rules:not(.checked) a[data-rule='XAUTOCLAIM-9']")
+    assert load_index().rules["XAUTOCLAIM-9"].text[:40] in page.inner_text("#ruletext")
+    assert "rule=XAUTOCLAIM-9" in page.evaluate("location.hash")
+    # And back: the previous step's state again, with its own marks.
+    page.keyboard.press("k")
+    assert dom_table(page, "pending")["pending|orders|workers|1-0"]["owner"] == "alice"
+    assert dom_marks(page)["pending|orders|workers|1-0"][0] == "add"
+
+
+def test_every_step_of_the_page_equals_the_models_state(page: Any, claim_page: Path) -> None:
+    page.goto(claim_page.as_uri())
+    states = model_states(CLAIM)
+    n = page.evaluate("xspecView.steps")
+    assert n == len(states) - 1
+    for k in range(1, n + 1):
+        page.evaluate(f"xspecView.select({k})")
+        rows = page.evaluate("""() => [...document.querySelectorAll('#state tr[data-row]')]
+            .filter((tr) => tr.dataset.mark !== 'del').map((tr) => tr.dataset.row)""")
+        assert sorted(rows) == sorted(row_id(r) for r in states[k]), k
+
+
+def test_search_finds_commands_and_ids(page: Any, claim_page: Path) -> None:
+    page.goto(claim_page.as_uri())
+    page.keyboard.press("/")
+    page.keyboard.type("xack")
+    assert page.inner_text("#found") == "2 steps match"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.body.dataset.step") == "5"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.body.dataset.step") == "6"
+    assert page.locator(".box.hit").count() == 2
+
+
+def test_divergence_page_shows_trace_and_model_side_by_side(page: Any, tmp_path: Path) -> None:
+    out = tmp_path / "divergence.html"
+    write_trace_page(load(FINDING), out)
+    verdict = check_trace(load(FINDING))
+    assert verdict.status == "diverge"
+    page.goto(out.as_uri())
+    says = page.inner_text("#divergence .says pre")
+    allows = page.inner_text("#divergence .allows pre")
+    divergence = verdict.witness.divergence if verdict.witness else None
+    assert divergence is not None and divergence.got is not None
+    assert "utf-8" in says and "NOGROUP" in allows
+    assert page.locator(".box.diverge").count() == 1
+    page.screenshot(path=str(tmp_path / "divergence.png"))
+    assert (tmp_path / "divergence.png").stat().st_size > 10_000
+
+
+def test_screenshot_of_the_tutorial_page(page: Any, claim_page: Path, tmp_path: Path) -> None:
+    page.goto(claim_page.as_uri() + "#step=4")
+    shot = tmp_path / "claim.png"
+    page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 20_000
+    # The diagram is DOM text: the command boxes can be read, not only seen.
+    assert "XAUTOCLAIM orders workers bob" in page.inner_text(".box.sel")
+
+
+def test_graph_page_marks_violations_and_shows_the_shortest_trace(page: Any, tmp_path: Path) -> None:
+    from xspec.explore.protocols import PROTOCOLS
+    from xspec.explore.report import check_protocol
+    from xspec.viewer.graph_data import graph_page_data
+    from xspec.viewer.html import write_page
+
+    report, system = check_protocol(PROTOCOLS["short-min-idle"])
+    out = tmp_path / "graph.html"
+    write_page(out, graph_page_data(report.title, report.result, system.abstraction, system.process_names), "graph.js")
+    violation = report.result.violations["no duplicate without a crash"].state
+    page.goto(out.as_uri())
+    assert page.locator("#graph .node.violation").count() == 1
+    assert page.evaluate("document.body.dataset.state") == str(violation)  # opens at the violation
+    steps = page.locator("#path li").all_inner_texts()
+    assert steps == [s.describe(system.process_names) for s, _ in report.result.path(violation)]
+    page.click("#graph [data-state='3']")
+    assert page.evaluate("document.body.dataset.state") == "3" and "state=3" in page.evaluate("location.hash")
+    assert "PEL 1-0→c1×1" in page.inner_text("#label")
+    page.screenshot(path=str(tmp_path / "graph.png"))
+    assert (tmp_path / "graph.png").stat().st_size > 10_000

@@ -1,0 +1,1 @@
+"""Self-contained HTML views of traces, divergences and state graphs."""

@@ -1,0 +1,384 @@
+"use strict";
+// The trace page: a time-space diagram (a lane per client, per node), the selected step, the state panel.
+// Every state shown was computed in Python; this script applies the embedded row differences
+// to move between steps and draws them.
+(function () {
+  const D = XSPEC;
+  const steps = D.steps;
+  const N = steps.length + (D.divergence ? 1 : 0);  // the divergence is a step of its own, after the last
+  const ROW = 42, LANE = 190, LEFT = 40;
+  const laneIndex = new Map(D.lanes.map((l, i) => [l.id, i]));
+  const state = new Map();  // row id -> cells, after step `cur`
+  let cur = 0;              // steps applied
+  let sel = 0;              // selected step, 1..N
+  let matches = [], matchAt = -1;
+
+  // ---- diagram rows: the notes before a step, then the step -------------------------------
+  const rows = [];          // {note} | {step: n (1-based)}
+  const rowOfStep = [0];
+  steps.forEach((s, i) => {
+    for (const n of s.n || []) rows.push({note: n});
+    rowOfStep.push(rows.length);
+    rows.push({step: i + 1});
+  });
+  if (D.divergence) { rowOfStep.push(rows.length); rows.push({step: N}); }
+
+  // ---- page skeleton ---------------------------------------------------------------------------
+  const v = D.verdict;
+  const search = el("input", {id: "search", type: "search", placeholder: "search: command, key, ID, consumer",
+                              "aria-label": "search"});
+  const found = el("span", {id: "found", class: "meta"});
+  document.body.append(
+    el("header", null,
+      el("h1", null, D.title),
+      el("span", {class: "meta"}, D.path + " · " + D.server + " · " + D.clock + " clock · " + D.format),
+      el("span", {id: "verdict", class: "verdict-" + v.status}, v.status === "conform" ? "conforms" : v.text.split("\n")[0]),
+      search, found,
+      el("span", {id: "keys"}, "keys: j/↓ next · k/↑ previous · g/G first/last · / search · n/N next/previous match")),
+    el("main", null,
+      el("section", {id: "diagram", tabindex: "0", "aria-label": "time-space diagram"},
+        el("div", {id: "lanes-head"}), el("div", {id: "rows"})),
+      el("section", {id: "detail", "aria-live": "polite"},
+        el("div", {id: "headline"}), el("div", {id: "step"}),
+        el("div", {id: "ruletext", hidden: true}),
+        el("h2", null, "State after this step"), el("div", {id: "state"}))));
+  const diagram = document.getElementById("diagram");
+  const rowsEl = document.getElementById("rows");
+  const head = document.getElementById("lanes-head");
+  head.style.paddingLeft = LEFT + "px";
+  for (const lane of D.lanes) {
+    const node = D.nodes.length > 1 ? el("div", {class: "node"}, lane.node) : null;
+    const h = el("div", {"data-lane": lane.id}, lane.label);
+    if (node) { h.prepend(node, el("br")); }
+    head.append(h);
+  }
+  const width = LEFT + D.lanes.length * LANE + 10;
+  rowsEl.style.height = rows.length * ROW + "px";
+  rowsEl.style.width = width + "px";
+  head.style.width = width + "px";
+  diagram.style.width = Math.min(width + 20, window.innerWidth * 0.52) + "px";
+
+  function laneX(client) { return LEFT + (laneIndex.has(client) ? laneIndex.get(client) : 0) * LANE; }
+
+  // ---- drawing the visible rows of the diagram ---------------------------------------------------
+  let drawn = [-1, -1];
+  function drawDiagram(force, scrolled) {
+    const top = scrolled === undefined ? diagram.scrollTop : scrolled, h = viewHeight;
+    const first = Math.max(0, Math.floor(top / ROW) - 15), last = Math.min(rows.length, Math.ceil((top + h) / ROW) + 15);
+    if (!force && first === drawn[0] && last === drawn[1]) return;
+    drawn = [first, last];
+    const out = [];
+    for (let i = 0; i < D.lanes.length; i++) {
+      const line = el("div", {class: "lane-line"});
+      line.style.left = (LEFT + i * LANE + LANE / 2) + "px";
+      out.push(line);
+    }
+    for (const [client, from, to] of D.spans) {
+      const a = rowOfStep[from + 1], b = to < steps.length ? rowOfStep[to + 1] : rows.length;
+      if (b < first || a > last) continue;
+      const span = el("div", {class: "span", title: "client " + client + " blocked"});
+      span.style.left = (laneX(client) + LANE / 2 - 3) + "px";
+      span.style.top = (a * ROW + ROW / 2) + "px";
+      span.style.height = Math.max(4, (b - a) * ROW) + "px";
+      out.push(span);
+    }
+    for (let r = first; r < last; r++) {
+      const row = rows[r];
+      if (row.note !== undefined) {
+        const n = el("div", {class: "note-row", title: row.note}, "# " + row.note);
+        n.style.top = (r * ROW) + "px"; n.style.width = (width - 10) + "px";
+        out.push(n);
+        continue;
+      }
+      const k = row.step;
+      const num = el("div", {class: "row-num"}, String(k));
+      num.style.top = (r * ROW) + "px";
+      out.push(num);
+      for (const b of stepBoxes(k)) { b.style.top = (r * ROW + 3) + "px"; out.push(b); }
+    }
+    rowsEl.replaceChildren(...out);
+  }
+
+  function stepBoxes(k) {
+    const matched = matches.length && matches.includes(k);
+    if (k > steps.length) {
+      const d = D.divergence;
+      const box = el("div", {class: "box diverge" + (k === sel ? " sel" : "") + (matched ? " hit" : ""), "data-step": k,
+                             title: "diverges here: " + d.message},
+        "✗ " + (d.cmd || d.message), el("span", {class: "r"}, "trace: " + (d.says === null ? "-" : d.says)));
+      place(box, d.client);
+      return [box];
+    }
+    const s = steps[k - 1];
+    let cls = "box";
+    let top = s.cmd || (s.k === "timeout" ? "(timeout)" : s.k === "close" ? "(closes)" : s.k);
+    let bottom = s.b ? "… blocks" : s.r !== undefined ? "‹ " + s.r : "";
+    if (s.k === "timeout") { cls += " timeout"; top = "⏱ times out"; }
+    else if (s.b) cls += " blocked";
+    else if (s.r !== undefined && !s.r.startsWith("(error)")) cls += " ok";
+    if (s.x !== undefined || (s.sv || []).some((e) => e.length > 3)) cls += " bad";
+    if (s.d.length) cls += " changed";
+    if (k === sel) cls += " sel";
+    if (matched) cls += " hit";
+    const box = el("div", {class: cls, "data-step": k, title: top + (bottom ? "\n" + bottom : "")},
+      top, el("span", {class: "r"}, bottom));
+    place(box, s.c);
+    const out = [box];
+    for (const [client, reply] of s.sv || []) {
+      const sv = el("div", {class: "box served" + (k === sel ? " sel" : ""), "data-step": k,
+                            title: "client " + client + " served: " + reply}, "served by this step",
+        el("span", {class: "r"}, "‹ " + reply));
+      place(sv, client);
+      const a = Math.min(laneX(s.c), laneX(client)) + LANE - 8, b = Math.max(laneX(s.c), laneX(client)) + 8;
+      const arrow = el("div", {class: "arrow"});
+      arrow.style.left = a + "px"; arrow.style.width = Math.max(0, b - a) + "px";
+      out.push(sv);
+      out.push(arrow);
+      arrow.style.marginTop = (ROW / 2 - 3) + "px";
+    }
+    return out;
+  }
+
+  function place(box, client) {
+    box.style.left = (laneX(client) + 6) + "px";
+    box.style.width = (LANE - 12) + "px";
+  }
+
+  diagram.addEventListener("scroll", () => requestAnimationFrame(() => drawDiagram(false)));
+  rowsEl.addEventListener("click", (ev) => {
+    const b = ev.target.closest("[data-step]");
+    if (b) select(Number(b.dataset.step));
+  });
+
+  // ---- moving the state between steps: apply or undo a step's row differences ------------------
+  function apply(diff) {
+    for (const [id, kind, after] of diff) { if (kind === "-") state.delete(id); else state.set(id, after); }
+  }
+  function undo(diff) {
+    for (const [id, kind, , before] of diff) { if (kind === "+") state.delete(id); else state.set(id, before); }
+  }
+  function moveTo(k) {
+    const target = Math.min(k, steps.length);
+    while (cur < target) apply(steps[cur++].d);
+    while (cur > target) undo(steps[--cur].d);
+  }
+
+  // ---- the selected step ---------------------------------------------------------------------------
+  const detail = document.getElementById("step");
+  const headline = document.getElementById("headline");
+  const rulebox = document.getElementById("ruletext");
+
+  function ruleLinks(indexes, cls) {
+    return el("div", {class: "rules" + (cls ? " " + cls : "")}, cls ? "also checked: " : "rules: ",
+      ...indexes.map((i) => el("a", {href: "#step=" + sel + "&rule=" + D.rules[i], "data-rule": D.rules[i],
+                                     title: (D.rule_text[D.rules[i]] || {}).text || ""}, D.rules[i])));
+  }
+
+  function when(t) { return t === null || t === undefined ? "" : " · t+" + t + " ms"; }
+
+  function showStep() {
+    if (sel > steps.length) {
+      const d = D.divergence;
+      headline.textContent = "Step " + sel + " of " + N + " · line " + d.line + (d.client === null ? "" : " · client " + d.client) +
+        " · the trace diverges";
+      const allowed = d.allows.length ? d.allows.map((a) => el("pre", null, a)) : [el("pre", null, "(no reply at all)")];
+      detail.replaceChildren(...[
+        d.cmd ? el("div", {class: "cmdline"}, "> " + d.cmd) : null,
+        el("div", {class: "mismatch"}, d.message + (d.where ? " · differs at " + d.where : "")),
+        d.rules.length ? ruleLinks(d.rules) : null,
+        el("div", {class: "side", id: "divergence"},
+          el("div", {class: "says"}, el("h3", null, "the trace says (line " + d.line + ")"), el("pre", null, d.says === null ? "-" : d.says)),
+          el("div", {class: "allows"}, el("h3", null, "the model allows"), ...allowed)),
+        el("div", {class: "meta"}, "No execution of the model explains this event; the state below is the model's after the last step that conforms.")
+      ].filter(Boolean));
+      return;
+    }
+    const s = steps[sel - 1];
+    headline.textContent = "Step " + sel + " of " + N + (s.l ? " · line " + s.l : "") + " · client " + s.c + when(s.t);
+    const parts = [];
+    for (const n of s.n || []) parts.push(el("div", {class: "notes"}, "# " + n));
+    if (s.cmd) parts.push(el("div", {class: "cmdline"}, "> " + s.cmd));
+    if (s.k === "timeout") parts.push(el("div", {class: "reply"}, "client " + s.c + " times out (BLOCK-8)"));
+    if (s.k === "close") parts.push(el("div", {class: "reply"}, "client " + s.c + " closes its connection"));
+    if (s.b) parts.push(el("div", {class: "reply"}, "< (blocks)"));
+    else if (s.r !== undefined) parts.push(el("div", {class: "reply"}, "< " + s.r));
+    if (s.x !== undefined) {
+      parts.push(el("div", {class: "side"},
+        el("div", {class: "says"}, el("h3", null, "the trace says"), el("pre", null, s.x)),
+        el("div", {class: "allows"}, el("h3", null, "the model replies"), el("pre", null, s.r))));
+    }
+    for (const [client, reply, line, expected] of s.sv || []) {
+      parts.push(el("div", {class: "reply"}, "< client " + client + " is served" + (line ? " (line " + line + ")" : "") + ": " + reply));
+      if (expected !== undefined) parts.push(el("div", {class: "mismatch"}, "! the trace says " + expected));
+    }
+    if (s.ru) parts.push(ruleLinks(s.ru));
+    if (s.ch) parts.push(ruleLinks(s.ch, "checked"));
+    const list = el("ul", {class: "changes"});
+    for (const [id, kind, after, before, changed, why] of s.d) {
+      const [table, ...key] = id.split("|");
+      const cols = D.tables[table].columns;
+      let text;
+      if (kind === "+") text = "+ " + table + " " + key.join(" ");
+      else if (kind === "-") text = "- " + table + " " + key.join(" ");
+      else text = "~ " + table + " " + key.join(" ") + ": " +
+        changed.map((i) => cols[i] + " " + show(table, i, before[i], s.t) + " → " + show(table, i, after[i], s.t)).join("; ");
+      if (why.length) text += "  [" + why.map((i) => D.rules[i]).join(", ") + "]";
+      list.append(el("li", {class: kind === "+" ? "add" : kind === "-" ? "del" : "chg"}, text));
+    }
+    if (!s.d.length) list.append(el("li", {class: "empty"}, "no state change"));
+    parts.push(list);
+    detail.replaceChildren(...parts);
+  }
+
+  // A cell as shown: absolute times relative to the step's clock.
+  function show(table, i, value, now) {
+    const t = D.tables[table];
+    if (value === null || value === undefined) {
+      const c = t.columns[i];
+      return c === "deadline" ? "never" : (c === "entries-read" || c === "lag") ? "nil" : "-";
+    }
+    if (t.time.includes(i) && now !== null && now !== undefined) {
+      return t.columns[i] === "deadline" ? "in " + (value - now) + " ms" : (now - value) + " ms";
+    }
+    return String(value);
+  }
+
+  // ---- the state panel ---------------------------------------------------------------------------
+  const SHOWN = 60;
+  const collator = new Intl.Collator(undefined, {numeric: true});
+  const stateEl = document.getElementById("state");
+
+  function drawState() {
+    const s = sel <= steps.length ? steps[sel - 1] : null;
+    const now = s ? s.t : (steps.length ? steps[steps.length - 1].t : null);
+    const marks = new Map();  // row id -> [kind, before, changed]
+    for (const [id, kind, , before, changed] of (s ? s.d : [])) marks.set(id, [kind, before, changed]);
+    const byTable = {};
+    for (const t of Object.keys(D.tables)) byTable[t] = [];
+    for (const [id, cells] of state) byTable[id.slice(0, id.indexOf("|"))].push([id, cells]);
+    for (const [id, [kind, before]] of marks) if (kind === "-") byTable[id.slice(0, id.indexOf("|"))].push([id, before]);
+    const out = [];
+    for (const [name, t] of Object.entries(D.tables)) {
+      let list = byTable[name];
+      if (!list.length) continue;
+      let hidden = 0;
+      if (list.length > SHOWN) {  // the changed rows and the newest others: a big table is not drawn whole
+        const changed = list.filter(([id]) => marks.has(id));
+        const rest = list.filter(([id]) => !marks.has(id)).slice(-(Math.max(SHOWN - changed.length, 0)));
+        hidden = list.length - changed.length - rest.length;
+        list = changed.concat(rest);
+      }
+      list.sort((a, b) => collator.compare(a[0], b[0]));
+      const table = el("table", {class: "state", "data-table": name});
+      table.append(el("tr", null, ...t.keys.map((k) => el("th", {class: "key"}, k)), ...t.columns.map((c) => el("th", null, c))));
+      for (const [id, cells] of list) {
+        const mark = marks.get(id);
+        const kind = mark ? mark[0] : null;
+        const tr = el("tr", {"data-row": id, "data-mark": kind === "+" ? "add" : kind === "-" ? "del" : kind === "~" ? "chg" : null,
+                             class: kind === "+" ? "add" : kind === "-" ? "del" : null});
+        for (const k of id.split("|").slice(1)) tr.append(el("td", {class: "key"}, k));
+        cells.forEach((value, i) => {
+          const changed = kind === "~" && mark[2].includes(i);
+          const td = el("td", {"data-col": t.columns[i], class: changed ? "chg" : null}, show(name, i, value, now));
+          if (changed) td.append(" ", el("span", {class: "was"}, "(was " + show(name, i, mark[1][i], now) + ")"));
+          tr.append(td);
+        });
+        table.append(tr);
+      }
+      out.push(el("h2", null, t.title + (hidden ? " (" + hidden + " unchanged rows not shown)" : "")), table);
+    }
+    if (!out.length) out.push(el("div", {class: "empty"}, "empty: no keys, no blocked clients"));
+    stateEl.replaceChildren(...out);
+  }
+
+  // ---- selection, keyboard, search, fragment ----------------------------------------------------------
+  let viewHeight = diagram.clientHeight || 800;
+  window.addEventListener("resize", () => { viewHeight = diagram.clientHeight || 800; drawDiagram(true); });
+
+  function select(k, keepRule) {
+    sel = Math.max(1, Math.min(N, k));
+    // Scroll first, while the layout is clean: reading it after the panels change would lay the page out twice.
+    const top = rowOfStep[sel] * ROW, h = viewHeight;
+    let scroll = diagram.scrollTop;
+    if (top < scroll + 30 || top + ROW > scroll + h) {
+      scroll = Math.max(0, top - h / 3);
+      diagram.scrollTop = scroll;
+    }
+    moveTo(sel);
+    showStep();
+    drawState();
+    drawDiagram(true, scroll);
+    if (!keepRule) rulebox.hidden = true;
+    writeFragment({step: sel, rule: keepRule || null});
+    document.body.dataset.step = String(sel);
+  }
+
+  function searchText(k) {
+    if (k > steps.length) { const d = D.divergence; return [d.cmd, d.says, ...d.allows].join(" ").toLowerCase(); }
+    const s = steps[k - 1];
+    return [s.cmd, s.r, s.x, ...(s.sv || []).map((e) => e[1]), ...s.d.map((d) => d[0].replace(/\|/g, " ")),
+            ...(s.n || [])].filter(Boolean).join(" ").toLowerCase();
+  }
+  function runSearch() {
+    const q = search.value.trim().toLowerCase();
+    matches = [];
+    if (q) for (let k = 1; k <= N; k++) if (searchText(k).includes(q)) matches.push(k);
+    matchAt = -1;
+    found.textContent = q ? matches.length + " steps match" : "";
+    drawDiagram(true);
+  }
+  function nextMatch(dir) {
+    if (!matches.length) return;
+    let i = matches.findIndex((k) => (dir > 0 ? k > sel : k >= sel));
+    if (dir > 0) i = i < 0 ? 0 : i; else i = (i < 0 ? matches.length : i) - 1;
+    if (i < 0) i = matches.length - 1;
+    matchAt = i;
+    found.textContent = (i + 1) + "/" + matches.length + " matching steps";
+    select(matches[i]);
+  }
+  search.addEventListener("input", runSearch);
+  search.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") { ev.preventDefault(); nextMatch(ev.shiftKey ? -1 : 1); }
+    else if (ev.key === "Escape") { search.blur(); }
+  });
+
+  document.addEventListener("keydown", (ev) => {
+    if (typing(ev) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const k = ev.key;
+    if (k === "j" || k === "ArrowDown" || k === "ArrowRight") select(sel + 1);
+    else if (k === "k" || k === "ArrowUp" || k === "ArrowLeft") select(sel - 1);
+    else if (k === "g" || k === "Home") select(1);
+    else if (k === "G" || k === "End") select(N);
+    else if (k === "/") search.focus();
+    else if (k === "n") nextMatch(1);
+    else if (k === "N") nextMatch(-1);
+    else return;
+    ev.preventDefault();
+  });
+
+  document.getElementById("detail").addEventListener("click", (ev) => {
+    const a = ev.target.closest("a[data-rule]");
+    if (!a) return;
+    ev.preventDefault();
+    ruleBox(rulebox, a.dataset.rule);
+    writeFragment({step: sel, rule: a.dataset.rule});
+  });
+
+  function fromFragment() {
+    const f = readFragment();
+    const k = Number(f.step);
+    select(Number.isFinite(k) && k >= 1 ? k : (D.divergence ? N : 1), f.rule);
+    if (f.rule) ruleBox(rulebox, f.rule);
+  }
+  window.addEventListener("hashchange", () => {
+    const f = readFragment();
+    if (Number(f.step) !== sel) fromFragment();
+  });
+  if (!N) {
+    document.getElementById("headline").textContent = "No steps: " + (D.note || "");
+    drawState();
+  } else {
+    fromFragment();
+  }
+  window.xspecView = {select, get step() { return sel; }, steps: N, readyAt: performance.now()};
+})();

@@ -1,0 +1,282 @@
+"""The data of a trace page: the model's state at every step of the checker's witness, as rows.
+
+The states are computed here, in Python, by ``xspec explain``'s replay
+(:func:`xspec.traces.check.explain.explain`): the checker's witness is run again on a
+fresh model and the state is snapshotted after every step. The page's script only
+draws what this module embeds; it applies each step's row differences to move
+between steps and never evaluates a command.
+
+The data is one JSON object (:func:`trace_page_data`):
+
+* ``lanes``: one lane per client, each on a ``node`` (``nodes`` lists them; a single-server
+  trace has one node, ``server``, and no ``links``). A multi-node trace adds nodes, lanes per
+  node and ``links`` between steps (replication, faults) without changing the rest.
+* ``tables``: per state table its title and columns (key columns first); ``time`` lists
+  the columns that hold absolute times (shown relative to the step's clock).
+* ``steps``: per step its kind, client (lane), trace line, clock (ms since the first
+  reading), command and reply text, the trace's reply when it differs, whether it blocked,
+  the blocked clients it served, the rules that changed state or decided an error
+  (``rules``) and every other rule whose lines ran (``checked``), as indexes into
+  ``rules``, the notes before it, and ``diff``: the rows it added, removed or changed.
+* ``diff`` rows are ``[row id, "+"|"-"|"~", cells after, cells before, changed column
+  indexes, rule indexes]``: enough to go forwards and backwards.
+* ``divergence``: for a trace no execution explains, the event, what the trace says and
+  what the model allows there.
+* ``rules``: the ids referred to, ``rule_text`` their text from the rule index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from xspec.spec.resp import show
+from xspec.spec.rule_index import load_index
+from xspec.spec.trace_format import Call, Send, Trace
+from xspec.traces.check.explain import (
+    KEY_COLUMNS,
+    TABLES,
+    TIME_COLUMNS,
+    TITLES,
+    Change,
+    Explanation,
+    Step,
+    explain,
+)
+from xspec.traces.check.witness import Witness
+
+REPLY_CHARS = 4000
+"""A reply longer than this is cut in the page (the length is said): a 10,000-entry XRANGE
+would otherwise weigh more than the rest of the page."""
+
+TABLE_ORDER = ("keys", "entries", "groups", "pending", "consumers", "clients")
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "backslashreplace")
+
+
+def _part(v: Any) -> str:
+    return _text(v) if isinstance(v, bytes) else str(v)
+
+
+def row_id(row: tuple[Any, ...]) -> str:
+    """``pending|orders|workers|1-0``: a state row's key as text (db 0 omitted, other dbs as ``db1:key``)."""
+    table = row[0]
+    if table == "clients":
+        return f"clients|{row[1]}"
+    db, key, *rest = row[1:]
+    name = _text(key) if db == 0 else f"db{db}:{_text(key)}"
+    return "|".join([table, name, *(_part(r) for r in rest)])
+
+
+def _cell(column: str, value: Any, start: int) -> Any:
+    if value is None:
+        return None
+    if column in TIME_COLUMNS:
+        return int(value) - start
+    if column == "fields":
+        return " ".join(_text(f) if isinstance(f, bytes) else str(f) for f in value)
+    if isinstance(value, bytes):
+        return _text(value)
+    if isinstance(value, (int, str)):
+        return value
+    return str(value)
+
+
+def row_cells(row: tuple[Any, ...], values: tuple[Any, ...], start: int) -> list[Any]:
+    """The value cells of a state row, as the page shows them (times in ms since ``start``)."""
+    return [_cell(c, v, start) for c, v in zip(TABLES[row[0]], values, strict=True)]
+
+
+def command_text(argv: Sequence[bytes] | None) -> str:
+    if not argv:
+        return ""
+    return " ".join(_quote(_text(a)) for a in argv)
+
+
+def _quote(s: str) -> str:
+    if s and all(ch.isalnum() or ch in "-_.:$>*+()=~#@/" for ch in s):
+        return s
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _cut(s: str) -> str:
+    if len(s) <= REPLY_CHARS:
+        return s
+    return s[:REPLY_CHARS] + f" … ({len(s)} characters in all)"
+
+
+class _Rules:
+    """Rule ids interned as indexes into one list, with their text."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.at: dict[str, int] = {}
+
+    def __call__(self, rules: Sequence[str]) -> list[int]:
+        out = []
+        for r in rules:
+            i = self.at.get(r)
+            if i is None:
+                i = self.at[r] = len(self.ids)
+                self.ids.append(r)
+            out.append(i)
+        return out
+
+    def texts(self) -> dict[str, dict[str, str]]:
+        index = load_index()
+        out = {}
+        for r in self.ids:
+            rule = index.rules.get(r)
+            if rule is not None:
+                out[r] = {"title": rule.title, "text": rule.text, "at": rule.defined_at}
+        return out
+
+
+def _diff(before: dict[tuple[Any, ...], tuple[Any, ...]], after: dict[tuple[Any, ...], tuple[Any, ...]],
+          step: Step, start: int, rules: _Rules) -> list[list[Any]]:
+    """The rows a step added, removed or changed, each with the rules behind it (from explain's changes)."""
+    by_row: dict[tuple[str, str], Change] = {}
+    for c in step.changes:
+        by_row[(c.table, "|".join(str(v) for v in c.row.values()))] = c
+    out: list[list[Any]] = []
+    moved = [r for r, v in after.items() if before.get(r) != v] + [r for r in before if r not in after]
+    for row in sorted(moved, key=repr):
+        old, new = before.get(row), after.get(row)
+        rid = row_id(row)
+        table, _, rest = rid.partition("|")
+        change = by_row.get((table, rest))
+        if old is None:
+            assert new is not None
+            out.append([rid, "+", row_cells(row, new, start), None, [], rules(change.rules if change else [])])
+        elif new is None:
+            out.append([rid, "-", None, row_cells(row, old, start), [], rules(change.rules if change else [])])
+        else:
+            columns = TABLES[row[0]]
+            changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+            per_column = change.column_rules if change else {}
+            why: list[str] = []
+            for i in changed:
+                for r in per_column.get(columns[i], []):
+                    if r not in why:
+                        why.append(r)
+            out.append([rid, "~", row_cells(row, new, start), row_cells(row, old, start), changed, rules(why)])
+    return out
+
+
+def explanation_data(e: Explanation, dialect: str | None = None) -> dict[str, Any]:
+    """The page data of an explanation of a trace under ``dialect`` (None: its header's; see the module docstring)."""
+    trace = e.trace
+    start = e.start or 0
+    rules = _Rules()
+    lanes: list[int] = []
+    steps: list[dict[str, Any]] = []
+    before: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    blocked_at: dict[int, int] = {}  # client -> index of the step where it blocked
+    spans: list[list[int]] = []  # [client, from step, to step]
+    for n, s in enumerate(e.steps):
+        if s.client not in lanes:
+            lanes.append(s.client)
+        item: dict[str, Any] = {"k": s.kind, "c": s.client, "l": s.line,
+                                "t": None if s.now is None else s.now - start}
+        if s.command is not None:
+            item["cmd"] = command_text(s.command)
+        if s.blocked:
+            item["b"] = 1
+            blocked_at[s.client] = n
+        elif s.reply is not None:
+            item["r"] = _cut(show(s.reply))
+        if s.kind == "timeout" and s.client in blocked_at:
+            spans.append([s.client, blocked_at.pop(s.client), n])
+        if not s.matches and s.expected is not None:
+            item["x"] = _cut(show(s.expected))
+        if s.served:
+            item["sv"] = []
+            for sv in s.served:
+                if sv.client not in lanes:
+                    lanes.append(sv.client)
+                entry: list[Any] = [sv.client, _cut(show(sv.reply)), sv.line]
+                if not sv.matches and sv.expected is not None:
+                    entry.append(_cut(show(sv.expected)))
+                item["sv"].append(entry)
+                if sv.client in blocked_at:
+                    spans.append([sv.client, blocked_at.pop(sv.client), n])
+        if s.rules:
+            item["ru"] = rules(s.rules)
+        others = [r for r in s.checked if r not in s.rules]
+        if others:
+            item["ch"] = rules(others)
+        if s.notes:
+            item["n"] = s.notes
+        item["d"] = _diff(before, s.state, s, start, rules)
+        before = s.state
+        steps.append(item)
+    for client, n in blocked_at.items():  # still blocked when the trace ends
+        spans.append([client, n, len(steps)])
+    data: dict[str, Any] = {
+        "kind": "trace",
+        "title": trace.header.title or Path(trace.path).name,
+        "path": trace.path,
+        "server": f"{trace.header.server_name} {trace.header.server_version}",
+        "clock": trace.header.clock,
+        "format": "trace/1",
+        "note": e.note,
+        "verdict": {"status": e.verdict.status, "event": e.verdict.event, "message": e.verdict.message,
+                    "text": e.verdict.describe()},
+        "nodes": [{"id": "server", "label": f"{trace.header.server_name} {trace.header.server_version}"}],
+        "lanes": [{"id": c, "node": "server", "label": f"client {c}"} for c in lanes],
+        "links": [],
+        "tables": {t: {"title": TITLES[t], "keys": list(KEY_COLUMNS[t]),
+                       "columns": [TIME_COLUMNS.get(c, c) for c in TABLES[t]],
+                       "time": [i for i, c in enumerate(TABLES[t]) if c in TIME_COLUMNS]} for t in TABLE_ORDER},
+        "steps": steps,
+        "spans": spans,
+        "divergence": _divergence(e, rules, dialect),
+    }
+    data["rules"] = rules.ids
+    data["rule_text"] = rules.texts()
+    return data
+
+
+def _divergence(e: Explanation, rules: _Rules, dialect: str | None) -> dict[str, Any] | None:
+    v = e.verdict
+    if v.status == "conform":
+        return None
+    d = v.witness.divergence if v.witness is not None else None
+    event = v.event
+    argv = d.argv if d is not None else None
+    if argv is None and event is not None and 0 < event <= len(e.trace.events):
+        ev = e.trace.events[event - 1]
+        if isinstance(ev, (Call, Send)):
+            argv = ev.cmd
+    client = None
+    if event is not None and 0 < event <= len(e.trace.events):
+        client = getattr(e.trace.events[event - 1], "c", None)
+    says = None if d is None or d.got is None else show(d.got)
+    if says is None and v.got is not None:
+        says = show(v.got)
+    allows = list(d.allowed_text or [show(a) for a in d.allowed]) if d is not None else list(
+        v.allowed_text or [show(a) for a in v.allowed])
+    where, rule = "", ""
+    if v.status == "diverge":
+        from xspec.traces.check.report import diagnose
+        from xspec.traces.fuzz.fuzzer import reply_difference  # hypothesis: imported only for a divergence
+
+        diagnosis = diagnose(e.trace, dialect, v)
+        rule = diagnosis.cause.rule
+        if diagnosis.got is not None and diagnosis.allowed_reply is not None:
+            where = reply_difference(diagnosis.got, diagnosis.allowed_reply)
+    return {"status": v.status, "event": event, "line": None if event is None else event + 1, "client": client,
+            "cmd": command_text(argv), "message": v.message, "says": says, "allows": allows, "where": where,
+            "rules": rules([rule] if rule else [])}
+
+
+def trace_page_data(trace: Trace, dialect: str | None = None, witness: Witness | None = None) -> dict[str, Any]:
+    """Replay ``trace`` on the model along the checker's witness (or ``witness``, an execution known
+    to explain it) and return the page data."""
+    return explanation_data(explain(trace, dialect, witness), dialect)
+
+
+__all__ = ["explanation_data", "row_cells", "row_id", "trace_page_data"]
