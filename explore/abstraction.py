@@ -37,7 +37,7 @@ from xspec.models.clock import Instant, ManualClock
 from xspec.models.layout import NodeLayout
 from xspec.models.ordered import LazySortedDict
 from xspec.models.server import Server
-from xspec.models.state import Client, Consumer, Group, Nack, Stream
+from xspec.models.state import Client, Consumer, Group, Nack, Stream, Value
 from xspec.spec.dialect import REDIS_70, Dialect
 from xspec.spec.limits import NUM_DATABASES
 
@@ -501,9 +501,9 @@ class Abstraction:
             config = self.number(tuple(sorted(server.config.items())))
         return (self.number((dbs, tuple(clients), server.errno, config)), tuple(ages))
 
-    def _value_key(self, v: Stream | bytes, now: int, ages: list[int], sources: list[int] | None) -> Any:
+    def _value_key(self, v: Value, now: int, ages: list[int], sources: list[int] | None) -> Any:
         if not isinstance(v, Stream):
-            return v
+            return v if isinstance(v, bytes) else v.freeze()
         cap = self.horizon_ms
         count_cap = self.count_cap
         labels = self._labels

@@ -4,7 +4,20 @@ Importing the package registers every command family's handlers with the
 dispatcher in :mod:`.server`.
 """
 
-from xspec.models import admin, generic, groups, info, reads, streams, transactions  # noqa: F401
+from xspec.models import (  # noqa: F401  # noqa: F401
+    admin,
+    dump,  # noqa: F401
+    functions,
+    generic,
+    groups,
+    info,
+    lists,
+    reads,
+    replication,  # noqa: F401
+    sets,
+    streams,
+    transactions,
+)
 from xspec.models.clock import Clock, Duration, Instant, ManualClock
 from xspec.models.server import Outcome, Server
 from xspec.spec.dialect import DIALECTS, Dialect, get_dialect

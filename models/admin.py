@@ -22,7 +22,7 @@ from xspec.models.server import Call, CommandError, Server, command
 from xspec.models.state import Client
 from xspec.models.transactions import discard_transaction
 from xspec.spec import commands as table
-from xspec.spec.config import CONFIG_DEFAULTS, MEMORY_UNITS
+from xspec.spec.config import MEMORY_UNITS
 from xspec.spec.dialect import Dialect
 from xspec.spec.errors import (
     AUTH_WITHOUT_PASSWORD,
@@ -44,7 +44,7 @@ from xspec.spec.errors import (
     unknown_client_type,
 )
 from xspec.spec.glob import pattern_matches
-from xspec.spec.help import CLIENT_HELP, CONFIG_HELP
+from xspec.spec.help import CLIENT_HELP, CLIENT_HELP_72, CLIENT_HELP_74, CONFIG_HELP
 from xspec.spec.ids import I64_MAX, U64_MAX, c_string, parse_ll, strtoull
 from xspec.spec.info import INFO_ALL_SECTIONS, INFO_DEFAULT_SECTIONS, INFO_FIELDS, INFO_SECTION_TITLES
 from xspec.spec.limits import NUM_DATABASES
@@ -330,6 +330,10 @@ def info_text(server: Server, sections: list[str]) -> str:
     parts = []
     for section in sections:
         lines = [f"# {titles[section]}"]
+        if section == "replication" and server.node is not None:  # REPL-15: a node of a deployment
+            from xspec.models.replication import info_replication
+            parts.append(info_replication(server))
+            continue
         if section == "keyspace":  # INFO-3
             for dbid in range(NUM_DATABASES):
                 if server.dbs[dbid]:
@@ -352,12 +356,12 @@ def info(call: Call) -> Reply:
 
 # -- CONFIG --------------------------------------------------------------------------
 # The parameters the model can change with CONFIG SET.
-_SETTABLE = ("stream-node-max-entries", "stream-node-max-bytes", "requirepass")
+_SETTABLE: tuple[str, ...] = ("stream-node-max-entries", "stream-node-max-bytes", "requirepass")
 _RANGE_ERROR = CONFIG_RANGE.format(0, I64_MAX)
 
 
 def config_value(server: Server, name: str) -> str:
-    return server.config.get(name, CONFIG_DEFAULTS.get(name, ""))
+    return server.config.get(name, server.dialect.config_known().get(name, ""))
 
 
 @command("config|get")
@@ -367,10 +371,11 @@ def config_get(call: Call) -> Reply:
         text = c_string(arg).decode("latin-1")
         # CONFIG-1: a plain name is looked up as given; CONFIG-DIALECT-2: 6.2 matches it as a pattern
         if call.server.dialect.config_get_plain_names and not any(ch in text for ch in "[*?"):
-            if text.lower() in CONFIG_DEFAULTS and text.lower() not in matches:
+            if text.lower() in call.server.dialect.config_known() and text.lower() not in matches:
                 matches[text.lower()] = (text, config_value(call.server, text.lower()))
             continue
-        for name in CONFIG_DEFAULTS:  # CONFIG-2: a pattern matches names case-insensitively
+        # CONFIG-2: a pattern matches names case-insensitively; CONFIG-DIALECT-3: the dialect's names
+        for name in call.server.dialect.config_listed():
             if name not in matches and pattern_matches(c_string(arg), name.encode(), nocase=True):
                 matches[name] = (name, config_value(call.server, name))
     # CONFIG-3: the pairs come in hash-table order, which the model does not
@@ -413,6 +418,22 @@ _PARSERS: dict[str, Callable[[bytes], int | str]] = {
     "stream-node-max-entries": _parse_integer, "stream-node-max-bytes": _parse_memory, "requirepass": _parse_string}
 
 
+def _parse_yes_no(value: bytes) -> str:
+    text = c_string(value).decode("latin-1").lower()
+    if text not in ("yes", "no"):
+        raise ValueError("argument must be 'yes' or 'no'")
+    return text
+
+
+# Replication settings (spec/rules/replication.md, REPL-10, REPL-11, REPL-13); the model reads them
+# from the server's configuration when it needs them.
+_SETTABLE = (*_SETTABLE, "min-replicas-to-write", "min-replicas-max-lag", "replica-read-only",
+             "repl-ping-replica-period", "repl-backlog-size", "replica-priority")
+_PARSERS.update({"min-replicas-to-write": _parse_integer, "min-replicas-max-lag": _parse_integer,
+                 "replica-read-only": _parse_yes_no, "repl-ping-replica-period": _parse_integer,
+                 "repl-backlog-size": _parse_memory, "replica-priority": _parse_integer})
+
+
 @command("config|set")
 def config_set(call: Call) -> Reply:
     argv = call.argv
@@ -423,7 +444,7 @@ def config_set(call: Call) -> Reply:
     seen: set[str] = set()
     legacy = not call.server.dialect.subcommand_table
     for n in names:  # CONFIG-5: the first unknown or repeated name is the error
-        if n.lower() not in CONFIG_DEFAULTS:
+        if n.lower() not in call.server.dialect.config_known():  # CONFIG-DIALECT-3
             if legacy:  # CONFIG-DIALECT-1
                 raise CommandError(config_unsupported_parameter(n.encode("latin-1")))
             raise CommandError(config_unknown_parameter(n.encode("latin-1")))  # latin-1 gives back the bytes
@@ -467,7 +488,11 @@ def _help(call: Call, lines: str) -> Reply:
 
 @command("client|help")
 def client_help(call: Call) -> Reply:
-    return _help(call, CLIENT_HELP)  # CLIENT-11
+    # CLIENT-11; CLIENT-DIALECT-2: 7.2 and 7.4 add lines (other dialects' texts are "unsupported")
+    return _help(call, _CLIENT_HELP_TEXTS.get(call.server.dialect.help_texts, CLIENT_HELP))
+
+
+_CLIENT_HELP_TEXTS = {"7.2": CLIENT_HELP_72, "7.4": CLIENT_HELP_74}
 
 
 @command("config|help")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from xspec.models.cerrno import note_strtoull
 from xspec.models.clock import Duration, Instant
 from xspec.models.server import Call, CommandError, Server, command
-from xspec.models.state import Stream, Value, type_name
+from xspec.models.state import ListValue, Stream, Value, type_name
 from xspec.spec import commands as table
 from xspec.spec.errors import DB_OUT_OF_RANGE, INT_OUT_OF_RANGE, INVALID_CURSOR, INVALID_FIRST_DB, INVALID_SECOND_DB
 from xspec.spec.glob import matching_keys
@@ -116,10 +116,11 @@ def signal_streams_lost(server: Server, emptied: int, replaced_with: int | None)
 
 
 def signal_streams_present(server: Server, dbid: int) -> None:
-    """``scanDatabaseForReadyKeys``: every blocked-on key that holds a stream is ready."""
-    present = [key for db, key in server.blocking if db == dbid and isinstance(server.dbs[db].get(key), Stream)]
+    """``scanDatabaseForReadyKeys``: every blocked-on key that holds a stream (or a list) is ready."""
+    present = [key for db, key in server.blocking
+               if db == dbid and isinstance(server.dbs[db].get(key), Stream | ListValue)]
     for key in scan_order(server, dbid, present):  # SWAPDB-8
-        server.signal_ready(dbid, key)
+        server.signal_ready(dbid, key, type_name(server.dbs[dbid][key]))
 
 
 def scan_order(server: Server, dbid: int, keys: list[bytes]) -> list[bytes]:
@@ -237,8 +238,8 @@ def rename(call: Call) -> Reply:
     if old is not None:  # RENAME-3: the destination is deleted first
         call.deleted(dst, old)
     call.db[dst] = value
-    if isinstance(value, Stream):  # RENAME-3: dbAdd signals a stream as ready
-        call.ready(dst)
+    if isinstance(value, Stream | ListValue):  # RENAME-3: dbAdd signals a stream (or a list) as ready
+        call.ready(dst, type_name(value))
     del call.db[src]
     call.deleted(src, value)
     call.modified(src)  # RENAME-4
@@ -394,7 +395,7 @@ def get_value(call: Call, key: bytes) -> Reply:
     v = call.db.get(key)
     if v is None:
         return NULL_BULK
-    if isinstance(v, Stream):
+    if not isinstance(v, bytes):
         raise CommandError(table.WRONGTYPE)
     return Bulk(v)
 

@@ -65,7 +65,8 @@ class _Node:
     is disordered, and is None before.
     """
 
-    __slots__ = ("master", "master_fields", "ids", "dead", "head", "live", "deleted", "body_bytes", "values")
+    __slots__ = ("master", "master_fields", "ids", "dead", "head", "live", "deleted", "body_bytes", "values",
+                 "stored")
 
     def __init__(self, master: StreamID, master_fields: tuple[bytes, ...]) -> None:
         self.master = master
@@ -79,6 +80,8 @@ class _Node:
         self.body_bytes = (LISTPACK_OVERHEAD + int_element_size(len(master_fields))
                            + sum(map(element_size, master_fields)) + _MASTER_TERMINATOR_SIZE)
         self.values: list[Fields | None] | None = None
+        # Every entry's fields as the listpack keeps them, tombstones included (DUMP writes them).
+        self.stored: list[Fields] = []
 
     def lp_bytes(self) -> int:
         """lpBytes: the listpack's total size."""
@@ -108,11 +111,13 @@ class _Node:
         twin.deleted = self.deleted
         twin.body_bytes = self.body_bytes
         twin.values = None if self.values is None else self.values.copy()
+        twin.stored = self.stored.copy()
         return twin
 
     def freeze(self) -> Hashable:
         return (self.master, self.master_fields, tuple(self.ids), tuple(self.dead),
-                self.live, self.deleted, self.body_bytes, None if self.values is None else tuple(self.values))
+                self.live, self.deleted, self.body_bytes, None if self.values is None else tuple(self.values),
+                tuple(self.stored))
 
 
 class EntryWalk:
@@ -304,6 +309,7 @@ class NodeLayout:
         tail.dead.append(False)
         if tail.values is not None:
             tail.values.append(fields)
+        tail.stored.append(fields)
         tail.live += 1
         self._length += 1
 
@@ -427,6 +433,46 @@ class NodeLayout:
         del self._nodes[at]
         if not self._nodes and not self.lost:
             self.disordered = False  # nothing out of order is left
+
+    # -- DUMP and RESTORE (spec/rules/dump.md) ------------------------------------------
+
+    def dump_nodes(self) -> list[tuple[StreamID, list[tuple[StreamID, Fields, bool]]]]:
+        """Each node's master and its entries in listpack order: (ID, fields, deleted) (DUMP-3)."""
+        return [(n.master, list(zip(n.ids, n.stored, n.dead, strict=True))) for n in self._nodes]
+
+    @classmethod
+    def restored(cls, nodes: list[tuple[StreamID, list[tuple[StreamID, Fields, bool]]]],
+                 lp_bytes: list[int]) -> NodeLayout:
+        """The layout of nodes loaded from an RDB value (RESTORE-8): ``nodes`` in master order, as
+        :meth:`dump_nodes` gives them, and each node's listpack size. The layout is disordered when
+        IDs do not ascend strictly along the walk (LAYOUT-1)."""
+        layout = cls()
+        previous: StreamID | None = None
+        for (master, entries), size in zip(nodes, lp_bytes, strict=True):
+            names = entries[0][1][0::2] if entries else ()
+            node = _Node(master, names)
+            for entry_id, fields, dead in entries:
+                if previous is not None and entry_id <= previous:
+                    layout.disordered = True
+                previous = entry_id
+                node.ids.append(entry_id)
+                node.dead.append(dead)
+                node.stored.append(fields)
+                if dead:
+                    node.deleted += 1
+                else:
+                    node.live += 1
+            while node.head < len(node.dead) and node.dead[node.head]:
+                node.head += 1
+            node.body_bytes = size - node.lp_bytes() + node.body_bytes
+            layout._masters.append(master)
+            layout._nodes.append(node)
+            layout._rax.insert(rax_key(master))
+            layout._length += node.live
+        if layout.disordered:
+            for node in layout._nodes:
+                node.values = [None if dead else fields for fields, dead in zip(node.stored, node.dead, strict=True)]
+        return layout
 
     # -- state -------------------------------------------------------------------
 

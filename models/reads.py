@@ -31,6 +31,7 @@ from xspec.spec.errors import (
     GT_IN_XREAD,
     MISSING_GROUP,
     NOACK_IN_XREAD,
+    PLUS_AT_ZERO_LAST_ID,
     PLUS_IN_XREADGROUP,
     TIMEOUT_NEGATIVE,
     TIMEOUT_NOT_INTEGER,
@@ -181,6 +182,9 @@ def check_streams(call: Call, opts: ReadOptions) -> list[StreamRead]:
         elif token == b"+" and call.server.dialect.xread_plus_id:  # XREAD-DIALECT-2
             if opts.group is not None:
                 raise CommandError(PLUS_IN_XREADGROUP)
+            if (stream is not None and stream.last_id == MIN_ID
+                    and call.server.dialect.xread_plus_zero_last_id_error):  # XREAD-DIALECT-4
+                raise CommandError(PLUS_AT_ZERO_LAST_ID)
             # the last entry: what follows the ID before last-generated-id (0-0 without entries)
             after = MIN_ID if stream is None or not stream.length else predecessor(stream.last_id) or MIN_ID
         elif token == b">":

@@ -20,7 +20,7 @@ from errno import EAGAIN
 from typing import Any
 
 from xspec.models.clock import Clock, Duration, Instant, ManualClock
-from xspec.models.state import BlockState, Client, Stream, Value, freeze_value
+from xspec.models.state import BlockState, Client, ListValue, Stream, Value, freeze_value
 from xspec.spec import commands as table
 from xspec.spec.dialect import REDIS_70, Dialect
 from xspec.spec.errors import NOAUTH, NOT_ALLOWED_IN_MULTI, exec_aborted
@@ -124,9 +124,12 @@ class Call:
         """``signalModifiedKey``: WATCHers of the key will fail their EXEC."""
         self.server.touch_watched(self.client.db, key)
 
-    def ready(self, key: bytes) -> None:
-        """``signalKeyAsReady``: clients blocked on the key get a chance to be served."""
-        self.server.signal_ready(self.client.db, key)
+    def ready(self, key: bytes, kind: str = "stream") -> None:
+        """``signalKeyAsReady``: clients blocked on the key get a chance to be served.
+
+        ``kind`` is the type of the value that made the key ready (``stream`` or ``list``).
+        """
+        self.server.signal_ready(self.client.db, key, kind)
 
     def deleted(self, key: bytes, old: Value | None = None) -> None:
         """A key was removed or overwritten (DEL, SET, FLUSH...): watchers and blocked readers learn.
@@ -155,7 +158,7 @@ class Call:
     # -- blocking -------------------------------------------------------------------
     def block(self, keys: list[bytes], timeout_ms: Duration, payload: Any,
               serve: Callable[..., Reply | None], timeout_reply: Reply | None = None,
-              *, read_at: Instant | None = None) -> _Blocked:
+              *, read_at: Instant | None = None, kind: str = "stream") -> _Blocked:
         """Block the client on ``keys`` (FIFO per key); ``timeout_ms`` 0 blocks forever.
 
         A key named twice is waited on once. Like 7.0's ``getTimeoutFromObjectOrReply``
@@ -171,7 +174,7 @@ class Call:
         self.client.blocked = BlockState(
             keys=keys, db=self.client.db, deadline=deadline, timeout_ms=timeout_ms,
             argv=list(self.argv), payload=payload, serve=serve,
-            timeout_reply=NullArray() if timeout_reply is None else timeout_reply)
+            timeout_reply=NullArray() if timeout_reply is None else timeout_reply, kind=kind)
         for k in dict.fromkeys(keys):
             self.server.blocking.setdefault((self.client.db, k), []).append(self.client.id)
         return BLOCKED
@@ -207,6 +210,8 @@ class Server:
         # None: always the first, the canonical order; the conformance checker
         # installs its search here so that every alternative is explored.
         self.chooser: Callable[[int], int] | None = None
+        # The deployment node this server is one of (models/replication.py); None on its own.
+        self.node: Any = None
 
     # -- configuration -------------------------------------------------------
     def config_int(self, name: str) -> int:
@@ -293,6 +298,10 @@ class Server:
             return self._reject(c, table.arity_error(spec), spec)
         if self.unauthenticated and self.auth_required(c, spec):  # DISPATCH-8
             return self._reject(c, NOAUTH, spec)
+        if self.node is not None:  # REPL-10, REPL-11: NOREPLICAS and READONLY come before queuing
+            refusal = self.node.deployment.refuse(self.node, c, spec)
+            if refusal is not None:
+                return self._reject(c, refusal, spec)
         name = spec.fullname
         if c.in_multi and name not in table.RUN_INSIDE_MULTI:
             if "no_multi" in spec.flags:  # DISPATCH-3
@@ -414,9 +423,14 @@ class Server:
                 c.dirty_cas = True
 
     # -- blocking ---------------------------------------------------------------
-    def signal_ready(self, db: int, key: bytes) -> None:
-        """``signalKeyAsReady``: queue ``key`` once, if a client is blocked on it (BLOCK-2)."""
-        if self.blocking and (db, key) in self.blocking:
+    def signal_ready(self, db: int, key: bytes, kind: str = "stream") -> None:
+        """``signalKeyAsReady``: queue ``key`` once, if a client is blocked on it (BLOCK-2).
+
+        A value of type ``kind`` queues it only while some client, on any key,
+        waits for that type (BLIST-9).
+        """
+        if self.blocking and (db, key) in self.blocking and any(
+                c.blocked is not None and c.blocked.kind == kind for c in self.clients.values()):
             self.ready_keys[(db, key)] = None
 
     def signal_deleted(self, db: int, key: bytes) -> None:
@@ -441,7 +455,7 @@ class Server:
         while self.ready_keys:
             for db, key in list(self.ready_keys):
                 del self.ready_keys[(db, key)]
-                for cid in list(self.blocking.get((db, key), ())):
+                for cid in self._serving_order(db, key):
                     c = self.clients.get(cid)
                     if c is None or c.blocked is None or cid not in self.blocking.get((db, key), ()):
                         continue
@@ -462,6 +476,25 @@ class Server:
                         self._unblock(c)
                     out.served.append((cid, self._render(c, r)))
                     out.propagated.extend(self._wrap(ops))
+
+    def _serving_order(self, db: int, key: bytes) -> list[int]:
+        """The clients blocked on ``key`` that its handling tries, in order (BLIST-9).
+
+        7.2+ tries every client blocked at this moment, FIFO (BLOCK-DIALECT-2).
+        7.0 and 6.2 try, FIFO, those waiting for the type the key holds; then,
+        when it holds no stream, the stream readers (BLOCK-5), whose serve
+        functions leave them blocked in 6.2 (BLIST-DIALECT-3).
+        """
+        waiting = list(self.blocking.get((db, key), ()))
+        if self.dialect.blocked_reexecution:
+            return waiting
+        value = self.dbs[db].get(key)
+        kinds = {cid: self.clients[cid].blocked.kind for cid in waiting  # type: ignore[union-attr]
+                 if cid in self.clients and self.clients[cid].blocked is not None}
+        if isinstance(value, Stream):
+            return [cid for cid in waiting if kinds.get(cid) == "stream"]
+        first = [cid for cid in waiting if kinds.get(cid) == "list"] if isinstance(value, ListValue) else []
+        return first + [cid for cid in waiting if kinds.get(cid) == "stream"]
 
     def _unblock(self, c: Client) -> None:
         b = c.blocked

@@ -15,7 +15,8 @@ the explorer and for equality tests. Mutation stays on the plain objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -118,15 +119,76 @@ class Stream:
                 tuple(g.freeze() for g in self.groups.values()), self.groups_allocated, self.layout.freeze())
 
 
-Value = Stream | bytes  # a key holds a stream or (for SET/GET) a string
+class ListValue:
+    """A list value (quicklist): its elements from head (LPUSH's side, index 0) to tail.
+
+    Never empty while stored: the command that pops the last element deletes the key.
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Iterable[bytes] = ()) -> None:
+        self.items: deque[bytes] = deque(items)
+
+    def freeze(self) -> tuple[Any, ...]:
+        return ("list", tuple(self.items))
+
+
+SET_ENCODINGS: Final = ("intset", "listpack", "hashtable")
+
+
+class SetValue:
+    """A set value: its members and its encoding (which decides SMEMBERS's order).
+
+    ``members`` is a dict used as an insertion-ordered set. ``encoding`` is
+    ``intset`` (members listed in numeric order), ``listpack`` (7.2+: insertion
+    order, removals leave the rest in place) or ``hashtable`` (no promised order).
+    Never empty while stored.
+    """
+
+    __slots__ = ("members", "encoding")
+
+    def __init__(self, members: Iterable[bytes] = (), encoding: str = "intset") -> None:
+        self.members: dict[bytes, None] = dict.fromkeys(members)
+        self.encoding = encoding
+
+    def ordered(self) -> list[bytes]:
+        """The members in the order the encoding lists them (any order for a hashtable)."""
+        if self.encoding == "intset":
+            return sorted(self.members, key=int)
+        return list(self.members)
+
+    def freeze(self) -> tuple[Any, ...]:
+        members = tuple(self.ordered()) if self.encoding != "hashtable" else tuple(sorted(self.members))
+        return ("set", self.encoding, members)
+
+
+Value = Stream | bytes | ListValue | SetValue  # a key holds a stream, a string (SET/GET), a list or a set
+
+
+def value_size(v: Value) -> int:
+    """The number of elements (entries, items, members) or, for a string, of bytes that ``v`` holds."""
+    if isinstance(v, Stream):
+        return v.length
+    if isinstance(v, ListValue):
+        return len(v.items)
+    if isinstance(v, SetValue):
+        return len(v.members)
+    return len(v)
 
 
 def type_name(v: Value) -> str:
-    return "stream" if isinstance(v, Stream) else "string"
+    if isinstance(v, Stream):
+        return "stream"
+    if isinstance(v, ListValue):
+        return "list"
+    if isinstance(v, SetValue):
+        return "set"
+    return "string"
 
 
 def freeze_value(v: Value) -> Any:
-    return v.freeze() if isinstance(v, Stream) else ("string", v)
+    return ("string", v) if isinstance(v, bytes) else v.freeze()
 
 
 @dataclass
@@ -147,6 +209,7 @@ class BlockState:
     payload: Any
     serve: Callable[..., Reply | None]
     timeout_reply: Reply
+    kind: str = "stream"  # what it waits for: "stream" (XREAD, XREADGROUP) or "list" (BLPOP, BRPOP, BLMOVE)
 
 
 @dataclass

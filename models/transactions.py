@@ -14,6 +14,7 @@ from xspec.spec.errors import (
     DISCARD_WITHOUT_MULTI,
     EXEC_WITHOUT_MULTI,
     NESTED_MULTI,
+    NOT_ALLOWED_IN_MULTI,
     WATCH_INSIDE_MULTI,
     command_not_allowed_in_multi,
 )
@@ -39,6 +40,8 @@ def refuse_in_multi(call: Call) -> None:
     refuses them inside a transaction, naming the command, and dooms it."""
     if call.server.dialect.multi_watch_are_no_multi:
         call.client.multi_error = True
+        if not call.server.dialect.no_multi_error_names_command:  # MULTI-DIALECT-2
+            raise CommandError(NOT_ALLOWED_IN_MULTI)
         raise CommandError(command_not_allowed_in_multi(call.spec.fullname))
 
 

@@ -124,6 +124,10 @@ class Context(Protocol):
         """signalKeyAsReady: clients blocked on ``key`` are retried after this command."""
         ...
 
+    def changed(self, n: int = 1) -> None:
+        """``server.dirty += n``: the command changed the data ``n`` times (spec/rules/stats.md STATS-4)."""
+        ...
+
     def deleted(self, key: bytes) -> None:
         """A stream key was deleted or overwritten: blocked readers are retried and see it gone."""
         ...

@@ -45,7 +45,6 @@ from xspec.reference.clock import Clock, WallClock
 from xspec.reference.tracking import Tracking
 from xspec.spec import commands as table
 from xspec.spec.commands import CommandSpec
-from xspec.spec.config import CONFIG_DEFAULTS
 from xspec.spec.dialect import Dialect, get_dialect
 from xspec.spec.errors import (
     NOAUTH,
@@ -65,7 +64,7 @@ log = logging.getLogger("xspec.serve")
 Handler = Callable[[Any], Any]
 
 # The dialects this server reproduces: every dialect the model has (spec/dialect.py).
-SERVED_DIALECTS = ("redis-7.0", "redis-6.2", "redis-7.2", "redis-7.4", "valkey-9.1")
+SERVED_DIALECTS = ("redis-7.0", "redis-6.2", "redis-7.2", "redis-7.4", "valkey-8.1", "valkey-9.1")
 DEBUG_NOT_ALLOWED = (
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it "
     "from a local connection, otherwise you need to set this option in the configuration file, and then "
@@ -201,11 +200,12 @@ class Connection(Protocol):
 class BlockState:
     """Why and how a client waits: its keys (in one database), deadline and retry."""
 
-    __slots__ = ("keys", "db", "deadline", "retry", "timeout_reply", "argv", "timer")
+    __slots__ = ("keys", "db", "deadline", "retry", "timeout_reply", "argv", "timer", "kind")
 
     def __init__(self, keys: list[bytes], db: int, deadline: int | None,
                  retry: Callable[[Any, bytes], Reply | Encoded | None], timeout_reply: Reply,
-                 argv: list[bytes]) -> None:
+                 argv: list[bytes], kind: str = "stream") -> None:
+        self.kind = kind  # what it waits for: "stream" (XREAD, XREADGROUP) or "list" (BLPOP ...)
         self.keys = keys
         self.db = db
         self.deadline = deadline
@@ -309,9 +309,14 @@ class Context:
         if self.core.tracking.table or self.core.tracking.prefixes:
             self.core.tracking.invalidate(self.client, key)  # signalModifiedKey's trackingInvalidateKey
 
-    def ready(self, key: bytes) -> None:
+    def changed(self, n: int = 1) -> None:
+        """``server.dirty += n``: the command changed the data set ``n`` times (STATS-4)."""
+        self.core.dirty += n
+
+    def ready(self, key: bytes, kind: str = "stream") -> None:
+        """signalKeyAsReady; ``kind``: the type of the value that made the key ready (BLIST-9)."""
         if self.core.blocking:
-            self.core.signal_ready(self.client.db, key)
+            self.core.signal_ready(self.client.db, key, kind)
 
     def deleted(self, key: bytes) -> None:
         core = self.core
@@ -323,8 +328,8 @@ class Context:
             core.tracking.invalidate(self.client, key)
 
     def block(self, keys: list[bytes], timeout_ms: int, retry: Callable[[Any, bytes], Reply | Encoded | None],
-              timeout_reply: Reply, read_at: int | None = None) -> Blocked:
-        self.core.block(self.client, keys, timeout_ms, retry, timeout_reply, self.argv, read_at)
+              timeout_reply: Reply, read_at: int | None = None, kind: str = "stream") -> Blocked:
+        self.core.block(self.client, keys, timeout_ms, retry, timeout_reply, self.argv, read_at, kind)
         return BLOCKED
 
 
@@ -385,7 +390,7 @@ class Core:
             raise ValueError(f"xspec serve runs {', '.join(SERVED_DIALECTS)}; not {dialect!r} yet")
         self.dialect: Dialect = get_dialect(dialect)
         self.clock: Clock = clock if clock is not None else WallClock()
-        self.config: dict[str, str] = dict(CONFIG_DEFAULTS)
+        self.config: dict[str, str] = dict(self.dialect.config_known())  # CONFIG-DIALECT-3
         self.config.update(self.dialect.config_defaults)
         self.config.update({"maxclients": "10000", "appendonly": "no", "daemonize": "no", "dir": os.getcwd(),
                             "port": str(port), "appenddirname": "appendonlydir",
@@ -448,6 +453,7 @@ class Core:
         self.tracking = Tracking(self.clients, self.dialect.tracking_redirect_before_reply,
                                  self.dialect.tracking_overlap_then_ok)
         self.server: Any = None  # the reference.server.ReferenceServer serving this core, if any
+        self.dirty = 0  # STATS-4: changes since the last save (no save ever happens here)
         self.reset_stats()
 
     def read_snapshot(self) -> int:
@@ -460,6 +466,26 @@ class Core:
         self.stat_connections = 0
         self.stat_rejected_connections = 0
         self.stat_errors = 0
+        # STATS-2: per command (its stats name) [calls, usec, rejected_calls, failed_calls]
+        self.command_stats: dict[str, list[int]] = {}
+        self.error_codes: dict[str, int] = {}  # STATS-1: errorstats, per error code
+
+    def count_error(self, text: str) -> None:
+        """``afterErrorReply``: one more error reply, counted under its code (STATS-1): the first word
+        of the line when a space ends it within its first 32 bytes (the ``-`` included), else ERR."""
+        self.stat_errors += 1
+        line = "-" + text
+        space = line.find(" ", 0, 32)
+        code = line[1:space] if space > 0 else "ERR"
+        self.error_codes[code] = self.error_codes.get(code, 0) + 1
+
+    def command_stat(self, spec: CommandSpec) -> list[int]:
+        """The counters of ``spec`` (STATS-2): 6.2 counts a subcommand under its container."""
+        name = spec.fullname if self.dialect.subcommand_table or spec.container is None else spec.container
+        found = self.command_stats.get(name)
+        if found is None:
+            found = self.command_stats[name] = [0, 0, 0, 0]
+        return found
 
     # -- clients -------------------------------------------------------------------------
     def connect(self, conn: Connection | None, addr: str = "127.0.0.1:0", laddr: str = "127.0.0.1:0",
@@ -522,8 +548,6 @@ class Core:
             result = self._dispatch(c, argv)
         if self.ready_keys:
             self.handle_ready()
-        if type(result) is Error:
-            self.stat_errors += 1
         if c.tracking or self.tracking.owed:
             return self.tracking.finish(c, result)  # CLIENT CACHING lapses; invalidations join the reply
         return result
@@ -554,8 +578,6 @@ class Core:
             self.snapshot = None
         if isinstance(result, Postponed):
             return result
-        if type(result) is Error:
-            self.stat_errors += 1
         if self.fault_refused:
             assert type(result) is Error
             self.observer.refused(c, argv, result, t0)
@@ -593,6 +615,8 @@ class Core:
             return POSTPONED
         if c.in_multi and name not in self.run_inside_multi:
             if name in self.no_multi:  # MULTI-DIALECT-1
+                if not self.dialect.no_multi_error_names_command:  # MULTI-DIALECT-2
+                    return self.reject(c, NOT_ALLOWED_IN_MULTI, spec)
                 return self.reject(c, command_not_allowed_in_multi(name), spec)
             if "no_multi" in spec.flags:  # DISPATCH-3
                 return self.reject(c, NOT_ALLOWED_IN_MULTI, spec)
@@ -655,18 +679,30 @@ class Core:
         if handler is None:
             handler = self.handler_for(spec)
         if handler is None:
-            return Error(f"ERR xspec serve: '{spec.fullname}' is not available on this server")
+            r: Any = Error(f"ERR xspec serve: '{spec.fullname}' is not available on this server")
+            self.count_error(r.text)
+            stat = self.command_stat(spec)
+            stat[0] += 1
+            stat[3] += 1
+            return r  # type: ignore[no-any-return]
         ctx = c.ctx
         ctx.argv = argv
         ctx.db = self.dbs[c.db]
         ctx.can_block = can_block
         ctx.spec = spec
+        started = time.perf_counter_ns()
         try:
             r = handler(ctx)
         except ReplyError as e:
             r = Error(e.text)
         except Exception as e:
-            return internal_error(spec, argv, e)
+            r = internal_error(spec, argv, e)
+        stat = self.command_stat(spec)  # after the command: CONFIG RESETSTAT and INFO count themselves then
+        stat[0] += 1  # STATS-2: every call, also one that blocks
+        stat[1] += (time.perf_counter_ns() - started) // 1000
+        if type(r) is Error:  # STATS-2: the command's own error reply makes it a failed call
+            self.count_error(r.text)
+            stat[3] += 1
         if c.tracking and "readonly" in spec.flags:
             self.tracking.remember(c, spec, argv)  # call()'s trackingRememberKeys, whatever the reply
         if r is BLOCKED:
@@ -683,11 +719,15 @@ class Core:
 
     def reject(self, c: Client, text: str, spec: CommandSpec | None) -> Reply:
         """``rejectCommand``: the error; inside MULTI it dooms the transaction, for EXEC it discards it."""
+        if spec is not None:
+            self.command_stat(spec)[2] += 1  # STATS-2: rejected_calls
         if spec is not None and spec.fullname == "exec":  # EXEC-6
             self.discard_transaction(c)
+            self.count_error(exec_aborted(text))
             return Error(exec_aborted(text))
         if c.in_multi:  # DISPATCH-5
             c.multi_error = True
+        self.count_error(text)  # STATS-1
         return Error(text)
 
     def injected_error(self, name: str) -> str | None:
@@ -744,7 +784,8 @@ class Core:
     # -- blocking --------------------------------------------------------------------------
     def block(self, c: Client, keys: list[bytes], timeout_ms: int,
               retry: Callable[[Any, bytes], Reply | Encoded | None],
-              timeout_reply: Reply, argv: list[bytes], read_at: int | None = None) -> None:
+              timeout_reply: Reply, argv: list[bytes], read_at: int | None = None,
+              kind: str = "stream") -> None:
         if c.blocked is not None:  # BLOCK-DIALECT-2: a re-executed command blocks again at the back
             self.unblock(c)
         keys = list(dict.fromkeys(keys))
@@ -754,7 +795,7 @@ class Core:
             if read_at is None:
                 read_at = self.now_ms() if self.snapshot is None else self.snapshot
             deadline = read_at + timeout_ms
-        b = BlockState(keys, c.db, deadline, retry, timeout_reply, argv)
+        b = BlockState(keys, c.db, deadline, retry, timeout_reply, argv, kind)
         c.blocked = b
         for k in keys:
             self.blocking.setdefault((c.db, k), []).append(c)
@@ -789,10 +830,25 @@ class Core:
             b.timer.cancel()
         c.blocked = None
 
-    def signal_ready(self, db: int, key: bytes) -> None:
-        """``signalKeyAsReady``: queue the key once, if a client is blocked on it."""
-        if (db, key) in self.blocking:
+    def signal_ready(self, db: int, key: bytes, kind: str = "stream") -> None:
+        """``signalKeyAsReady``: queue the key once, if a client is blocked on it and some client
+        (on any key) waits for a value of type ``kind`` (BLIST-9)."""
+        if (db, key) in self.blocking and any(
+                c.blocked is not None and c.blocked.kind == kind for c in self.clients.values()):
             self.ready_keys[(db, key)] = None
+
+    def _tried(self, k: tuple[int, bytes], waiting: list[Client]) -> list[Client]:
+        """The blocked clients the handling of key ``k`` tries, in order (BLIST-9): 7.2+ every one
+        blocked now; 7.0 and 6.2 those waiting for the key's type, then, when it holds no stream,
+        the stream readers (BLOCK-5)."""
+        if self.dialect.blocked_reexecution:
+            return list(waiting)
+        value = self.dbs[k[0]].get(k[1])
+        kinds = [(c, c.blocked.kind if c.blocked is not None else "") for c in waiting]
+        if is_stream(value):
+            return [c for c, kind in kinds if kind == "stream"]
+        lists = [c for c, kind in kinds if kind == "list"] if value_kind(value) == "list" else []
+        return lists + [c for c, kind in kinds if kind == "stream"]
 
     def handle_ready(self) -> None:
         """``handleClientsBlockedOnKeys``: retry blocked clients, FIFO per key, keys in signal order
@@ -803,7 +859,7 @@ class Core:
                 waiting = self.blocking.get(k)
                 if not waiting:
                     continue
-                for c in list(waiting):
+                for c in self._tried(k, waiting):
                     b = c.blocked
                     if b is None or c not in self.blocking.get(k, ()):
                         continue
@@ -824,7 +880,9 @@ class Core:
 
     def _deliver(self, c: Client, r: Reply | Encoded, timed_out: bool) -> None:
         if type(r) is Error:
-            self.stat_errors += 1
+            self.count_error(r.text)  # STATS-1
+            if c.last_cmd != "NULL" and self.dialect.unblock_error_fails_call:  # STATS-3; STATS-DIALECT-1
+                self.command_stats.setdefault(c.last_cmd, [0, 0, 0, 0])[3] += 1  # the blocked command
         if self.observer is not None:
             self.observer.served(c, r, timed_out)
         if c.conn is not None:
@@ -868,8 +926,9 @@ class Core:
     def signal_streams_present(self, dbid: int) -> None:
         """``scanDatabaseForReadyKeys``: every blocked-on key that holds a stream is ready (SWAPDB-7)."""
         for db, key in list(self.blocking):
-            if db == dbid and is_stream(self.dbs[db].get(key)):
-                self.signal_ready(db, key)
+            kind = value_kind(self.dbs[db].get(key))
+            if db == dbid and kind in ("stream", "list"):  # a list is signalled too (BLIST-1)
+                self.signal_ready(db, key, kind)
 
     def flush_db(self, dbid: int) -> None:
         self.signal_streams_lost(dbid, None)  # FLUSH-3
@@ -893,8 +952,18 @@ def internal_error(spec: CommandSpec, argv: list[bytes], e: Exception) -> Reply:
 
 
 def is_stream(value: Any) -> bool:
-    """Keys hold ``bytes`` (strings) or the stream module's stream objects."""
-    return value is not None and type(value) is not bytes
+    """Keys hold ``bytes`` (strings), lists and sets (whose classes name their ``kind``) or the
+    stream module's stream objects."""
+    return value is not None and type(value) is not bytes and getattr(value, "kind", "stream") == "stream"
+
+
+def value_kind(value: Any) -> str | None:
+    """The type name of a stored value (TYPE's word), None for a missing key."""
+    if value is None:
+        return None
+    if type(value) is bytes:
+        return "string"
+    return getattr(value, "kind", "stream")
 
 
 def legacy_container_handlers(dialect: Dialect, handlers: dict[str, Handler]) -> dict[str, Handler]:

@@ -30,11 +30,11 @@ from errno import EINVAL, ENOENT
 from typing import TYPE_CHECKING, TypeVar
 
 from xspec.reference.api import Blocked, PreRendered, ReplyError
-from xspec.reference.core import EXTRA_COMMANDS, lookup
+from xspec.reference.core import EXTRA_COMMANDS, is_stream, lookup, value_kind
 from xspec.reference.protocol import decoded
 from xspec.spec import commands as table
 from xspec.spec.commands import COMMANDS, CommandSpec
-from xspec.spec.config import CONFIG_DEFAULTS, MEMORY_UNITS
+from xspec.spec.config import MEMORY_UNITS
 from xspec.spec.errors import (
     AUTH_WITHOUT_PASSWORD,
     BAD_CLIENT_NAME,
@@ -80,6 +80,8 @@ from xspec.spec.glob import matching_keys, pattern_matches
 from xspec.spec.help import (
     CLIENT_HELP,
     CLIENT_HELP_62,
+    CLIENT_HELP_72,
+    CLIENT_HELP_74,
     CLIENT_HELP_VALKEY,
     COMMAND_HELP,
     COMMAND_HELP_62,
@@ -317,6 +319,7 @@ def swapdb(ctx: Context) -> Reply:
         raise _err(DB_OUT_OF_RANGE)
     if first != second:  # SWAPDB-3 (Core.swap_dbs: SWAPDB-5 .. SWAPDB-8)
         ctx.core.swap_dbs(first, second)
+    ctx.changed()  # STATS-5
     return OK
 
 
@@ -329,6 +332,7 @@ def _flush_mode(argv: list[bytes]) -> None:
 @command("flushdb")
 def flushdb(ctx: Context) -> Reply:
     _flush_mode(ctx.argv)
+    ctx.changed(len(ctx.core.dbs[ctx.client.db]))  # STATS-5: one change per key removed
     ctx.core.flush_db(ctx.client.db)  # FLUSH-2 (Core.flush_db: FLUSH-3, FLUSH-4)
     ctx.core.tracking.flushed(ctx.client)
     return OK
@@ -337,6 +341,8 @@ def flushdb(ctx: Context) -> Reply:
 @command("flushall")
 def flushall(ctx: Context) -> Reply:
     _flush_mode(ctx.argv)
+    # STATS-5: one change per key removed; STATS-DIALECT-3: 6.2 adds one for the command
+    ctx.changed(sum(map(len, ctx.core.dbs)) + ctx.dialect.flushall_counts_itself)
     for dbid in range(len(ctx.core.dbs)):  # FLUSH-2
         ctx.core.flush_db(dbid)
     ctx.core.tracking.flushed(ctx.client)  # one null invalidation per FLUSHALL
@@ -349,16 +355,18 @@ def _remove(ctx: Context, key: bytes) -> bool:
     old = ctx.db.pop(key, None)
     if old is None:  # DEL-2: missing, or deleted earlier in the same command
         return False
-    if type(old) is bytes:
-        ctx.modified(key)
-    else:
+    if is_stream(old):  # only a stream wakes blocked readers (signalDeletedKeyAsReady)
         ctx.deleted(key)
+    else:
+        ctx.modified(key)
     return True
 
 
 @command("del")
 def del_(ctx: Context) -> Reply:
-    return Int(sum(_remove(ctx, key) for key in ctx.argv[1:]))  # DEL-1, DEL-2
+    removed = sum(_remove(ctx, key) for key in ctx.argv[1:])  # DEL-1, DEL-2
+    ctx.changed(removed)  # STATS-5
+    return Int(removed)
 
 
 HANDLERS["unlink"] = del_  # DEL-5
@@ -371,7 +379,7 @@ def exists(ctx: Context) -> Reply:
 
 
 def type_name(value: object) -> str:
-    return "string" if type(value) is bytes else "stream"
+    return value_kind(value) or "none"
 
 
 @command("type")
@@ -399,15 +407,17 @@ def rename(ctx: Context) -> Reply:
     # changes nothing.
     ctx.modified(src)  # RENAME-4
     old = db.pop(dst, None)  # RENAME-3
-    if old is not None and type(old) is not bytes:
+    if is_stream(old):
         ctx.deleted(dst)
     db[dst] = value
-    if type(value) is not bytes:
-        ctx.ready(dst)
+    kind = value_kind(value)
+    if kind in ("stream", "list"):  # RENAME-3: dbAdd signals a stream or a list
+        ctx.ready(dst, kind)  # type: ignore[arg-type]
     del db[src]
-    if type(value) is not bytes:
+    if is_stream(value):
         ctx.deleted(src)
     ctx.modified(dst)  # RENAME-4
+    ctx.changed()  # STATS-5
     return OK
 
 
@@ -501,7 +511,8 @@ def set_(ctx: Context) -> Reply:
     if (b"nx" in flags and old is not None) or (b"xx" in flags and old is None):  # SET-4
         return (NULL_BULK if old is None else Bulk(old)) if answer_old else NULL_BULK
     ctx.db[key] = value  # SET-5
-    if holds_string:
+    ctx.changed()  # STATS-5
+    if not is_stream(old):
         ctx.modified(key)
     else:
         ctx.deleted(key)
@@ -1129,14 +1140,15 @@ def client_help(ctx: Context) -> Reply:
 
 
 def _client_help_text(dialect: Dialect) -> str:
-    """CLIENT HELP as the real 6.2.14 and Valkey 9.1.2 answer it; 7.0.15's for 7.0, 7.2 and 7.4
-    (7.2 and 7.4 add lines this server does not know: no binary was available)."""
+    """CLIENT HELP as the real 6.2.14, 7.0.15, 7.2.6, 7.4.1 and Valkey 9.1.2 answer it."""
     return _CLIENT_HELP_TEXTS[dialect.help_texts]
 
 
 # Dialect.help_texts -> its CLIENT HELP and COMMAND HELP lines.
-_CLIENT_HELP_TEXTS = {"6.2": CLIENT_HELP_62, "7.0": CLIENT_HELP, "valkey": CLIENT_HELP_VALKEY}
-_COMMAND_HELP_TEXTS = {"6.2": COMMAND_HELP_62, "7.0": COMMAND_HELP, "valkey": COMMAND_HELP_VALKEY}
+_CLIENT_HELP_TEXTS = {"6.2": CLIENT_HELP_62, "7.0": CLIENT_HELP, "7.2": CLIENT_HELP_72, "7.4": CLIENT_HELP_74,
+                      "valkey": CLIENT_HELP_VALKEY}
+_COMMAND_HELP_TEXTS = {"6.2": COMMAND_HELP_62, "7.0": COMMAND_HELP, "7.2": COMMAND_HELP, "7.4": COMMAND_HELP,
+                       "valkey": COMMAND_HELP_VALKEY}
 
 
 # -- INFO ---------------------------------------------------------------------------------------------
@@ -1156,6 +1168,10 @@ def _info_values(core: Core) -> dict[str, str]:
         "executable": "xspec", "config_file": "",
         "connected_clients": str(len(core.clients)), "maxclients": core.config["maxclients"],
         "blocked_clients": str(blocked), "clients_in_timeout_table": str(timed),
+        "total_blocking_keys": str(len(core.blocking)),  # BLIST-10
+        "total_blocking_keys_on_nokey": str(sum(
+            any(c.blocked is not None and c.blocked.argv[0].lower() == b"xreadgroup" for c in waiting)
+            for waiting in core.blocking.values())),
         "used_memory": str(rss), "used_memory_human": _human(rss), "used_memory_rss": str(rss),
         "used_memory_rss_human": _human(rss), "used_memory_peak": str(usage.ru_maxrss * 1024),
         "used_memory_peak_human": _human(usage.ru_maxrss * 1024), "maxmemory_human": "0B",
@@ -1166,6 +1182,7 @@ def _info_values(core: Core) -> dict[str, str]:
         "total_commands_processed": str(core.stat_commands),
         "rejected_connections": str(core.stat_rejected_connections),
         "total_error_replies": str(core.stat_errors),
+        "rdb_changes_since_last_save": str(core.dirty),  # STATS-4
         "role": "master", "connected_slaves": "0", "master_failover_state": "no-failover",
         "master_replid": core.run_id, "master_replid2": "0" * 40, "second_repl_offset": "-1",
         "repl_backlog_size": "1048576",
@@ -1241,6 +1258,12 @@ def info_text(core: Core, argv: list[bytes]) -> str:
         lines = [f"# {title}"]
         if section == "keyspace":  # INFO-3
             lines += [f"db{i}:keys={len(db)},expires=0,avg_ttl=0" for i, db in enumerate(core.dbs) if db]
+        elif section == "commandstats":  # STATS-2
+            lines += [f"cmdstat_{name}:calls={calls},usec={usec},usec_per_call={usec / calls if calls else 0:.2f},"
+                      f"rejected_calls={rejected},failed_calls={failed}"
+                      for name, (calls, usec, rejected, failed) in core.command_stats.items()]
+        elif section == "errorstats":  # STATS-1
+            lines += [f"errorstat_{code}:count={n}" for code, n in sorted(core.error_codes.items())]
         else:
             lines += [f"{f}:{values.get(f, '0')}" for f in fields]
         parts.append("".join(line + "\r\n" for line in lines))
@@ -1318,7 +1341,7 @@ def config_get(ctx: Context) -> Reply:
             if text.lower() in config and text.lower() not in found:
                 found[text.lower()] = (text, config[text.lower()])
             continue
-        for name in CONFIG_DEFAULTS:  # CONFIG-2
+        for name in ctx.core.dialect.config_listed():  # CONFIG-2, CONFIG-DIALECT-3
             if name not in found and pattern_matches(c_string(arg), name.encode(), nocase=True):
                 found[name] = (name, config[name])
     return _config_pairs(found.values())
@@ -1333,7 +1356,7 @@ def config_get_62(ctx: Context) -> Reply:
     CONFIG-DIALECT-2)."""
     config = ctx.core.config
     pattern = c_string(ctx.argv[2])
-    return _config_pairs((name, config[name]) for name in CONFIG_DEFAULTS
+    return _config_pairs((name, config[name]) for name in ctx.core.dialect.config_listed()
                          if pattern_matches(pattern, name.encode(), nocase=True))
 
 
@@ -1347,7 +1370,7 @@ def config_set(ctx: Context) -> Reply:
     seen: set[str] = set()
     for n in names:  # CONFIG-5
         name = c_text(n).lower()
-        if name not in CONFIG_DEFAULTS:
+        if name not in core.config:  # CONFIG-DIALECT-3: the dialect's parameters
             raise _err(config_unknown_parameter(n))
         if name in seen:  # CONFIG-6
             raise _err(config_set_failed(n, CONFIG_DUPLICATE))
@@ -1369,7 +1392,7 @@ def config_set_62(ctx: Context) -> Reply:
     """6.2: one parameter and value (the lookup checked the count), 6.2's texts (CONFIG-DIALECT-1)."""
     argv = ctx.argv
     name = c_text(argv[2]).lower()
-    if name not in CONFIG_DEFAULTS or name in _IMMUTABLE:
+    if name not in ctx.core.config or name in _IMMUTABLE:  # CONFIG-DIALECT-3
         raise _err(config_unsupported_parameter(argv[2]))
     try:
         value = _parse_setting(ctx.core, name, argv[3])
@@ -1573,7 +1596,7 @@ def debug(ctx: Context) -> Reply:
         v = ctx.db.get(argv[2])
         if v is None:
             raise _err(table.NO_SUCH_KEY)
-        encoding = "embstr" if type(v) is bytes else "stream"
+        encoding = "embstr" if type(v) is bytes else getattr(v, "encoding", "stream")
         return Simple(f"Value at:0x{id(v):x} refcount:1 encoding:{encoding} serializedlength:0 lru:0 "
                       f"lru_seconds_idle:0")
     if sub == b"help" and len(argv) == 2:

@@ -11,8 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from xspec.reference.core import Core, Handler
+from xspec.reference.dump import HANDLERS as DUMP_COMMANDS
+from xspec.reference.functions import HANDLERS as FUNCTION_COMMANDS
 from xspec.reference.generic import HANDLERS as GENERIC
 from xspec.reference.generic import dialect_handlers
+from xspec.reference.lists import HANDLERS as LIST_COMMANDS
+from xspec.reference.sets import HANDLERS as SET_COMMANDS
 from xspec.reference.xcommands import HANDLERS as STREAM_COMMANDS
 from xspec.spec.dialect import Dialect
 
@@ -22,6 +26,10 @@ def load_handlers(dialect: Dialect) -> dict[str, Handler]:
     ``dialect`` in place of 7.0's."""
     handlers: dict[str, Handler] = dict(GENERIC)
     handlers.update(STREAM_COMMANDS)
+    handlers.update(DUMP_COMMANDS)
+    handlers.update(LIST_COMMANDS)
+    handlers.update(SET_COMMANDS)
+    handlers.update(FUNCTION_COMMANDS)
     handlers.update(dialect_handlers(dialect))
     return handlers
 

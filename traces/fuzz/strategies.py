@@ -25,7 +25,7 @@ from itertools import accumulate
 
 from hypothesis import strategies as st
 
-from xspec.traces.fuzz.generate import PROFILES, Generator, Profile, Step
+from xspec.traces.fuzz.generate import FAMILIES, KEYS, PROFILES, Arg, Generator, Profile, Step
 
 DETAIL_SEEDS = 1 << 16
 """Detail seeds of one command are drawn from ``range(DETAIL_SEEDS)``."""
@@ -43,6 +43,56 @@ STREAM_CONFIGS: tuple[dict[str, str], ...] = (
 )
 """Stream layout settings, simplest first: small nodes make node boundaries matter."""
 
+LIST_KEYS: tuple[bytes, ...] = (KEYS[0], KEYS[1], b"l", b"m")
+"""Keys the list and set commands use: the streams' keys too, so types meet on one key."""
+INTSET_KEY = b"ints"
+"""The one set SMEMBERS reads: integer members only, an intset, listed in a fixed order."""
+
+
+def lists_family(gen: Generator, client: int) -> list[Arg]:
+    """A list, set or FUNCTION command, mostly on the keys the stream commands use (WRONGTYPE both
+    ways, a list or set replacing a stream that readers block on). No blocking pops: a runner waits
+    for the reply of any command but XREAD/XREADGROUP, and whether a client is inside MULTI (where
+    they answer at once) is only the generator's guess (tests/test_lists.py covers them)."""
+    rng = gen.rng
+    key = _pick(rng, LIST_KEYS)
+    elements = [_pick(rng, (b"a", b"b", b"1", b"", b"x" * 70)) for _ in range(rng.randrange(1, 4))]
+    side = [rng.choice((b"LEFT", b"right", b"left", b"up"))]
+    kind = rng.randrange(13)
+    if kind in (0, 1):
+        return [rng.choice((b"LPUSH", b"RPUSH")), key, *elements]
+    if kind == 2:
+        count = [rng.choice((b"0", b"1", b"2", b"10", b"-1"))] if gen.chance(0.5) else []
+        return [rng.choice((b"LPOP", b"RPOP")), key, *count]
+    if kind == 3:
+        return [b"LRANGE", key, rng.choice((b"0", b"-2", b"1")), rng.choice((b"-1", b"0", b"5"))]
+    if kind == 4:
+        return [b"LLEN", key]
+    if kind == 5:
+        return [b"LMOVE", key, _pick(rng, LIST_KEYS), *side, rng.choice((b"LEFT", b"RIGHT"))]
+    if kind in (6, 7):
+        members = [_pick(rng, (b"1", b"2", b"-3", b"10"))] if gen.chance(0.5) else elements
+        target = INTSET_KEY if members[0].lstrip(b"-").isdigit() and gen.chance(0.5) else key
+        if target == INTSET_KEY:
+            members = [m for m in members if m.lstrip(b"-").isdigit()] or [b"1"]
+        return [b"SADD", target, *members]
+    if kind == 8:
+        return [b"SREM", rng.choice((key, INTSET_KEY)), *elements, _pick(rng, (b"1", b"2"))]
+    if kind == 9:
+        return [rng.choice((b"SCARD", b"SMEMBERS")), INTSET_KEY] if gen.chance(0.5) else [b"SCARD", key]
+    if kind == 10:
+        return [b"SISMEMBER", rng.choice((key, INTSET_KEY)), _pick(rng, (b"a", b"1"))]
+    if kind == 11:
+        return [b"FUNCTION", b"FLUSH", *([rng.choice((b"ASYNC", b"sync", b"x"))] if gen.chance(0.5) else [])]
+    return [b"FUNCTION", b"LIST", *([b"WITHCODE"] if gen.chance(0.5) else [])]
+
+
+def _pick(rng: random.Random, items: tuple[bytes, ...]) -> bytes:
+    return items[rng.randrange(len(items))]
+
+
+FAMILIES.setdefault("lists", lists_family)
+
 FUZZ_PROFILES: dict[str, Profile] = {
     **PROFILES,
     # long PELs, COUNT and XAUTOCLAIM's scan budget, entries deleted and trimmed while pending
@@ -57,6 +107,11 @@ FUZZ_PROFILES: dict[str, Profile] = {
     "contention": Profile(clients=4, weights=(("contend", 8), ("xadd", 10), ("xreadgroup", 8), ("xread", 4),
                                               ("xgroup", 4), ("keyspace", 3), ("xinfo", 2), ("pause", 2),
                                               ("xpending", 2))),
+    # lists, sets and streams on the same keys: list and set writes where stream readers block
+    # (UNBLOCKED for XREADGROUP, XREAD left waiting), WRONGTYPE both ways, transactions mixing them
+    "mixed": Profile(clients=4, weights=(("lists", 18), ("xadd", 10), ("xread", 6), ("xreadgroup", 8),
+                                         ("xgroup", 3), ("keyspace", 4), ("multi", 3), ("transaction", 2),
+                                         ("contend", 2))),
 }
 """The profiles a campaign draws from: the generator's, and one for large pending entries lists."""
 

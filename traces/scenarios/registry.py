@@ -20,7 +20,7 @@ ScenarioFn = Callable[[Recorder], None]
 
 TOPIC_MODULES = (
     "xadd", "ranges", "trim", "xsetid", "xgroup", "xread", "xreadgroup", "pending", "claim",
-    "xinfo", "lag", "blocking", "transactions", "generic", "resp3", "seeds",
+    "xinfo", "lag", "blocking", "transactions", "generic", "resp3", "seeds", "dump", "lists",
 )
 """Topic modules of this package, imported in this order by :func:`all_scenarios`."""
 

