@@ -12,16 +12,21 @@ from xspec import __version__
 # when used: some of those modules pull in z3, networkx or hypothesis, and a
 # ``replay`` or a ``check`` should not wait a second for them.
 _MODULE_COMMANDS = {
+    "audit": "xspec.commands.audit:audit_command",
     "check": "xspec.commands.check:check_command",
+    "dialects": "xspec.commands.dialects:dialects_command",
     "explain": "xspec.commands.explain:explain_command",
     "explore": "xspec.commands.explore:explore_command",
     "fuzz": "xspec.commands.fuzz:fuzz_command",
     "prove": "xspec.commands.prove:prove_command",
     "record": "xspec.commands.record:record_command",
     "record-corpus": "xspec.commands.record_corpus:record_corpus_command",
+    "record-cluster": "xspec.commands.record_cluster:record_cluster_command",
     "replay": "xspec.commands.replay:replay_command",
     "rules": "xspec.commands.rules:rules_command",
     "serve": "xspec.commands.serve:serve_command",
+    "view": "xspec.commands.view:view_command",
+    "workload": "xspec.commands.workload:workload_command",
 }
 
 
