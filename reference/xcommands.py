@@ -1280,7 +1280,8 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
             if consumer is None:
                 consumer = _reader(ctx, g, consumer_name)
             served.append((r.key, _history(ctx, s, consumer, r.after, count)))
-            ctx.changed()  # STATS-7: one per stream served
+            if dialect.history_read_counts:  # STATS-DIALECT-6
+                ctx.changed()  # STATS-7: one per stream served
         elif s.length and s.top() > g.last_id:  # XREADGROUP-7
             if consumer is None:
                 consumer = _reader(ctx, g, consumer_name)

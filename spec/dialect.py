@@ -89,6 +89,10 @@ class Dialect:
     # Creating a consumer (XREADGROUP, XGROUP CREATECONSUMER aside) adds one to the dirty counter
     # (7.0+); 6.2 counts nothing for it (STATS-DIALECT-5).
     consumer_creation_counts: bool = True
+    # An XREADGROUP of the pending entries (history) adds one to the dirty counter per stream served;
+    # 7.4 counts only a stream whose read propagated something, and a history read propagates nothing
+    # (STATS-DIALECT-6).
+    history_read_counts: bool = True
     # 7.0 bounds the default work limit of a ``~`` trim (100 x stream-node-max-entries, wrapped
     # to 64 bits) to [1, 1000000], 10000 when it is not positive; 6.2 uses it unbounded.
     approx_limit_bounded: bool = True
@@ -410,7 +414,7 @@ _CLIENT_FIELDS_74 = tuple(
 REDIS_74 = replace(REDIS_72, name="redis-7.4", version="7.4.1", xread_plus_id=True,
                    xread_plus_zero_last_id_error=True, readgroup_propagates_group_id=True,
                    client_list_fields=_CLIENT_FIELDS_74, info_layout=INFO_LAYOUT_74, config_parameters=CONFIG_74,
-                   help_texts="7.4", rdb_version=12)
+                   help_texts="7.4", rdb_version=12, history_read_counts=False)
 
 VALKEY_91 = replace(
     REDIS_74,
@@ -419,6 +423,7 @@ VALKEY_91 = replace(
     version="9.1.2",
     config_parameters=CONFIG_VALKEY_91,
     xread_plus_zero_last_id_error=False,
+    history_read_counts=True,
     rdb_version=80,
     server_name="valkey",
     lua_module=True,
