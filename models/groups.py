@@ -8,6 +8,10 @@ Redis compares option names and the special IDs (``$``) as C strings, so an
 argument is read up to its first NUL there; IDs, counts and names are
 binary-safe. Error texts that quote an argument quote it as C's ``%s`` would
 (up to the first NUL), with CR and LF turned into spaces.
+
+PYTEST_DONT_REWRITE: the seeded bugs of models/mutants.py recompile this module's functions from
+their source and compare bytecode; pytest would otherwise rewrite its asserts wherever xspec's
+pytest plugin is installed.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ included (see spec/rules/info.md, LAG-*):
 * :func:`group_lag` is ``streamReplyWithCGLag`` (XINFO GROUPS and STREAM FULL);
 * :func:`advance_group` is the update ``streamReplyWithRange`` makes when it
   delivers an entry newer than the group's last-delivered-id.
+
+PYTEST_DONT_REWRITE: the seeded bugs of models/mutants.py recompile this module's functions from
+their source and compare bytecode; pytest would otherwise rewrite its asserts wherever xspec's
+pytest plugin is installed.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ those keys is signalled (``serveClientsBlockedOnStreamKey`` and
 
 Inside this module the special ID ``>`` is :data:`~xspec.spec.ids.MAX_ID`, as
 in Redis, which is why an explicit maximum ID behaves as ``>`` (XREADGROUP-8).
+
+PYTEST_DONT_REWRITE: the seeded bugs of models/mutants.py recompile this module's functions from
+their source and compare bytecode; pytest would otherwise rewrite its asserts wherever xspec's
+pytest plugin is installed.
 """
 
 from __future__ import annotations

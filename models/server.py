@@ -10,6 +10,10 @@ Handlers live in one module per command family and register with
 :func:`command`. A handler receives a :class:`Call` and returns a semantic
 reply, or :data:`BLOCKED` after calling :meth:`Call.block`. It reports an
 error reply by raising :class:`CommandError`.
+
+PYTEST_DONT_REWRITE: the seeded bugs of models/mutants.py recompile this module's functions from
+their source and compare bytecode; pytest would otherwise rewrite its asserts wherever xspec's
+pytest plugin is installed.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ sequence is exhausted (XADD-14). The handlers here record where the code
 behind them writes ``errno`` (ID parsing through ``strtoull``, a radix-tree
 iterator running off its end, a failed append) in ``Server.errno``, with the
 helpers of :mod:`xspec.models.cerrno` that every command family shares.
+
+PYTEST_DONT_REWRITE: the seeded bugs of models/mutants.py recompile this module's functions from
+their source and compare bytecode; pytest would otherwise rewrite its asserts wherever xspec's
+pytest plugin is installed.
 """
 
 from __future__ import annotations
