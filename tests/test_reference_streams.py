@@ -99,6 +99,9 @@ class FakeContext:
     def ready(self, key: bytes) -> None:
         self.core.signal(self.client.db, key)
 
+    def changed(self, n: int = 1) -> None:
+        self.core.dirty += n
+
     def deleted(self, key: bytes) -> None:
         self.core.touched.append((self.client.db, key))
         self.core.signal(self.client.db, key)
@@ -127,6 +130,7 @@ class FakeCore:
         self.queues: dict[tuple[int, bytes], list[int]] = {}
         self.ready_keys: dict[tuple[int, bytes], None] = {}
         self.touched: list[tuple[int, bytes]] = []  # keys signalled as modified (WATCH), in order
+        self.dirty = 0  # the handlers' count of changes (STATS-4)
 
     def connect(self, cid: int) -> FakeClient:
         c = self.clients[cid] = FakeClient(cid)
