@@ -6,39 +6,22 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.real_servers import (  # every dialect's real server, one per session for all modules
+    RealRedis,
+    redis62_server,
+    redis72_server,
+    redis74_server,
+    valkey81_server,
+    valkey_server,
+)
 from xspec.traces.harness.servers import find_redis_server
-from xspec.traces.record.client import RespConnection
 from xspec.traces.record.recorder import Recorder
-from xspec.traces.scenarios.runner import free_port, reset_server, start_redis, stop_process
-
-if TYPE_CHECKING:
-    from tests.support import Scenario
+from xspec.traces.scenarios.runner import free_port, start_redis, stop_process
 
 REDIS_VERSION = "7.0.15"
-
-
-@dataclass
-class RealRedis:
-    host: str
-    port: int
-    pid: int
-    version: str
-
-    def connection(self) -> RespConnection:
-        return RespConnection(self.host, self.port)
-
-    def reset(self) -> None:
-        """Empty every database and restore the stream settings the tests touch."""
-        reset_server(self.host, self.port, {})
-
-    def scenario(self, title: str | None = None, config: dict[str, str] | None = None) -> Scenario:
-        from tests.support import Scenario
-        return Scenario(self, title=title, config=config)
 
 
 def redis_binary() -> str | None:
@@ -72,4 +55,6 @@ def redis(redis_server: RealRedis) -> RealRedis:
     return redis_server
 
 
-__all__ = ["RealRedis", "Recorder", "free_port", "start_redis"]
+
+__all__ = ["RealRedis", "Recorder", "free_port", "redis62_server", "redis72_server", "redis74_server",
+           "start_redis", "valkey81_server", "valkey_server"]

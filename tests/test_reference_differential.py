@@ -9,11 +9,12 @@ step is ``("call", client, "CMD ...")``, ``("send", client, "CMD ...")``,
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 
 from tests.conftest import RealRedis
+from tests.support import play_steps
 from xspec.reference.server import ServerThread
 from xspec.spec.resp import Array, Bulk, Int, Map, Reply
 from xspec.traces.record.client import RespConnection
@@ -29,40 +30,12 @@ def ref() -> Iterator[ServerThread]:
         yield st
 
 
+def _argv(step: Sequence[object]) -> list[bytes]:
+    return str(step[2]).encode().split() if len(step) == 3 else []
+
+
 def run(port: int, script: list[Step], proto: int) -> list[object]:
-    conns: dict[int, RespConnection] = {}
-    results: list[object] = []
-
-    def conn(c: int) -> RespConnection:
-        if c not in conns:
-            conns[c] = RespConnection("127.0.0.1", port)
-            if proto == 3:
-                conns[c].call([b"HELLO", b"3"])
-        return conns[c]
-
-    admin = RespConnection("127.0.0.1", port)
-    admin.call([b"FLUSHALL"])
-    admin.close()
-    try:
-        for step in script:
-            kind, c = step[0], step[1]
-            argv = step[2].encode().split() if len(step) == 3 else []  # type: ignore[misc]
-            if kind == "call":
-                results.append(conn(c).call(argv))
-            elif kind == "send":
-                conn(c).send(argv)
-                time.sleep(0.02)
-            elif kind == "recv":
-                results.append(conn(c).recv(5))
-            elif kind == "waiting":
-                results.append(conn(c).poll(0.05) is None)
-            elif kind == "close":
-                conns.pop(c).close()
-                time.sleep(0.02)
-    finally:
-        for x in conns.values():
-            x.close()
-    return results
+    return play_steps(port, script, proto, _argv)
 
 
 SCRIPTS: dict[str, list[Step]] = {
