@@ -24,6 +24,7 @@ _MODULE_COMMANDS = {
     "record-cluster": "xspec.commands.record_cluster:record_cluster_command",
     "replay": "xspec.commands.replay:replay_command",
     "rules": "xspec.commands.rules:rules_command",
+    "sentinel": "xspec.commands.sentinel:sentinel_command",
     "serve": "xspec.commands.serve:serve_command",
     "view": "xspec.commands.view:view_command",
     "workload": "xspec.commands.workload:workload_command",
