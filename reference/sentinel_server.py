@@ -17,6 +17,7 @@ import itertools
 import secrets
 import threading
 from collections import deque
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -243,8 +244,9 @@ class SentinelServer:
             return
         self.sentinel.on_disconnected(link.instance, self.clock.now_ms())
 
-    async def _read_cmd(self, link: _InstanceLink, reader: asyncio.StreamReader,
-                        writer: asyncio.StreamWriter) -> None:
+    async def _read(self, link: _InstanceLink, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    handle: Callable[[Reply], None]) -> None:
+        """Hand every reply read on one of the link's connections to ``handle``, until it closes."""
         parser = Parser()
         try:
             while True:
@@ -253,13 +255,19 @@ class SentinelServer:
                     break
                 parser.feed(data)
                 while (reply := parser.get()) is not None:
-                    if link.waiting and link.cmd is writer:
-                        self._on_reply(link.waiting.popleft(), reply)
+                    handle(reply)
         except (OSError, ProtocolError):
             pass
         except asyncio.CancelledError:
             return
         self._lost(link, writer)
+
+    def _read_cmd(self, link: _InstanceLink, reader: asyncio.StreamReader,
+                  writer: asyncio.StreamWriter) -> Coroutine[Any, Any, None]:
+        def handle(reply: Reply) -> None:
+            if link.waiting and link.cmd is writer:  # replies come in the order the requests went
+                self._on_reply(link.waiting.popleft(), reply)
+        return self._read(link, reader, writer, handle)
 
     def _on_reply(self, request: Request, reply: Reply) -> None:
         ri, now, s = request.target, self.clock.now_ms(), self.sentinel
@@ -290,26 +298,15 @@ class SentinelServer:
         else:
             s.on_discarded_reply(ri)
 
-    async def _read_pubsub(self, link: _InstanceLink, reader: asyncio.StreamReader,
-                           writer: asyncio.StreamWriter) -> None:
-        parser = Parser()
-        try:
-            while True:
-                data = await reader.read(65536)
-                if not data:
-                    break
-                parser.feed(data)
-                while (reply := parser.get()) is not None:
-                    items = reply.items if isinstance(reply, Array | Push) else ()
-                    if (len(items) == 3 and items[0] == Bulk(b"message") and isinstance(items[2], Bulk)):
-                        payload = items[2].value.decode(errors="replace")
-                        if self.sentinel.my_id not in payload:  # our own hello comes back too
-                            self.sentinel.on_hello(payload, self.clock.now_ms())
-        except (OSError, ProtocolError):
-            pass
-        except asyncio.CancelledError:
-            return
-        self._lost(link, writer)
+    def _read_pubsub(self, link: _InstanceLink, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> Coroutine[Any, Any, None]:
+        def handle(reply: Reply) -> None:
+            items = reply.items if isinstance(reply, Array | Push) else ()
+            if len(items) == 3 and items[0] == Bulk(b"message") and isinstance(items[2], Bulk):
+                payload = items[2].value.decode(errors="replace")
+                if self.sentinel.my_id not in payload:  # our own hello comes back too
+                    self.sentinel.on_hello(payload, self.clock.now_ms())
+        return self._read(link, reader, writer, handle)
 
     # -- events and clients -------------------------------------------------------------------------------
 
