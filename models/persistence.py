@@ -86,7 +86,7 @@ class AppendOnlyFile:
         return (base, tuple(self.units), self.synced)
 
 
-def rewrite_commands(dbs: list[dict[bytes, Value]]) -> list[tuple[int, tuple[Any, ...]]]:
+def rewrite_commands(dbs: list[dict[bytes, Value]], counters: bool = True) -> list[tuple[int, tuple[Any, ...]]]:
     """What 7.0's ``rewriteAppendOnlyFile`` writes without an RDB preamble, per key (AOF-5).
 
     A stream: its entries as XADDs (an empty stream as ``XADD key MAXLEN 0 <last-id> x y``),
@@ -95,6 +95,8 @@ def rewrite_commands(dbs: list[dict[bytes, Value]]) -> list[tuple[int, tuple[Any
     entries as ``XGROUP CREATECONSUMER``, each pending entry as ``XCLAIM key g consumer 0 id
     TIME t RETRYCOUNT n JUSTID FORCE``. Replayed, an XCLAIM of an entry whose payload was
     deleted drops it from the PEL (AOF-6); seen-times become the reload's clock readings.
+    Without ``counters`` (6.2, AOF-DIALECT-1) XSETID and XGROUP CREATE carry no ENTRIESADDED,
+    MAXDELETEDID or ENTRIESREAD.
     """
     out: list[tuple[int, tuple[Any, ...]]] = []
     for dbi, db in enumerate(dbs):
@@ -107,11 +109,17 @@ def rewrite_commands(dbs: list[dict[bytes, Value]]) -> list[tuple[int, tuple[Any
                     out.append((dbi, (b"XADD", key, _id(eid), *fields)))
             else:
                 out.append((dbi, (b"XADD", key, b"MAXLEN", b"0", _id(v.last_id), b"x", b"y")))
-            out.append((dbi, (b"XSETID", key, _id(v.last_id), b"ENTRIESADDED", b"%d" % v.entries_added,
-                              b"MAXDELETEDID", _id(v.max_deleted_id))))
+            if counters:
+                out.append((dbi, (b"XSETID", key, _id(v.last_id), b"ENTRIESADDED", b"%d" % v.entries_added,
+                                  b"MAXDELETEDID", _id(v.max_deleted_id))))
+            else:  # AOF-DIALECT-1
+                out.append((dbi, (b"XSETID", key, _id(v.last_id))))
             for g in v.groups.values():
-                out.append((dbi, (b"XGROUP", b"CREATE", key, g.name, _id(g.last_id),
-                                  b"ENTRIESREAD", b"%d" % g.entries_read)))
+                if counters:
+                    out.append((dbi, (b"XGROUP", b"CREATE", key, g.name, _id(g.last_id),
+                                      b"ENTRIESREAD", b"%d" % g.entries_read)))
+                else:  # AOF-DIALECT-1
+                    out.append((dbi, (b"XGROUP", b"CREATE", key, g.name, _id(g.last_id))))
                 for c in g.consumers.values():
                     if not c.pel:
                         out.append((dbi, (b"XGROUP", b"CREATECONSUMER", key, g.name, c.name)))

@@ -19,12 +19,20 @@ and replication state, and the replication links between them, as Redis
 * ``REPLICAOF NO ONE`` shifts the IDs (REPL-8); ``REPLICAOF host port``
   turns a primary into a replica that tries to continue its own history
   (REPL-9): an old primary that took writes after its replica's promotion
-  gets a full resynchronisation and loses them.
+  gets a full resynchronisation and loses them;
+* ``FAILOVER`` pauses writes (postponed commands run again when the pause
+  ends), hands over once the target acknowledged the whole stream (or at a
+  FORCE timeout) and sends it ``PSYNC ... FAILOVER`` (FAILOVER-*);
+  ``WAITAOF`` counts fsynced offsets, local and acknowledged by FACK (WAITAOF-*).
+
+What differs between servers (6.2's ring backlog, 7.2+'s WAIT offsets,
+Valkey's INFO fields, ...) is read from the node's dialect (REPL-DIALECT-*).
 
 Steps no client causes are methods the caller (a test, the conformance
 checker) invokes when it decides they happen: :meth:`Deployment.connect`
 (the replica's handshake and PSYNC), :meth:`Deployment.fork` (the snapshot
 of a full sync), :meth:`Deployment.load` (the replica loads it),
+:meth:`Deployment.failover_cron` (a FAILOVER's deadline), :meth:`Deployment.fsync` (the AOF's fsync),
 :meth:`Deployment.apply` (the replica applies one command of the stream),
 :meth:`Deployment.ack` (``REPLCONF ACK``), :meth:`Deployment.ping` (the
 primary's PING every ``repl-ping-replica-period``). :meth:`Deployment.steps`
@@ -42,13 +50,13 @@ from typing import Any
 from xspec.models.clock import Clock, Duration, Instant, ManualClock
 from xspec.models.persistence import AppendOnlyFile, Snapshot, load_snapshot, render, rewrite_commands, take_snapshot
 from xspec.models.server import BLOCKED, Call, CommandError, Outcome, Server, command
-from xspec.models.state import Client
+from xspec.models.state import BlockState, Client
 from xspec.spec import commands as table
 from xspec.spec.config import CONFIG_DEFAULTS
 from xspec.spec.dialect import REDIS_70, Dialect
 from xspec.spec.errors import TIMEOUT_NEGATIVE, TIMEOUT_NOT_INTEGER
 from xspec.spec.ids import c_string, parse_ll
-from xspec.spec.resp import OK, Array, Bulk, Error, Int, Reply, Simple, Verbatim
+from xspec.spec.resp import OK, Array, Bulk, Error, Int, NullArray, Reply, Simple, Verbatim
 
 MASTER_CLIENT = -1
 """The client id of a replica's connection from its primary (``server.master``)."""
@@ -59,12 +67,14 @@ READONLY_ERROR = "READONLY You can't write against a read only replica."
 NOREPLICAS_ERROR = "NOREPLICAS Not enough good replicas to write."
 UNBLOCKED_ROLE_CHANGE = ("UNBLOCKED force unblock from blocking operation, instance state changed "
                          "(master -> replica?)")
-WAIT_ON_REPLICA = ("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a "
-                   "replica is configured to be writable (which is not the default) writes to replicas are just "
-                   "local and are not propagated.")
 REPLICAOF_FROM_REPLICA = "ERR Command is not valid when client is a replica."
 ALREADY_CONNECTED = "OK Already connected to specified master"
 NO_REPLID = "0" * 40
+WAITAOF_NO_AOF = "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."
+
+REPLICATION_DIALECTS = frozenset({"redis-6.2", "redis-7.0", "redis-7.2", "redis-7.4", "valkey-8.1", "valkey-9.1"})
+"""The dialects whose replication, failover and persistence the deployment models (rule 6: a trace/2
+with a node of another dialect is ``unsupported``)."""
 
 RDB_VERSION = {"redis-6.2": 9, "redis-7.0": 10}
 """The RDB version each dialect writes (RDB-3); 11 for later ones."""
@@ -120,10 +130,17 @@ class Backlog:
     histlen: int = 0
     units: deque[tuple[int, list[bytes]]] = field(default_factory=deque)  # (end offset, command)
     blocks: deque[list[int]] = field(default_factory=deque)
+    circular: bool = False  # REPL-DIALECT-2: 6.2's ring buffer of exactly repl-backlog-size bytes
 
     def add(self, end: int, argv: list[bytes], size: int) -> None:
         self.units.append((end, argv))
         n = resp_length(argv)
+        if self.circular:  # REPL-DIALECT-2: the last repl-backlog-size bytes, to the byte
+            self.histlen = min(self.histlen + n, size)
+            self.first = end - self.histlen + 1
+            while self.units and self.units[0][0] < self.first:
+                self.units.popleft()
+            return
         self.histlen += n
         while n > 0:  # feedReplicationBuffer
             tail = self.blocks[-1] if self.blocks else None
@@ -150,7 +167,7 @@ class Backlog:
 
     def freeze(self) -> tuple[Any, ...]:
         return (self.first, self.histlen, tuple((e, tuple(a)) for e, a in self.units),
-                tuple(tuple(b) for b in self.blocks))
+                tuple(tuple(b) for b in self.blocks), self.circular)
 
 
 @dataclass
@@ -169,6 +186,7 @@ class Link:
     pending: deque[tuple[int, list[bytes]]] = field(default_factory=deque)
     snapshot: Snapshot | None = None
     ack: int = 0  # repl_ack_off
+    fack: int = 0  # repl_aof_off: the replica's fsynced offset its last REPLCONF ACK ... FACK carried (WAITAOF-2)
     getacks: deque[int] = field(default_factory=deque)  # offsets before each GETACK the replica applied
     sync: tuple[str, str, int] | None = None  # ("full"|"partial", replid, offset) of the handshake
     fed: int = 0  # commands put on the link since the handshake
@@ -178,7 +196,7 @@ class Link:
         return (self.primary, self.replica, self.phase, self.held,
                 tuple((e, tuple(a)) for e, a in self.pending),
                 None if self.snapshot is None else self.snapshot.freeze(), self.ack, tuple(self.getacks),
-                self.sync)
+                self.sync, self.fack)
 
 
 @dataclass
@@ -205,16 +223,59 @@ class Node:
     writes_executed: int = 0  # client writes this node executed while a read-only replica (must stay 0)
     dirty: int = 0  # changes since the last RDB save (``server.dirty``)
     good: int = 0  # repl_good_slaves_count as last refreshed (REPL-11)
+    failover: Failover | None = None  # a FAILOVER in progress on this node (FAILOVER-3)
+    fsynced: int = -1  # fsynced_reploff: the offset the AOF holds on disk, -1 without an AOF (WAITAOF-1)
+    postponed: int = 0  # commands postponed so far while writes were paused (their order)
 
     @property
     def is_replica(self) -> bool:
         return self.master is not None
 
+    @property
+    def failover_state(self) -> str:
+        """INFO's ``master_failover_state`` (FAILOVER-3)."""
+        return "no-failover" if self.failover is None else self.failover.state
+
     def freeze(self) -> tuple[Any, ...]:
         return (self.name, self.server.freeze(), self.replid, self.replid2, self.second_offset, self.offset,
                 None if self.backlog is None else self.backlog.freeze(), self.master, self.cached, self.up,
                 self.paused, None if self.rdb is None else self.rdb.freeze(),
-                None if self.aof is None else self.aof.freeze(), tuple(sorted(self.woff.items())))
+                None if self.aof is None else self.aof.freeze(), tuple(sorted(self.woff.items())),
+                None if self.failover is None else self.failover.freeze(), self.getack_requested, self.good,
+                self.dirty, self.fsynced)
+
+
+@dataclass
+class Failover:
+    """``server.failover_state`` and its parameters while a FAILOVER runs (FAILOVER-3 .. FAILOVER-7).
+
+    ``state``: ``waiting-for-sync`` (writes paused until a replica acknowledged the whole
+    stream, or the timeout), ``failover-in-progress`` (the node follows the target and
+    sends it ``PSYNC ... FAILOVER``).
+    """
+
+    state: str
+    target: tuple[str, int] | None  # the replica's announced address, once known
+    end: Instant | None  # failover_end_time: the FAILOVER's clock reading + TIMEOUT
+    force: bool
+    # The cron found the deadline not reached yet, and nothing happened since: checking again
+    # now could only find the same (keeps a search from repeating the step).
+    idle: bool = False
+
+    def freeze(self) -> tuple[Any, ...]:
+        return (self.state, self.target, self.end, self.force, self.idle)
+
+
+@dataclass(frozen=True)
+class Postponed:
+    """The payload of a client whose command waits for the end of a write pause (FAILOVER-4)."""
+
+    seq: int
+
+
+def rerun_postponed(deployment: Deployment, node: str, client: int, argv: list[bytes]) -> Outcome:
+    """A postponed command runs again from the start once writes are unpaused (FAILOVER-4)."""
+    return deployment.execute(node, client, argv)
 
 
 class Deployment:
@@ -252,6 +313,7 @@ class Deployment:
         node.deployment = self  # type: ignore[attr-defined]
         if setting(node.server, "appendonly") == "yes":
             node.aof = AppendOnlyFile()
+            node.fsynced = 0  # WAITAOF-1
         return node
 
     def node_at(self, host: str, port: int) -> Node | None:
@@ -277,7 +339,9 @@ class Deployment:
             raise RuntimeError(f"node {name} is not running")
         server = node.server
         before = server.repl_db
+        offset_before = node.offset
         self.pending_served = []
+        self._time_moves()
         out = server.execute(client, argv)
         if self.pending_served:  # REPL-9: readers unblocked by REPLICAOF answer after it
             out.served.extend(self.pending_served)
@@ -285,12 +349,26 @@ class Deployment:
         if node.is_replica and setting(server, "replica-read-only") == "yes" and _wrote(out):
             node.writes_executed += 1  # INV-REPL-3: must never happen
         self._after(node, out, before)
-        if client in server.clients:
-            node.woff[client] = node.offset  # WAIT-2: c->woff after every command
-        if node.getack_requested:
-            node.getack_requested = False
-            self._feed(node, [GETACK], clients=False)  # WAIT-3: REPLCONF GETACK before the next sleep
+        if client in server.clients and not _postponed(server.clients[client]) and (
+                not server.dialect.woff_after_propagation_only or node.offset != offset_before):
+            node.woff[client] = node.offset  # WAIT-2: c->woff after every command that ran; WAIT-DIALECT-1
+        self._before_sleep(node, out)
         return out
+
+    def _before_sleep(self, node: Node, out: Outcome) -> None:
+        """``beforeSleep``'s replication work after a command or a step of ``node``, in its order:
+        postponed clients run again once writes are unpaused, then ``REPLCONF GETACK`` for a
+        WAIT (not while writes are paused), then ``updateFailoverStatus`` (FAILOVER-4, WAIT-3, FAILOVER-5)."""
+        if not node.up:
+            return
+        self._rerun_postponed(node, out)
+        if node.getack_requested and not self._writes_paused(node):
+            node.getack_requested = False
+            if not node.is_replica:
+                self._feed(node, [GETACK], clients=False)  # WAIT-3: REPLCONF GETACK before the next sleep
+        self._update_failover(node, out)
+        if _aof_on(node) and setting(node.server, "appendfsync") == "always":
+            node.fsynced = node.offset  # WAITAOF-1: flushAppendOnlyFile's fsync, after the waiting clients
 
     def _after(self, node: Node, out: Outcome, before: int) -> None:
         """Feed what ``out`` propagated to the replicas (a primary with a backlog) and the AOF."""
@@ -300,12 +378,18 @@ class Deployment:
         self._append_aof(node, out.propagated, before)
         if node.is_replica or node.backlog is None:
             node.server.repl_db = before  # REPL-3: nothing is fed, the stream's database stays
+            if not node.is_replica and _aof_on(node) and node.server.dialect.offset_counts_without_backlog:
+                # REPL-DIALECT-4: each op fed for the AOF adds 1 (SELECT is not an op of its own)
+                node.offset += sum(1 for a in out.propagated if render(a)[0].upper() != b"SELECT")
             return
         self._feed(node, [render(a) for a in out.propagated])
 
     def _feed(self, node: Node, commands: list[list[bytes]], *, clients: bool = True) -> None:
         """``replicationFeedSlaves``: the commands join the stream, the backlog and every link past its snapshot."""
         if node.backlog is None:
+            if node.server.dialect.offset_counts_without_backlog and not node.is_replica \
+                    and not self.replicas_of(node):
+                node.offset += len(commands)  # REPL-DIALECT-4
             return
         size = int(setting(node.server, "repl-backlog-size"))
         for argv in commands:
@@ -352,6 +436,105 @@ class Deployment:
             return READONLY_ERROR  # REPL-10
         return None
 
+    # -- FAILOVER ------------------------------------------------------------------
+    @staticmethod
+    def _writes_paused(node: Node) -> bool:
+        """``CLIENT_PAUSE_WRITE`` for a FAILOVER (``PAUSE_DURING_FAILOVER``) is in force (FAILOVER-4)."""
+        return node.failover is not None
+
+    def postpones(self, node: Node, c: Client, spec: table.CommandSpec, argv: list[bytes]) -> bool:
+        """``processCommand``'s pause check, after REPL-10/REPL-11 and before MULTI queuing (FAILOVER-4).
+
+        While writes are paused, a command that may replicate (flagged ``write`` or
+        ``may_replicate``, or an EXEC whose queue holds one) blocks, is neither run nor
+        queued, and runs again from the start when the pause ends.
+        """
+        if c.id == MASTER_CLIENT or c.id == AOF_CLIENT or not self._writes_paused(node):
+            return False
+        lookup = node.server.dialect.lookup
+        if not (_may_replicate(spec) or (spec.fullname == "exec" and any(
+                (q := lookup(queued)) is not None and _may_replicate(q) for queued in c.multi_queue))):
+            return False
+        node.postponed += 1
+        c.blocked = BlockState(keys=[], db=c.db, deadline=None, timeout_ms=Duration(0), argv=list(argv),
+                               payload=Postponed(node.postponed), serve=rerun_postponed,  # type: ignore[arg-type]
+                               timeout_reply=NullArray())
+        return True
+
+    def _rerun_postponed(self, node: Node, out: Outcome) -> None:
+        """``unblockPostponedClients`` then ``processUnblockedClients``: in the order they were
+        postponed, each command runs again (FAILOVER-4)."""
+        if self._writes_paused(node):
+            return
+        waiting = sorted((c.blocked.payload.seq, c.id) for c in node.server.clients.values()  # type: ignore[union-attr]
+                         if _postponed(c))
+        for _, cid in waiting:
+            c = node.server.clients[cid]
+            assert c.blocked is not None
+            argv, serve = c.blocked.argv, c.blocked.serve
+            node.server._unblock(c)
+            # serve is rerun_postponed (wrapped by a checker to the command's time window)
+            again: Outcome = serve(self, node.name, cid, argv)  # type: ignore[assignment]
+            if not again.blocked and again.reply is not None:
+                out.served.append((cid, again.reply))
+            out.served.extend(again.served)
+
+    def _update_failover(self, node: Node, out: Outcome, *, cron: bool = False) -> None:
+        """``updateFailoverStatus`` (FAILOVER-5, FAILOVER-6): in ``beforeSleep`` and in the cron.
+
+        The cron's call (the ``failover`` step) first checks the timeout: past it, a FORCE
+        failover hands over to its target, any other is aborted. The ``beforeSleep`` call
+        after a command or an acknowledgement is not given a clock reading by the checker:
+        there the model checks only whether a replica caught up.
+        """
+        f = node.failover
+        if f is None or f.state != "waiting-for-sync" or not node.up:
+            return
+        if cron and f.end is not None:
+            if not node.server.now() >= f.end:
+                f.idle = True
+                return
+            if f.force and f.target is not None:  # FAILOVER-6: the timeout passed, failing over anyway
+                f.state = "failover-in-progress"
+                self._follow(node, f.target, out)
+            else:
+                self._abort_failover(node)  # FAILOVER-6: "Replica never caught up before timeout"
+            return
+        links = self.replicas_of(node)
+        if f.target is not None:
+            link = next((x for x in links if _same_address(announced(self.nodes[x.replica]), f.target)), None)
+        else:  # FAILOVER-5: the first replica that acknowledged the whole stream becomes the target
+            link = next((x for x in links if x.ack == node.offset), None)
+            if link is not None:
+                f.target = announced(self.nodes[link.replica])
+        if link is not None and link.ack == node.offset and f.target is not None:
+            f.state = "failover-in-progress"  # FAILOVER-5: the target caught up
+            self._follow(node, f.target, out)
+
+    def _follow(self, node: Node, target: tuple[str, int], out: Outcome) -> None:
+        """``replicationSetMaster`` for a FAILOVER: the node follows its target (REPL-9, FAILOVER-5)."""
+        moved = self.replicaof(node, target, MASTER_CLIENT)
+        out.served.extend(moved.served)
+
+    def _abort_failover(self, node: Node) -> None:
+        """``abortFailover``: a handover already under way is undone by ``replicationUnsetMaster``;
+        then the state is cleared and writes unpaused; the postponed commands run in the node's
+        next ``beforeSleep`` (FAILOVER-7)."""
+        f = node.failover
+        if f is None:
+            return
+        if f.state == "failover-in-progress":
+            self.replicaof(node, None, MASTER_CLIENT)
+        node.failover = None
+
+    def failover_cron(self, name: str) -> Outcome:
+        """The cron's ``updateFailoverStatus`` (every 100 ms while a FAILOVER runs): the timeout (FAILOVER-6)."""
+        node = self.nodes[name]
+        out = Outcome(None)
+        self._update_failover(node, out, cron=True)
+        self._before_sleep(node, out)
+        return out
+
     def good_replicas(self, node: Node) -> int:
         """``repl_good_slaves_count``: online replicas whose link works (REPL-11).
 
@@ -365,6 +548,45 @@ class Deployment:
         """``replicationCountAcksByOffset`` (WAIT-1)."""
         return sum(1 for link in self.replicas_of(node) if link.phase == "online" and link.ack >= offset)
 
+    def acked_aof(self, node: Node, offset: int) -> int:
+        """``replicationCountAOFAcksByOffset`` (WAITAOF-2)."""
+        return sum(1 for link in self.replicas_of(node) if link.phase == "online" and link.fack >= offset)
+
+    def _waitaof_reply(self, node: Node, w: WaitAofPayload) -> Reply | None:
+        """``processClientsWaitingReplicas`` for one WAITAOF: its reply once both counts are met, else
+        None (its timeout reply is refreshed: WAITAOF-3)."""
+        if w.numlocal and not _aof_on(node):
+            return Error(WAITAOF_NO_AOF)
+        count = self.acked_aof(node, w.offset)
+        local = int(node.fsynced >= w.offset)
+        c = next(c for c in node.server.clients.values() if c.blocked is not None and c.blocked.payload is w)
+        c.blocked.timeout_reply = Array((Int(local), Int(count)))  # type: ignore[union-attr]
+        if count < w.replicas or local < w.numlocal:
+            return None
+        return Array((Int(local), Int(count)))
+
+    def _aof_servable(self, node: Node) -> bool:
+        return any(c.blocked is not None and isinstance(c.blocked.payload, WaitAofPayload)
+                   and (c.blocked.payload.numlocal and not _aof_on(node)
+                        or (self.acked_aof(node, c.blocked.payload.offset) >= c.blocked.payload.replicas
+                            and int(node.fsynced >= c.blocked.payload.offset) >= c.blocked.payload.numlocal))
+                   for c in node.server.clients.values())
+
+    def _waitaof_pending(self, node: Node) -> bool:
+        """A WAITAOF waits on this node or on its primary: only then does an fsync's moment matter."""
+        primary = self.primary_of(node) if node.is_replica else None
+        return any(c.blocked is not None and isinstance(c.blocked.payload, WaitAofPayload)
+                   for n in (node, primary) if n is not None for c in n.server.clients.values())
+
+    def fsync(self, name: str) -> Outcome:
+        """The AOF's fsync (every second under ``everysec``): the node's fsynced offset catches up,
+        then the clients waiting for it are served (WAITAOF-1)."""
+        node = self.nodes[name]
+        out = self._serve_waiting(node)
+        node.fsynced = node.offset
+        out.served.extend(self._serve_waiting(node).served)
+        return out
+
     # -- internal steps ---------------------------------------------------------------
     def steps(self) -> list[tuple[str, str]]:
         """The internal steps possible now, as (kind, node): the replica for connect, load,
@@ -375,13 +597,19 @@ class Deployment:
                 continue
             if node.is_replica and node.name not in self.links:
                 primary = self.primary_of(node)
-                if primary is not None and primary.up and not primary.paused:
+                if primary is not None and primary.up and not primary.paused and self._accepts_sync(primary, node):
                     out.append(("connect", node.name))
+            if node.failover is not None and node.failover.state == "waiting-for-sync" \
+                    and node.failover.end is not None and not node.failover.idle:
+                out.append(("failover", node.name))  # FAILOVER-6: the cron checks the timeout
             if any(link.phase == "wait-bgsave" for link in self.replicas_of(node)):
                 out.append(("fork", node.name))
             if not node.is_replica and int(setting(node.server, "min-replicas-to-write")) and \
                     node.good != self.good_replicas(node):
                 out.append(("refresh", node.name))  # REPL-11: the cron's refreshGoodSlavesCount
+            if _aof_on(node) and (self._aof_servable(node) or node.fsynced < node.offset
+                                         and self._waitaof_pending(node)):
+                out.append(("fsync", node.name))  # WAITAOF-1: the AOF's fsync, then the waiting clients
             if node.dirty and setting(node.server, "save").strip():
                 out.append(("bgsave", node.name))  # RDB-7: a save point's condition is met in the cron
         for link in self.links.values():
@@ -399,8 +627,16 @@ class Deployment:
                     out.append(("ack", link.replica))
         return out
 
+    def _time_moves(self) -> None:
+        """Something happened: a FAILOVER's cron may find its deadline passed now (FAILOVER-6)."""
+        for node in self.nodes.values():
+            if node.failover is not None:
+                node.failover.idle = False
+
     def step(self, kind: str, name: str) -> Outcome:
         """Run one internal step (see :meth:`steps`); the outcome lists the clients it served."""
+        if kind != "failover":
+            self._time_moves()
         if kind == "connect":
             return self.connect(name)
         if kind == "fork":
@@ -415,6 +651,10 @@ class Deployment:
             return self.ack(name, getack=True)
         if kind == "ping":
             return self.ping(name)
+        if kind == "failover":
+            return self.failover_cron(name)
+        if kind == "fsync":
+            return self.fsync(name)
         if kind == "refresh":
             self.nodes[name].good = self.good_replicas(self.nodes[name])
             return Outcome(None)
@@ -423,11 +663,41 @@ class Deployment:
             return Outcome(None)
         raise ValueError(f"unknown step {kind}")
 
+    def _accepts_sync(self, primary: Node, replica: Node) -> bool:
+        """``syncCommand``'s refusals: no PSYNC while the primary fails over, nor from a replica
+        whose own link is down (``-NOMASTERLINK``); the replica retries later (REPL-16).
+        A ``PSYNC ... FAILOVER`` is answered before those checks (FAILOVER-5)."""
+        if replica.failover is not None and replica.failover.state == "failover-in-progress":
+            return True
+        if primary.failover is not None:
+            return False
+        own = self.links.get(primary.name)
+        return not primary.is_replica or (own is not None and own.phase == "online")
+
     def connect(self, name: str) -> Outcome:
-        """The replica's handshake and ``PSYNC`` (REPL-5, REPL-6, REPL-7)."""
+        """The replica's handshake and ``PSYNC`` (REPL-5, REPL-6, REPL-7), ``PSYNC ... FAILOVER`` (FAILOVER-5)."""
         replica = self.nodes[name]
         primary = self.primary_of(replica)
         assert primary is not None and name not in self.links
+        out = Outcome(None)
+        handing_over = replica.failover is not None and replica.failover.state == "failover-in-progress"
+        if handing_over:
+            asked_id = replica.cached[0] if replica.cached is not None else "?"
+            if primary.master is None or asked_id != primary.replid:
+                # FAILOVER-7: "PSYNC FAILOVER can't be sent to a master." / "... replid must match my
+                # replid.": the failover is aborted and the node is a primary again
+                self._abort_failover(replica)
+                self._before_sleep(replica, out)
+                return out
+            self.replicaof(primary, None, MASTER_CLIENT)  # FAILOVER-5: the target becomes a primary
+        out = self._psync(replica, primary, out)
+        if handing_over:
+            replica.failover = None  # FAILOVER-5: +CONTINUE or +FULLRESYNC ends the failover
+            self._before_sleep(replica, out)
+        return out
+
+    def _psync(self, replica: Node, primary: Node, out: Outcome) -> Outcome:
+        name = replica.name
         link = Link(primary.name, name)
         self.links[name] = link
         asked = replica.cached  # PSYNC <replid> <reploff+1>, or PSYNC ? -1 without a cached master
@@ -441,16 +711,16 @@ class Deployment:
                 replica.replid = primary.replid
                 self._disconnect_replicas(replica)
             if replica.backlog is None:
-                replica.backlog = Backlog(replica.offset + 1)
+                replica.backlog = new_backlog(replica, replica.offset + 1)
             replica.server.client(MASTER_CLIENT)
-            return Outcome(None)
+            return out
         # REPL-5: a full resynchronisation
         link.phase = "wait-bgsave"
         if primary.backlog is None and len(self.replicas_of(primary)) == 1:
             # REPL-3: the first replica creates the backlog, under a new ID
             primary.replid, primary.replid2, primary.second_offset = self._new_replid(), NO_REPLID, -1
-            primary.backlog = Backlog(primary.offset + 1)
-        return Outcome(None)
+            primary.backlog = new_backlog(primary, primary.offset + 1)
+        return out
 
     @staticmethod
     def _partial_ok(primary: Node, replid: str, psync_offset: int) -> bool:
@@ -492,7 +762,7 @@ class Deployment:
             server._handle_ready(out)
         replica.replid, replica.replid2, replica.second_offset = snap.replid or NO_REPLID, NO_REPLID, -1
         replica.offset = snap.offset
-        replica.backlog = Backlog(snap.offset + 1)
+        replica.backlog = new_backlog(replica, snap.offset + 1)
         replica.cached = None
         if setting(replica.server, "repl-diskless-load") == "disabled" and \
                 setting(replica.server, "rdb-del-sync-files") == "no":
@@ -525,6 +795,8 @@ class Deployment:
         if not master.in_multi:
             # REPL-2: the offset moves at command boundaries, a transaction at its EXEC
             replica.offset = end
+            if replica.aof is not None and setting(server, "appendfsync") == "always":
+                replica.fsynced = end  # WAITAOF-1
         if replica.backlog is not None:
             replica.backlog.add(end, argv, int(setting(server, "repl-backlog-size")))
         for sub in self.replicas_of(replica):  # REPL-12: a replica proxies the stream verbatim
@@ -540,11 +812,17 @@ class Deployment:
         replica = self.nodes[name]
         value = link.getacks.popleft() if getack else replica.offset
         link.ack = max(link.ack, value)
+        if replica.fsynced != -1:  # WAITAOF-2: a replica with an AOF adds FACK <its fsynced offset>
+            link.fack = max(link.fack, replica.fsynced)
         return self._serve_waiting(self.nodes[link.primary])
 
     def ping(self, name: str) -> Outcome:
-        """The primary's PING every ``repl-ping-replica-period`` seconds (REPL-13)."""
-        self._feed(self.nodes[name], [PING], clients=False)
+        """The primary's PING every ``repl-ping-replica-period`` seconds (REPL-13); none while a
+        FAILOVER with a TIMEOUT has writes paused (FAILOVER-4)."""
+        node = self.nodes[name]
+        if node.failover is not None and node.failover.end is not None:
+            return Outcome(None)
+        self._feed(node, [PING], clients=False)
         return Outcome(None)
 
     def _serve_waiting(self, primary: Node) -> Outcome:
@@ -553,6 +831,12 @@ class Deployment:
         server = primary.server
         for c in list(server.clients.values()):
             b = c.blocked
+            if b is not None and isinstance(b.payload, WaitAofPayload):
+                reply = self._waitaof_reply(primary, b.payload)
+                if reply is not None:
+                    server._unblock(c)
+                    out.served.append((c.id, reply))
+                continue
             if b is None or not isinstance(b.payload, WaitPayload):
                 continue
             count = self.acked(primary, b.payload.offset)
@@ -560,6 +844,7 @@ class Deployment:
             if count >= b.payload.replicas:
                 server._unblock(c)
                 out.served.append((c.id, Int(count)))
+        self._update_failover(primary, out)  # FAILOVER-5: beforeSleep after the acknowledgement
         return out
 
     def refresh_wait_counts(self, node: Node) -> None:
@@ -597,17 +882,19 @@ class Deployment:
                 node.replid = self._new_replid()
                 node.server.repl_db = -1
                 if node.backlog is None:
-                    node.backlog = Backlog(node.offset + 1)
+                    node.backlog = new_backlog(node, node.offset + 1)
+                self._disconnect_replicas(node)  # REPL-8: they learn the new ID when they reconnect
             return out
         was_primary = node.master is None
         self._drop_link(node.name)
         node.master = target
         server = node.server
         for c in list(server.clients.values()):  # REPL-9: disconnectAllBlockedClients
-            if c.blocked is not None and c.id != calling:
+            if c.blocked is not None and c.id != calling and not _postponed(c):
                 server._unblock(c)
                 out.served.append((c.id, Error(UNBLOCKED_ROLE_CHANGE)))
-        self._disconnect_replicas(node)
+        if server.dialect.replicaof_disconnects_replicas:
+            self._disconnect_replicas(node)  # REPL-DIALECT-1: 6.2 disconnects them at once
         if was_primary:
             node.cached = (node.replid, node.offset)  # REPL-9: replicationCacheMasterUsingMyself
         return out
@@ -665,13 +952,15 @@ class Deployment:
             self._load_aof(node)
         elif node.rdb is not None:
             server.dbs[:] = load_snapshot(node.rdb)
-            if node.rdb.replid is not None and node.rdb.offset >= 0:
+            if node.rdb.replid is not None and node.rdb.offset >= 0 and server.dialect.rdb_replication_on_primary:
                 # RDB-5: a primary keeps the file's history as its secondary ID
                 node.replid2, node.second_offset = node.rdb.replid, node.rdb.offset + 1
                 node.offset = node.rdb.offset
-                node.backlog = Backlog(node.offset + 1)
+                node.backlog = new_backlog(node, node.offset + 1)
         elif setting(server, "appendonly") == "yes":
             node.aof = AppendOnlyFile()
+        if node.aof is not None:
+            node.fsynced = 0  # WAITAOF-1: the AOF on disk holds everything up to the start
 
     def _load_aof(self, node: Node) -> None:
         aof = node.aof
@@ -717,7 +1006,7 @@ class Deployment:
         if setting(node.server, "aof-use-rdb-preamble") == "yes":
             node.aof.base = take_snapshot(node.server.dbs, self._rdb_version(node))
         else:
-            node.aof.base = rewrite_commands(node.server.dbs)
+            node.aof.base = rewrite_commands(node.server.dbs, node.server.dialect.stream_counters)
         node.aof.units = []
         node.aof.synced = 0
 
@@ -726,6 +1015,29 @@ class Deployment:
         """Every node, link, backlog and persisted file, canonically (for explorers and tests)."""
         return (tuple(n.freeze() for _, n in sorted(self.nodes.items())),
                 tuple(link.freeze() for _, link in sorted(self.links.items())))
+
+
+MAY_REPLICATE = frozenset({"eval", "evalsha", "fcall", "pfcount", "publish", "spublish"})
+"""7.0's commands flagged ``may_replicate`` (the model's table does not carry that flag)."""
+
+
+def _may_replicate(spec: table.CommandSpec) -> bool:
+    return "write" in spec.flags or spec.fullname in MAY_REPLICATE
+
+
+def _aof_on(node: Node) -> bool:
+    """``appendonly yes``: the node keeps an AOF (a lone server checked as trace/1 keeps no AOF model,
+    but its fsynced offset is still tracked for WAITAOF-1)."""
+    return node.aof is not None or setting(node.server, "appendonly") == "yes"
+
+
+def _postponed(c: Client) -> bool:
+    return c.blocked is not None and isinstance(c.blocked.payload, Postponed)
+
+
+def new_backlog(node: Node, first: int) -> Backlog:
+    """``createReplicationBacklog`` of the node's dialect (REPL-3, REPL-4, REPL-DIALECT-2)."""
+    return Backlog(first, circular=not node.server.dialect.backlog_in_blocks)
 
 
 def setting(server: Server, name: str) -> str:
@@ -779,6 +1091,8 @@ def node_of(server: Server) -> Node:
         deployment.pending_served = []
         deployment.specs = {"self": {"dialect": server.dialect, "config": dict(server.config)}}
         node = Node("self", (), dict(server.config), server, deployment._new_replid())
+        if setting(server, "appendonly") == "yes":
+            node.fsynced = 0  # WAITAOF-1
         deployment.nodes = {"self": node}
         node.deployment = deployment  # type: ignore[attr-defined]
         server.node = node
@@ -798,11 +1112,57 @@ class WaitPayload:
     replicas: int
 
 
+@dataclass(frozen=True)
+class WaitAofPayload:
+    """What a blocked WAITAOF waits for (WAITAOF-1)."""
+
+    offset: int
+    numlocal: int
+    replicas: int
+
+
+@command("waitaof")
+def waitaof(call: Call) -> Reply:
+    """WAITAOF numlocal numreplicas timeout (7.2+, WAITAOF-1 .. WAITAOF-3)."""
+    node = node_of(call.server)
+    deployment = deployment_of(node)
+    numlocal = parse_ll(call.argv[1])
+    if numlocal is None:
+        raise CommandError(table.NOT_INTEGER)
+    if not 0 <= numlocal <= 1:
+        raise CommandError("ERR value is out of range, value must between 0 and 1")
+    replicas = parse_ll(call.argv[2])
+    if replicas is None:
+        raise CommandError(table.NOT_INTEGER)
+    if replicas < 0:
+        raise CommandError("ERR value is out of range, must be positive")
+    t = parse_ll(call.argv[3])
+    if t is None:
+        raise CommandError(TIMEOUT_NOT_INTEGER)
+    if t < 0:
+        raise CommandError(TIMEOUT_NEGATIVE)
+    if node.master is not None:  # WAITAOF-3
+        raise CommandError("ERR WAITAOF cannot be used with replica instances. Please also note that writes to "
+                           "replicas are just local and are not propagated.")
+    if numlocal and not _aof_on(node):
+        raise CommandError(WAITAOF_NO_AOF)
+    offset = node.woff.get(call.client.id, 0)
+    count = deployment.acked_aof(node, offset)
+    local = int(node.fsynced >= offset)
+    if (count >= replicas and local >= numlocal) or call.in_exec:  # WAITAOF-1
+        return Array((Int(local), Int(count)))
+    node.getack_requested = True  # WAIT-3: the replicas are asked for an ACK (with its FACK)
+    return call.block([], Duration(t), WaitAofPayload(offset, numlocal, replicas), _never_served,  # type: ignore[return-value]
+                      Array((Int(local), Int(count))))
+
+
 @command("replicaof")
 @command("slaveof")
 def replicaof(call: Call) -> Reply:
     node = node_of(call.server)
     deployment = deployment_of(node)
+    if node.failover is not None:
+        raise CommandError("ERR REPLICAOF not allowed while failing over.")  # FAILOVER-3
     host = c_string(call.argv[1]).decode("latin-1")
     if host.lower() == "no" and c_string(call.argv[2]).lower() == b"one":
         if node.master is not None:  # REPL-8
@@ -848,8 +1208,8 @@ def wait(call: Call) -> Reply:
     """WAIT numreplicas timeout (WAIT-1 .. WAIT-5)."""
     node = node_of(call.server)
     deployment = deployment_of(node)
-    if node.master is not None:  # WAIT-5
-        raise CommandError(WAIT_ON_REPLICA)
+    if node.master is not None:  # WAIT-5, WAIT-DIALECT-2
+        raise CommandError(call.server.dialect.wait_on_replica_error)
     replicas = parse_ll(call.argv[1])
     if replicas is None:
         raise CommandError(table.NOT_INTEGER)
@@ -872,16 +1232,16 @@ def _never_served(call: Call, key: bytes) -> Reply | None:
 
 @command("failover")
 def failover(call: Call) -> Reply:
-    """FAILOVER [TO host port] [TIMEOUT ms] [FORCE] [ABORT]: 7.0's checks, in its order (FAILOVER-1, FAILOVER-2).
-
-    The handover itself (writes paused until the target caught up, then ``PSYNC FAILOVER``)
-    is not modelled: the model says so where Redis would start it.
-    """
+    """FAILOVER [TO host port] [TIMEOUT ms] [FORCE] [ABORT]: 7.0's checks in its order, then the
+    coordinated handover (FAILOVER-1 .. FAILOVER-7)."""
     node = node_of(call.server)
     deployment = deployment_of(node)
     argv = call.argv
     if len(argv) == 2 and c_string(argv[1]).lower() == b"abort":
-        raise CommandError("ERR No failover in progress.")  # FAILOVER-2
+        if node.failover is None:
+            raise CommandError("ERR No failover in progress.")  # FAILOVER-2
+        deployment._abort_failover(node)  # FAILOVER-7: postponed writes run after the reply
+        return OK
     timeout = 0
     host: bytes | None = None
     port = 0
@@ -908,6 +1268,8 @@ def failover(call: Call) -> Reply:
             j += 1
         else:
             raise CommandError(table.SYNTAX)
+    if node.failover is not None:
+        raise CommandError("ERR FAILOVER already in progress.")  # FAILOVER-1
     if node.master is not None:
         raise CommandError("ERR FAILOVER is not valid when server is a replica.")  # FAILOVER-1
     links = deployment.replicas_of(node)
@@ -915,14 +1277,24 @@ def failover(call: Call) -> Reply:
         raise CommandError("ERR FAILOVER requires connected replicas.")  # FAILOVER-1
     if force and (not timeout or host is None):
         raise CommandError("ERR FAILOVER with force option requires both a timeout and target HOST and IP.")
+    target: tuple[str, int] | None = None
     if host is not None:
-        target = next((link for link in links if announced(deployment.nodes[link.replica])
-                       == (host.decode("latin-1"), port)), None)
-        if target is None:
+        target = (host.decode("latin-1"), port)
+        found = next((link for link in links if _same_address(announced(deployment.nodes[link.replica]), target)),
+                     None)
+        if found is None:
             raise CommandError("ERR FAILOVER target HOST and PORT is not a replica.")
-        if target.phase != "online":
+        if found.phase != "online":
             raise CommandError("ERR FAILOVER target replica is not online.")
-    raise CommandError("ERR xspec model: FAILOVER is not modelled")
+    # FAILOVER-3: the deadline is this command's clock reading plus the timeout; writes pause
+    end = call.now() + Duration(timeout) if timeout else None
+    node.failover = Failover("waiting-for-sync", target, end, force)
+    return OK
+
+
+def _same_address(announced_addr: tuple[str, int], target: tuple[str, int]) -> bool:
+    """``findReplica``: the host compared without case, the port exactly."""
+    return announced_addr[0].lower() == target[0].lower() and announced_addr[1] == target[1]
 
 
 @command("save")
@@ -961,6 +1333,8 @@ def info_replication(server: Server) -> str:
                   f"master_sync_in_progress:{1 if link is not None and link.phase == 'transfer' else 0}"]
         off = node.offset if (online or node.cached is not None) else 1
         lines += [f"slave_read_repl_offset:{off}", f"slave_repl_offset:{off}"]
+        if server.dialect.info_replication_dual_channel:  # REPL-DIALECT-5
+            lines += ["replicas_repl_buffer_size:0", "replicas_repl_buffer_peak:0"]
         if not online:
             lines.append("master_link_down_since_seconds:-1")
         lines += [f"slave_priority:{cfg.get('replica-priority', '100')}",
@@ -974,9 +1348,12 @@ def info_replication(server: Server) -> str:
         r = deployment.nodes[link.replica]
         host, port = announced(r)
         state = {"wait-bgsave": "wait_bgsave", "transfer": "send_bulk", "online": "online"}[link.phase]
-        lines.append(f"slave{i}:ip={host},port={port},state={state},offset={link.ack},lag=0")
+        kind = ",type=replica" if server.dialect.info_replication_dual_channel else ""  # REPL-DIALECT-5
+        lines.append(f"slave{i}:ip={host},port={port},state={state},offset={link.ack},lag=0{kind}")
     backlog = node.backlog
-    lines += ["master_failover_state:no-failover", f"master_replid:{node.replid}",
+    if server.dialect.info_replication_dual_channel:
+        lines.append("replicas_waiting_psync:0")  # REPL-DIALECT-5: no dual-channel sync in the model
+    lines += [f"master_failover_state:{node.failover_state}", f"master_replid:{node.replid}",
               f"master_replid2:{node.replid2}", f"master_repl_offset:{node.offset}",
               f"second_repl_offset:{node.second_offset}", f"repl_backlog_active:{int(backlog is not None)}",
               f"repl_backlog_size:{cfg.get('repl-backlog-size', '1048576')}",

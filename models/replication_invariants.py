@@ -43,6 +43,18 @@ def violations(deployment: Deployment, before: Offsets | None = None) -> list[st
             link = deployment.links.get(name)
             if link is not None and id(link) == link_ident and ack > link.ack:
                 out.append(f"INV-REPL-2: the acknowledged offset of {name} went from {ack} to {link.ack}")
+    for name, node in deployment.nodes.items():
+        if not node.up:
+            continue
+        f = node.failover
+        if f is not None and f.state == "waiting-for-sync" and node.is_replica:
+            out.append(f"INV-REPL-5: node {name} waits for a FAILOVER's sync but is a replica")
+        if f is not None and f.state == "failover-in-progress" and (
+                f.target is None or deployment.node_at(*f.target) is not deployment.primary_of(node)):
+            out.append(f"INV-REPL-5: node {name}'s FAILOVER is in progress but it does not follow its target")
+        if f is None and any(c.blocked is not None and type(c.blocked.payload).__name__ == "Postponed"
+                             for c in node.server.clients.values()):
+            out.append(f"INV-REPL-5: node {name} has a client postponed with no FAILOVER pausing writes")
     for link in deployment.links.values():
         primary, replica = deployment.nodes[link.primary], deployment.nodes[link.replica]
         if link.phase != "online" or not primary.up or not replica.up:

@@ -21,14 +21,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from errno import EAGAIN
-from typing import Any
+from typing import Any, TypeVar
 
 from xspec.models.clock import Clock, Duration, Instant, ManualClock
-from xspec.models.state import BlockState, Client, ListValue, Stream, Value, freeze_value
+from xspec.models.state import BlockState, Client, ListValue, Stream, Value, freeze_value, value_size
+from xspec.models.stats import Stats, count_call, count_rejection, count_served, count_timeout
 from xspec.spec import commands as table
 from xspec.spec.dialect import REDIS_70, Dialect
-from xspec.spec.errors import NOAUTH, NOT_ALLOWED_IN_MULTI, exec_aborted
+from xspec.spec.errors import DEBUG_NOT_ALLOWED, NOAUTH, NOT_ALLOWED_IN_MULTI, exec_aborted
 from xspec.spec.limits import NUM_DATABASES
+from xspec.spec.pubsub import SUBSCRIBER_COMMANDS, subscriber_context_error
 from xspec.spec.resp import QUEUED as _QUEUED
 from xspec.spec.resp import Bulk, Error, Int, NullArray, Reply, Simple, for_protocol
 
@@ -57,6 +59,7 @@ class PreRendered:
 
 
 HandlerResult = Reply | _Blocked | PreRendered
+V = TypeVar("V", bound=Value)
 Handler = Callable[["Call"], HandlerResult]
 HANDLERS: dict[str, Handler] = {}
 
@@ -89,12 +92,15 @@ class Outcome:
     served: list[tuple[int, Reply]] = field(default_factory=list)
     propagated: list[list[bytes | int]] = field(default_factory=list)
     closed: bool = False
+    # Messages sent to clients without a request of their own (Pub/Sub), in the order sent,
+    # each rendered for its client's protocol (models/pubsub.py).
+    pushes: list[tuple[int, Reply]] = field(default_factory=list)
 
 
 class Call:
     """The context of one command execution, passed to its handler."""
 
-    __slots__ = ("server", "client", "argv", "spec", "db", "ops", "can_block", "in_exec")
+    __slots__ = ("server", "client", "argv", "spec", "db", "ops", "can_block", "in_exec", "served")
 
     def __init__(self, server: Server, client: Client, argv: list[bytes], spec: table.CommandSpec,
                  ops: list[tuple[int, list[bytes | int]]], *, in_exec: bool = False) -> None:
@@ -107,6 +113,8 @@ class Call:
         self.in_exec = in_exec
         # XREAD-12: inside MULTI/EXEC a blocking command answers at once.
         self.can_block = not in_exec
+        # Replies this command sends other clients (CLIENT UNBLOCK), rendered for their protocols.
+        self.served: list[tuple[int, Reply]] | None = None
 
     # -- time ---------------------------------------------------------------
     def now(self) -> Instant:
@@ -116,6 +124,18 @@ class Call:
     # -- keys -----------------------------------------------------------------
     def lookup(self, key: bytes) -> Value | None:
         return self.db.get(key)
+
+    def typed(self, key: bytes, kind: type[V]) -> V | None:
+        """The value at ``key`` when it is a ``kind``, None if missing; WRONGTYPE for another type."""
+        v = self.db.get(key)
+        if v is None or isinstance(v, kind):
+            return v
+        raise CommandError(table.WRONGTYPE)
+
+    def size(self, key: bytes, kind: type[Value]) -> int:
+        """How many elements the ``kind`` value at ``key`` holds, 0 if missing; WRONGTYPE for another type."""
+        v = self.typed(key, kind)
+        return 0 if v is None else value_size(v)
 
     def stream(self, key: bytes) -> Stream | None:
         """The stream at ``key``, None if missing; WRONGTYPE for another type."""
@@ -144,6 +164,10 @@ class Call:
         self.server.touch_watched(self.client.db, key)
         if old is None or isinstance(old, Stream):
             self.server.signal_deleted(self.client.db, key)
+
+    def changed(self, n: int = 1) -> None:
+        """``server.dirty += n``: the command changed the data set ``n`` times (STATS-4)."""
+        self.server.stats.dirty += n
 
     # -- replication ------------------------------------------------------------
     def propagate(self, argv: list[bytes | int]) -> None:
@@ -216,6 +240,11 @@ class Server:
         self.chooser: Callable[[int], int] | None = None
         # The deployment node this server is one of (models/replication.py); None on its own.
         self.node: Any = None
+        # INFO's lifetime counters (models/stats.py): unknown until CONFIG RESETSTAT or assume_fresh().
+        self.stats = Stats()
+        # Pushes the running command sent (models/pubsub.py); Outcome.pushes takes them. A tuple,
+        # replaced rather than changed, so that copies of the server may share it.
+        self.pushes: tuple[tuple[int, Reply], ...] = ()
 
     # -- configuration -------------------------------------------------------
     def config_int(self, name: str) -> int:
@@ -226,6 +255,13 @@ class Server:
         if self._snapshot is not None:
             return self._snapshot
         return self.clock.now_ms()
+
+    def debug_allowed(self) -> bool:
+        """``enable-debug-command`` allows DEBUG (DISPATCH-9): ``yes``, or ``local`` (every modelled
+        connection is a local one); 6.2 has no such setting."""
+        if not self.dialect.debug_needs_enabling:
+            return True
+        return self.config.get("enable-debug-command", "no") in ("yes", "local")
 
     def password_required(self) -> bool:
         """``requirepass`` is set: the default user has a password (AUTH-4)."""
@@ -300,13 +336,20 @@ class Server:
             return self._reject(c, self.dialect.unknown_command_error(argv))
         if not spec.arity_ok(len(argv)):  # DISPATCH-2
             return self._reject(c, table.arity_error(spec), spec)
+        if "protected" in spec.flags and not self.debug_allowed():  # DISPATCH-9
+            return self._reject(c, DEBUG_NOT_ALLOWED, spec)
         if self.unauthenticated and self.auth_required(c, spec):  # DISPATCH-8
             return self._reject(c, NOAUTH, spec)
         if self.node is not None:  # REPL-10, REPL-11: NOREPLICAS and READONLY come before queuing
             refusal = self.node.deployment.refuse(self.node, c, spec)
             if refusal is not None:
                 return self._reject(c, refusal, spec)
+            if self.node.deployment.postpones(self.node, c, spec, argv):  # FAILOVER-4: writes wait out a pause
+                return Outcome(None, blocked=True)
         name = spec.fullname
+        if c.proto == 2 and c.subscriptions and name not in SUBSCRIBER_COMMANDS:  # PUBSUB-CTX-1
+            return self._reject(c, subscriber_context_error(name, self.dialect.lookup([b"ssubscribe", b"x"]) is not None),
+                                spec)
         if c.in_multi and name not in table.RUN_INSIDE_MULTI:
             if "no_multi" in spec.flags:  # DISPATCH-3
                 return self._reject(c, NOT_ALLOWED_IN_MULTI)
@@ -318,6 +361,7 @@ class Server:
         handler = HANDLERS.get(name)
         if handler is None:
             # A command in the table that the model does not implement yet.
+            self.stats.forget()  # STATS-0: the server counted it in a way the model does not know
             return Outcome(self._render(c, Error(f"ERR xspec model: '{name}' is not modelled")))
         ops: list[tuple[int, list[bytes | int]]] = []
         call = Call(self, c, argv, spec, ops)
@@ -325,6 +369,7 @@ class Server:
             result = handler(call)
         except CommandError as e:
             result = Error(e.text)
+        count_call(self, name, result, blocked=result is BLOCKED)  # STATS-1, STATS-2
         if result is BLOCKED:
             out = Outcome(None, blocked=True)
         elif type(result) is PreRendered:
@@ -333,6 +378,10 @@ class Server:
             out = Outcome(result)  # type: ignore[arg-type]
         else:
             out = Outcome(for_protocol(result, c.proto))  # type: ignore[arg-type]
+        if self.pushes:
+            out.pushes, self.pushes = list(self.pushes), ()
+        if call.served:  # replies the command sent to other clients (CLIENT UNBLOCK)
+            out.served.extend(call.served)
         if ops:
             out.propagated = self._wrap(ops, name == "exec")  # DISPATCH-6, PROP-1
         if c.closed:  # CONN-3: QUIT closes the connection after its reply
@@ -348,6 +397,8 @@ class Server:
         A rejected EXEC, in MULTI or not, discards the transaction and unwatches
         every key, and its error says so (``execCommandAbort``, EXEC-6).
         """
+        is_exec = spec is not None and spec.fullname == "exec"
+        count_rejection(self, c, exec_aborted(text) if is_exec else text)  # STATS-1, STATS-2
         if spec is not None and spec.fullname == "exec":
             c.in_multi = False
             c.multi_queue = []
@@ -370,6 +421,7 @@ class Server:
         it) and is emptied afterwards.
         """
         replies: list[Reply] = []
+        dirty = self.stats.dirty
         for argv in c.multi_queue:
             spec = self.dialect.lookup(argv)
             assert spec is not None
@@ -383,8 +435,11 @@ class Server:
             except CommandError as e:
                 r = Error(e.text)
             assert not isinstance(r, _Blocked), "a command blocked inside EXEC"
+            count_call(self, spec.fullname, r)  # STATS-2: each queued command counts when EXEC runs it
             replies.append(r.reply if isinstance(r, PreRendered) else self._render(c, r))
         c.multi_queue = []
+        if self.dialect.exec_counts_itself and self.stats.dirty != dirty:  # STATS-DIALECT-8
+            self.stats.dirty += 1
         return replies
 
     # -- propagation ------------------------------------------------------------
@@ -476,6 +531,7 @@ class Server:
                         r = Error(e.text)
                     if r is None:
                         continue
+                    count_served(self, spec.fullname, r)  # STATS-3
                     if c.blocked is not None:  # BLOCK-DIALECT-2: a re-executed command unblocked it itself
                         self._unblock(c)
                     out.served.append((cid, self._render(c, r)))
@@ -517,6 +573,9 @@ class Server:
         if c.blocked is None:
             raise RuntimeError(f"client {client_id} is not blocked")
         r = c.blocked.timeout_reply
+        blocked_spec = self.dialect.lookup(c.blocked.argv)
+        if blocked_spec is not None:
+            count_timeout(self, blocked_spec.fullname)
         self._unblock(c)
         if not any(o.blocked is not None and o.blocked.deadline is not None for o in self.clients.values()):
             # XADD-14: the walk over the timeout table found no later deadline to stop
@@ -544,7 +603,11 @@ class Server:
             tuple(sorted((k, freeze_value(v)) for k, v in db.items())) for db in self.dbs)
         clients = tuple(c.freeze() for _, c in sorted(self.clients.items()))
         blocking = tuple(sorted((k, tuple(v)) for k, v in self.blocking.items()))
-        return (self.dialect.name, dbs, clients, blocking, tuple(sorted(self.config.items())), self.errno)
+        # STATS-0: INFO's counters join the last element once a later INFO can show them, so that a
+        # model whose counters are unknown (explorers, most checks) freezes to the same six values.
+        stats = self.stats
+        errno = (self.errno, stats.freeze()) if stats.known or stats.dirty_known else self.errno
+        return (self.dialect.name, dbs, clients, blocking, tuple(sorted(self.config.items())), errno)
 
 
 def render_op(argv: list[bytes | int]) -> list[bytes]:

@@ -229,10 +229,28 @@ class Client:
     closed: bool = False
     last_cmd: str = "NULL"
     multi_used: bool = False  # MULTI was called once (Valkey's CLIENT LIST shows multi=0 then)
+    no_evict: bool = False  # CLIENT NO-EVICT ON (flag e)
+    no_touch: bool = False  # CLIENT NO-TOUCH ON, 7.2+ (flag T)
+    lib_name: bytes | None = None  # CLIENT SETINFO LIB-NAME, 7.2+
+    lib_ver: bytes | None = None  # CLIENT SETINFO LIB-VER, 7.2+
+    # Pub/Sub (models/pubsub.py): channels and shard channels as hash tables (their walk's order
+    # is the server's hash order), patterns as a list in subscription order; pushes_sent counts
+    # the messages and pushed confirmations this connection was sent without a request.
+    channels: dict[bytes, None] = field(default_factory=dict)
+    patterns: dict[bytes, None] = field(default_factory=dict)
+    shard_channels: dict[bytes, None] = field(default_factory=dict)
+    pushes_sent: int = 0
+
+    @property
+    def subscriptions(self) -> int:
+        """``clientTotalPubSubSubscriptionCount``: while positive the client is in Pub/Sub mode."""
+        return len(self.channels) + len(self.patterns) + len(self.shard_channels)
 
     def freeze(self) -> tuple[Any, ...]:
         b = self.blocked
         blocked = None if b is None else (tuple(b.keys), b.db, b.deadline, tuple(b.argv), repr(b.payload))
         return (self.id, self.proto, self.db, self.name, self.in_multi,
                 tuple(tuple(c) for c in self.multi_queue), self.multi_error,
-                tuple(self.watched), self.dirty_cas, blocked)
+                tuple(self.watched), self.dirty_cas, blocked, self.no_evict, self.no_touch) + (
+                    (tuple(self.channels), tuple(self.patterns), tuple(self.shard_channels), self.pushes_sent)
+                    if self.subscriptions or self.pushes_sent else ())

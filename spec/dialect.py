@@ -93,6 +93,12 @@ class Dialect:
     # 7.4 counts only a stream whose read propagated something, and a history read propagates nothing
     # (STATS-DIALECT-6).
     history_read_counts: bool = True
+    # An EXEC whose commands changed something adds one more to the dirty counter (the EXEC it
+    # propagates; 6.2, STATS-DIALECT-8).
+    exec_counts_itself: bool = False
+    # What CLIENT UNBLOCK adds to the unblocked command's commandstats (STATS-9): "failed" (7.0: a
+    # failed call, TIMEOUT or ERROR), "failed-on-error" (7.2, 7.4), "rejected-on-error" (Valkey), "none" (6.2).
+    client_unblock_counts: str = "failed"
     # 7.0 bounds the default work limit of a ``~`` trim (100 x stream-node-max-entries, wrapped
     # to 64 bits) to [1, 1000000], 10000 when it is not positive; 6.2 uses it unbounded.
     approx_limit_bounded: bool = True
@@ -135,6 +141,31 @@ class Dialect:
     # fields whose value is the dialect's, not the host's.
     info_layout: str | None = None
     info_values: dict[str, str] = field(default_factory=dict)
+
+    # -- replication (spec/rules/replication.md, REPL-DIALECT-*) --------------
+    # ``REPLICAOF host port`` disconnects the node's own replicas at once (6.2); 7.0+ keeps
+    # them until its ID changes or it loads a full synchronisation (REPL-DIALECT-1).
+    replicaof_disconnects_replicas: bool = False
+    # The backlog is a list of 16 KiB blocks trimmed a block at a time (7.0+); 6.2's is a ring
+    # buffer of exactly repl-backlog-size bytes (REPL-DIALECT-2).
+    backlog_in_blocks: bool = True
+    # A node that starts as a primary from an RDB with replication info keeps that ID as its
+    # secondary ID and continues from its offset (7.0+); 6.2 uses it only on a replica (REPL-DIALECT-3).
+    rdb_replication_on_primary: bool = True
+    # A primary with neither backlog nor replicas still adds 1 to its offset per command it feeds
+    # (an AOF write, a WAIT's REPLCONF GETACK), for WAITAOF's bookkeeping (7.2+; REPL-DIALECT-4).
+    offset_counts_without_backlog: bool = False
+    # A client's WAIT offset is the primary's offset after its last command that moved it (7.2+,
+    # Valkey); 7.0 and 6.2 set it after every command (WAIT-DIALECT-1).
+    woff_after_propagation_only: bool = False
+    # WAIT's error on a replica (WAIT-5, WAIT-DIALECT-2).
+    wait_on_replica_error: str = (
+        "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica "
+        "is configured to be writable (which is not the default) writes to replicas are just local and are not "
+        "propagated.")
+    # INFO replication has Valkey 8's dual-channel fields: ``replicas_repl_buffer_size`` and
+    # ``_peak`` on a replica, ``type=`` per replica line, ``replicas_waiting_psync`` (REPL-DIALECT-5).
+    info_replication_dual_channel: bool = False
 
     # -- 7.2+ ---------------------------------------------------------
     # Blocked readers are served by re-executing their command (7.2's blocking rework):
@@ -252,9 +283,9 @@ _LEGACY_ARITY: dict[str, int | tuple[int, ...]] = {
     "config|set": 4,
 }
 # Subcommands that 6.2 does not have.
-_LEGACY_MISSING = frozenset({"client|no-evict", "client|no-touch"})
+_LEGACY_MISSING = frozenset({"client|no-evict", "client|no-touch", "pubsub|shardchannels", "pubsub|shardnumsub"})
 # Commands that 6.2 does not have (FUNCTION-DIALECT-1).
-_LEGACY_MISSING_COMMANDS = frozenset({"function"})
+_LEGACY_MISSING_COMMANDS = frozenset({"function", "ssubscribe", "sunsubscribe", "spublish"})  # PUBSUB-DIALECT-1
 _legacy_specs: dict[tuple[str, ...], table.CommandSpec] = {}
 
 
@@ -358,10 +389,15 @@ REDIS_62 = replace(
     block_timeout_round_up=False,
     unblock_error_fails_call=False,
     flushall_counts_itself=True,
+    exec_counts_itself=True,
+    client_unblock_counts="none",
     delconsumer_always_counts=True,
     consumer_creation_counts=False,
     wraps_transactions_only=True,
     approx_limit_bounded=False,
+    replicaof_disconnects_replicas=True,
+    backlog_in_blocks=False,
+    rdb_replication_on_primary=False,
     info_layout=INFO_LAYOUT_62,
     set_nx_with_get=False,
     set_invalid_expire_error="ERR invalid expire time in set",
@@ -378,12 +414,35 @@ REDIS_62 = replace(
         "tot-mem events cmd user redir".split()),
 )
 
+# CLIENT SETINFO came with 7.2 (CLIENT-SETINFO-1); 7.0's table has no such subcommand.
+CLIENT_SETINFO = table.CommandSpec("setinfo", 4, frozenset({"noscript", "loading", "stale"}), container="client")
+
+
+# WAITAOF came with 7.2 (WAITAOF-1); 7.0's table has no such command.
+WAITAOF = table.CommandSpec("waitaof", 4, frozenset({"noscript"}))
+
+
+def lookup_72(argv: list[bytes]) -> table.CommandSpec | None:
+    """7.2's ``lookupCommand``: 7.0's table, CLIENT SETINFO and WAITAOF."""
+    spec = table.lookup(argv)
+    if spec is None and len(argv) > 1 and c_string(argv[1]).lower() == b"setinfo" \
+            and c_string(argv[0]).lower() == b"client":
+        return CLIENT_SETINFO
+    if spec is None and argv and c_string(argv[0]).lower() == b"waitaof":
+        return WAITAOF
+    return spec
+
+
 REDIS_72 = replace(
     REDIS_70,
     name="redis-7.2",
     version="7.2.6",
+    lookup=lookup_72,
+    client_unblock_counts="failed-on-error",
     rdb_version=11,
     time_snapshot_per_command=True,
+    offset_counts_without_backlog=True,
+    woff_after_propagation_only=True,
     blocked_reexecution=True,
     consumer_active_time=True,
     xadd_auto_sequence_overflow_is_too_small=True,
@@ -404,9 +463,6 @@ REDIS_72 = replace(
     client_no_touch=True,
     client_setinfo=True,
     client_list_fields=(*_CLIENT_FIELDS_70, "lib-name", "lib-ver"),
-    unsupported={
-        "client|setinfo": "not in the model's command table",
-    },
 )
 
 _CLIENT_FIELDS_74 = tuple(
@@ -431,14 +487,18 @@ VALKEY_91 = replace(
     info_layout=INFO_LAYOUT_VALKEY_91,
     unsupported={
         "client|capa": "a Valkey-only subcommand",
-        "client|setinfo": "not in the model's command table",
         "client|import-source": "a Valkey-only subcommand",
         "client|help": "Valkey's help text is not modelled",
     },
     info_values={"redis_version": "7.2.4", "server_name": "valkey", "valkey_version": "9.1.2",
                  "valkey_release_stage": "ga", "server_mode": "standalone"},
     lag_fixes=True,
+    wait_on_replica_error=(
+        "ERR WAIT cannot be used with replica instances. Please also note that if a replica is configured to be "
+        "writable (which is not the default) writes to replicas are just local and are not propagated."),
+    info_replication_dual_channel=True,
     function_flush_counts_config_get=True,
+    client_unblock_counts="rejected-on-error",
     multi_watch_are_no_multi=True,
     client_multi_kept=True,
     client_capa=True,
@@ -462,6 +522,7 @@ VALKEY_81 = replace(
     name="valkey-8.1",
     version="8.1.8",
     rdb_version=11,
+    function_flush_counts_config_get=False,  # STATS-DIALECT-2: measured on 8.1.8
     xread_plus_zero_last_id_error=True,
     lua_module=False,
     no_multi_error_names_command=False,

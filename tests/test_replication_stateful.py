@@ -13,6 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from xspec.models import ManualClock
 from xspec.models.replication import Deployment
 from xspec.models.replication_invariants import offsets, violations
+from xspec.spec.dialect import REDIS_62, REDIS_70, REDIS_74, VALKEY_91, Dialect
 
 NODES = ["a", "b", "c"]
 PORT = {"a": 7001, "b": 7002, "c": 7003}
@@ -35,7 +36,13 @@ commands = st.one_of(
     st.just([b"MULTI"]), st.just([b"EXEC"]),
     st.just([b"WAIT", b"0", b"0"]),
     st.just([b"SAVE"]),
+    st.sampled_from([[b"FAILOVER"], [b"FAILOVER", b"ABORT"], [b"FAILOVER", b"TIMEOUT", b"3"],
+                     [b"FAILOVER", b"TO", b"127.0.0.1", b"7002", b"TIMEOUT", b"2", b"FORCE"],
+                     [b"FAILOVER", b"TO", b"127.0.0.1", b"7003"]]),  # FAILOVER-*
+    st.sampled_from([[b"WAITAOF", b"1", b"0", b"0"], [b"WAITAOF", b"0", b"1", b"0"],
+                     [b"WAITAOF", b"1", b"2", b"5"]]),  # WAITAOF-* (7.2+; unknown to 6.2 and 7.0)
 )
+DIALECTS = [REDIS_70, REDIS_62, REDIS_74, VALKEY_91]  # each one's replication switches (REPL-DIALECT-*)
 CONFIGS = [{"save": "", "appendonly": "no"}, {"save": "", "appendonly": "yes", "appendfsync": "always"},
            {"save": "", "appendonly": "yes", "appendfsync": "always", "aof-use-rdb-preamble": "no"}]
 
@@ -48,10 +55,10 @@ class Replication(RuleBasedStateMachine):
         self.before = None
 
     @precondition(lambda self: self.d is None)
-    @rule(config=st.sampled_from(CONFIGS))
-    def start(self, config: dict[str, str]) -> None:
-        self.d = Deployment({n: {"addrs": [f"127.0.0.1:{PORT[n]}"], "config": dict(config)} for n in NODES},
-                            self.clock)
+    @rule(config=st.sampled_from(CONFIGS), dialect=st.sampled_from(DIALECTS))
+    def start(self, config: dict[str, str], dialect: Dialect) -> None:
+        self.d = Deployment({n: {"dialect": dialect, "addrs": [f"127.0.0.1:{PORT[n]}"], "config": dict(config)}
+                             for n in NODES}, self.clock)
         for n in ("b", "c"):
             self.d.execute(n, CLIENT[n], [b"REPLICAOF", b"127.0.0.1", b"7001"])
         self.settle()

@@ -78,6 +78,8 @@ from xspec.spec.environment import environment_matches
 from xspec.spec.ids import c_string
 from xspec.spec.resp import Array, Int, Map, Reply, Set, show
 from xspec.spec.trace_format import Call, Close, Connect, Recv, Send, Trace, TraceError
+from xspec.spec.trace_format import Push as PushEvent
+from xspec.traces.check import pushes as _pushes
 from xspec.traces.check.symbolic import UNBOUNDED, Infeasible, SymbolicClock, Time, Zone, require_at_least
 from xspec.traces.check.witness import Divergence, Witness, WitnessStep, collect_rules
 
@@ -133,8 +135,10 @@ def trace_dialect(trace: Trace, override: str | None = None) -> Dialect:
     server no dialect models, such as a finding against a fork) the dialect its ``expect`` names."""
     if override and override != "auto":
         return get_dialect(override)
+    nodes = getattr(trace.header, "nodes", None)
+    server = next(iter(nodes.values())) if nodes else trace.header  # trace/2: its (first) node's server
     try:
-        return dialect_for_server(trace.header.server_name, trace.header.server_version)
+        return dialect_for_server(server.server_name, server.server_version)
     except UnknownDialect:
         named = (trace.header.expect or {}).get("dialect")
         if isinstance(named, str) and named in DIALECTS:
@@ -218,6 +222,7 @@ class Op:
 
 
 _CALL, _SEND, _RECV, _CONNECT, _CLOSE, _NOTE = range(6)
+_PUSH = 19  # a Pub/Sub message (traces/check/pushes.py); past _NOTE, below the deployment's kinds
 
 
 class _Failure(Exception):
@@ -337,6 +342,7 @@ def _operations(trace: Trace) -> tuple[list[int], list[Op | None]]:
     at: list[Op | None] = []
     sends: list[tuple[Op, int | None]] = []  # with the time of the send
     outstanding: dict[int, list[Op]] = {}
+    confirming: dict[int, list[Reply]] = {}  # invocation -> the confirmations read so far
     scope = _Scope()
     for i, e in enumerate(trace.events):
         kind = type(e)
@@ -372,11 +378,24 @@ def _operations(trace: Trace) -> tuple[list[int], list[Op | None]]:
             if not queue:
                 at.append(None)
                 continue
+            wanted = _pushes.confirmation_count(queue[0].argv)
+            if wanted is not None and wanted != 1:  # several confirmations answer one command
+                group = confirming.setdefault(queue[0].inv, [])
+                group.append(e.reply)
+                if len(group) < wanted or (wanted == 0 and _pushes.more_confirmations(trace, i, e.c, queue[0].argv)):
+                    kinds[-1] = _NOTE
+                    at.append(None)
+                    continue
+                e = Recv(e.c, _pushes.combined(confirming.pop(queue[0].inv)), e.t, e.now)
             op = queue.pop(0)
             op.resp = i
             op.expected = e.reply
             op.recv_now = e.now
             at.append(op)
+        elif kind is PushEvent:
+            assert isinstance(e, PushEvent)
+            kinds.append(_PUSH)  # an operation of its own, complete once the model sent it
+            at.append(Op(i, e.c, [], i, e.reply, -UNBOUNDED, UNBOUNDED))
         elif kind is Close:
             assert isinstance(e, Close)
             outstanding.pop(e.c, None)
@@ -457,7 +476,17 @@ def _steps_from_path(path: list[tuple[int, int, Any, int]], lo: list[int], wall:
 
 
 class _Search:
-    """The depth-first search for an execution of the model that explains one trace."""
+    """The depth-first search for an execution of the model that explains one trace.
+
+    A model with steps of its own that no client causes (a deployment's replication) extends
+    it through three hooks: :meth:`_internal_options` offers those steps at every decision,
+    :meth:`_internal` takes one, and :meth:`_other_event` handles event kinds beyond the
+    client's (``kinds`` values past ``_NOTE``). With ``INTERNAL_STEPS`` false (one server)
+    none of them is called.
+    """
+
+    INTERNAL_STEPS = False
+    """True when the model has internal steps: then even a lone call is a decision point."""
 
     def __init__(self, trace: Trace, dialect: Dialect, kinds: list[int], at: list[Op | None]) -> None:
         self.trace = trace
@@ -496,6 +525,19 @@ class _Search:
         # The model's own open choices (the order of a hash-table walk, SWAPDB-8). One bound
         # method for the whole search, so that snapshots can refer to it instead of copying it.
         self.model_chooser = self._model_choice
+        # Pub/Sub: each client's push events in order, each one's place among them, and each
+        # client's last event (traces/check/pushes.py)
+        self.push_ops: dict[int, list[Op]] = {}
+        self.push_index: dict[int, int] = {}
+        self.last_event: dict[int, int] = {}
+        for p, e in enumerate(trace.events):
+            c = getattr(e, "c", None)
+            if c is not None:
+                self.last_event[c] = p
+            if kinds[p] == _PUSH and at[p] is not None:
+                mine = self.push_ops.setdefault(c, [])  # type: ignore[arg-type]
+                self.push_index[p] = len(mine)
+                mine.append(at[p])  # type: ignore[arg-type]
         self._fresh()
 
     # -- state ------------------------------------------------------------------
@@ -658,6 +700,7 @@ class _Search:
     def _run(self) -> None:
         kinds, at = self.kinds, self.at
         n = self.n
+        internal = self.INTERNAL_STEPS
         while self.pos < n:
             p = self.pos
             if p == self.checkpoint_at:
@@ -667,7 +710,7 @@ class _Search:
             op = at[p]
             if kind == _CALL:
                 assert op is not None
-                if not self.live:
+                if not self.live and not internal:
                     self._execute(op)
                 else:
                     self.queues.setdefault(op.client, []).append(op)
@@ -691,10 +734,28 @@ class _Search:
                 client = self.trace.events[p].c  # type: ignore[union-attr]
                 self.path.append((_STEP_CONNECT, p, client, len(self.zone.lo)))
                 self.server.client(client)
+            elif kind == _PUSH:
+                assert op is not None
+                if self.server.client(op.client).pushes_sent <= self.push_index[op.inv]:
+                    # the model has not sent it yet: run commands until it has
+                    self.live[op.inv] = op
+                    self._decide(p, op)
+            elif kind > _NOTE:
+                self._decide(p, None)
+                self._other_event(p, self.trace.events[p])
             self.pos = p + 1
+
+    def _other_event(self, p: int, event: Any) -> None:
+        """An event of a kind the single-server search does not know (a subclass's)."""
+        raise NotImplementedError(f"event {p}: {type(event).__name__}")
 
     def _close(self, client: int) -> None:
         self.path.append((_STEP_CLOSE, self.pos, client, len(self.zone.lo)))
+        self._forget_client(client)
+        self.server.close(client)
+
+    def _forget_client(self, client: int) -> None:
+        """The search stops tracking ``client``'s commands: whatever it had outstanding is gone."""
         for op in self.queues.pop(client, []):
             self.live.pop(op.inv, None)
             self.deferred.pop(op.inv, None)
@@ -702,22 +763,19 @@ class _Search:
         if blocked is not None:
             self.live.pop(blocked.inv, None)
             self.timeout_deferred.pop(blocked.inv, None)
-        self.server.close(client)
 
     # -- decisions ------------------------------------------------------------------
     def _decide(self, p: int, required: Op | None) -> None:
         """Run operations until ``required`` is complete, then choose when to move past event ``p``."""
         live = self.live
+        internal = self.INTERNAL_STEPS
+        lazy: list[Any] = []
         while True:
-            options: list[tuple[int, Op | None]] = []
-            heads = []
-            for client, queue in self.queues.items():
-                if queue and client not in self.blocked:
-                    head = queue[0]
-                    since = self.deferred.get(head.inv)
-                    if since is None or self.max_inv > since:
-                        heads.append(head)
-            heads.sort(key=lambda o: o.inv)
+            options: list[tuple[int, Any]] = []
+            heads = self._heads()
+            if internal:
+                eager, lazy = self._internal_options(heads)
+                options.extend((3, s) for s in eager)
             options.extend((0, h) for h in heads)
             done = required is None or required.inv not in live
             if required is not None and not done and self.blocked.get(required.client) is required \
@@ -729,6 +787,8 @@ class _Search:
                 for b in sorted(self.blocked.values(), key=lambda o: o.inv):
                     if b is not required and self._can_time_out(b):
                         options.append((1, b))
+            if lazy:
+                options.extend((3, s) for s in lazy)
             if not options:
                 raise self._stuck(p, required)
             if (len(heads) > 1 or self.searching) and self.branching and self.k == len(self.log):
@@ -737,11 +797,11 @@ class _Search:
                 self._visit()
             kind, op = options[self.choose(len(options)) if len(options) > 1 else 0]
             if kind == 0:
-                assert op is not None
                 self._execute(op)
             elif kind == 1:
-                assert op is not None
                 self._time_out(op)
+            elif kind == 3:
+                self._internal(p, op)
             else:
                 for h in heads:
                     self.deferred[h.inv] = p
@@ -749,6 +809,28 @@ class _Search:
                     for b in self.blocked.values():
                         self.timeout_deferred[b.inv] = p
                 return
+
+    def _heads(self) -> list[Op]:
+        """The next command of every client that can run now and was not passed over (see ``deferred``),
+        in invocation order."""
+        heads = []
+        for client, queue in self.queues.items():
+            if queue and client not in self.blocked:
+                head = queue[0]
+                since = self.deferred.get(head.inv)
+                if since is None or self.max_inv > since:
+                    heads.append(head)
+        heads.sort(key=lambda o: o.inv)
+        return heads
+
+    def _internal_options(self, heads: list[Op]) -> tuple[list[Any], list[Any]]:
+        """The model's internal steps possible now: those tried before the clients' commands
+        (eager) and those tried last (lazy). Only called when ``INTERNAL_STEPS``."""
+        return [], []
+
+    def _internal(self, p: int, step: Any) -> None:
+        """Take one internal step (one of :meth:`_internal_options`) while deciding at event ``p``."""
+        raise NotImplementedError
 
     def _visit(self) -> None:
         """Prune a state this search has already explored in full (from another order).
@@ -758,7 +840,7 @@ class _Search:
         matters to the future only through the lowest value of the latest reading.
         """
         try:
-            key = (self.pos, self.server.freeze(), self.zone.lo[-1], self.max_inv,
+            key = (self.pos, *self._frozen(), self.max_inv,
                    tuple(sorted((c, tuple(o.inv for o in q)) for c, q in self.queues.items() if q)),
                    tuple(sorted((c, o.inv) for c, o in self.blocked.items())),
                    tuple(sorted(self.deferred.items())), tuple(sorted(self.timeout_deferred.items())))
@@ -772,6 +854,11 @@ class _Search:
             raise _Pruned()
         if len(self.explored) < EXPLORED_LIMIT:
             self.explored.add(digest)
+
+    def _frozen(self) -> tuple[Any, Any]:
+        """The model's state and what the clock constraints leave of it that matters to the future,
+        for :meth:`_visit` (raises TypeError when it cannot be made hashable)."""
+        return self.server.freeze(), self.zone.lo[-1]
 
     def _may_move_on(self, p: int, heads: list[Op]) -> bool:
         """Moving on defers the available heads; useless if one must run before anything new arrives."""
@@ -843,7 +930,38 @@ class _Search:
                 state.serve = _ServeInWindow(state.serve, op.lo, op.hi, self.clock)  # type: ignore[arg-type]
         else:
             self._check(op, out.reply)
-        for cid, reply in out.served:
+        if out.served:
+            self._served(out.served)
+        if out.pushes:
+            self._pushed(op, out.pushes)
+
+    def _pushed(self, op: Op, sent: list[tuple[int, Reply]]) -> None:
+        """Messages a step sent: the n-th of a client is its n-th ``push`` event (traces/check/pushes.py)."""
+        firsts: dict[int, int] = {}
+        for cid, _ in sent:
+            firsts[cid] = firsts.get(cid, 0) + 1
+        for cid in firsts:
+            firsts[cid] = self.server.client(cid).pushes_sent - firsts[cid]
+        for cid, reply in sent:
+            k = firsts[cid]
+            firsts[cid] = k + 1
+            events = self.push_ops.get(cid, ())
+            if k >= len(events):
+                if self.last_event.get(cid, -1) > self.pos:
+                    raise _Failure(self.pos, f"the model sends client {cid} a message the trace does not show", None,
+                                   reply, show(reply))
+                continue
+            pushed = events[k]
+            if pushed.inv < op.inv:
+                raise _Failure(pushed.inv, "a message received before the command that sent it was sent",
+                               pushed.expected)
+            if reply != pushed.expected:
+                raise _Failure(pushed.inv, "message differs", pushed.expected, reply, show(reply))
+            self.live.pop(pushed.inv, None)
+
+    def _served(self, served_replies: list[tuple[int, Reply]]) -> None:
+        """Blocked commands a step served, with their replies (checked now)."""
+        for cid, reply in served_replies:
             served = self.blocked.pop(cid, None)
             if served is None:
                 continue
@@ -911,11 +1029,17 @@ def check_trace(trace: Trace, dialect: str | None = None, *, rules: bool = False
     several times slower than checking).
     """
     if getattr(trace.header, "nodes", None) is not None:
+        trace = _pushes.single_node_view(trace) or trace  # one server with Pub/Sub messages: checked here
+    if getattr(trace.header, "nodes", None) is not None:
         # trace/2 (rules 7-11): the deployment's search, which builds on this module's; it registers
         # itself in MULTINODE_CHECKERS when imported (importing it here by name would be a cycle).
         if not MULTINODE_CHECKERS:
             importlib.import_module("xspec.traces.check.multinode")
-        return MULTINODE_CHECKERS[0](trace, dialect)
+        gc.freeze()
+        try:
+            return MULTINODE_CHECKERS[0](trace, dialect)
+        finally:
+            gc.unfreeze()
     d = trace_dialect(trace, dialect)
     n = len(trace.events)
     reason = _config_reason(trace, d) or _dialect_scope_reason(trace, d)
@@ -939,24 +1063,33 @@ def check_trace(trace: Trace, dialect: str | None = None, *, rules: bool = False
     return verdict
 
 
-def _first_unexplained(trace: Trace, dialect: Dialect, verdict: Verdict) -> Verdict:
+def _first_unexplained(trace: Trace, dialect: Dialect | None, verdict: Verdict,
+                       search: Callable[[Trace], Verdict] | None = None, *, reached: bool = False) -> Verdict:
     """The divergence at the first event no execution explains.
 
     Explaining a prefix is monotone in its length, so this is a search for the
     shortest prefix that diverges, starting around the event the failed search
     reached. A prefix the search cannot decide leaves the divergence at the
-    shortest prefix known to diverge.
+    shortest prefix known to diverge. ``search`` checks a prefix (default: the
+    single-server search in ``dialect``). ``reached``: the failed search's furthest
+    event is known to end a diverging prefix (no execution got past it), so only
+    the prefix before it is checked, for a failure reported at a later reply.
     """
     n = len(trace.events)
 
     def prefix(length: int) -> Verdict:
         shorter = Trace(trace.header, trace.events[:length], trace.path)
+        if search is not None:
+            return search(shorter)
+        assert dialect is not None
         return _Search(shorter, dialect, *_operations(shorter)).run()
 
     good, bad, found = 0, n, verdict  # prefixes of length <= good conform; of length bad diverges
     explained = Witness(0)  # the execution explaining the prefix of length good
     hint = verdict.event or n
     lengths = [length for length in (hint - 1, hint) if 0 < length < n]
+    if reached and 0 < hint < n:
+        bad = hint
     while bad - good > 1:
         length = lengths.pop(0) if lengths else (good + bad) // 2
         if not good < length < bad:

@@ -1,43 +1,44 @@
 """Conformance of trace/2 histories: several nodes, replication, faults (trace format rules 7-11).
 
 The search of :mod:`xspec.traces.check.checker` drives a
-:class:`~xspec.models.replication.Deployment` instead of one server: each
-connection's commands run on its node (rule 7), and at every decision point
-the search may also take one of the deployment's internal steps (a replica's
-handshake, the snapshot of a full sync, its load, the application of the next
-command of a primary's stream, an acknowledgement; rule 8). The steps a fast
-loopback link takes at once (handshake, snapshot, load, apply, the answer to
-``REPLCONF GETACK``) are tried first; the periodic acknowledgement last, so
-that an execution without it is preferred and one with it found when a
-reply needs it (rule 9). Where a link has ``repl`` events they fix its
-traffic: a replica applies only the commands the proxy already passed, which
-must be, in order, the ones the primary fed; a ``sync`` event must match the
-resynchronisation the model decides; an ``ack`` sets the primary's
-acknowledged offset. Crash, restart, pause, resume and link events change the
-deployment where they stand (rule 10); what was sent to a crashed node and not
-answered may or may not have run, as the search decides before the crash.
+:class:`~xspec.models.replication.Deployment` instead of one server, through that
+search's hooks for a model with internal steps: each connection's commands run on
+its node (rule 7), and the deployment's own steps (rule 8) join the decisions. A
+replica's synchronisation (handshake, snapshot, load, applying the stream) is
+placed canonically: each step as soon as it can run, or only after the replica's
+next observer (:meth:`_MultiSearch._advance`), which explores every execution that
+a replica's clients, acknowledgements and harness events can tell apart and no
+other. A PING is placed only right before a step that reads offsets; the
+periodic acknowledgement is tried last, so an execution without it is preferred
+(rule 9). Where a link has ``repl`` events they fix its traffic: a replica applies
+only the commands the proxy already passed, which must be, in order, the ones the
+primary fed; a ``sync`` event must match the resynchronisation the model decides;
+an ``ack`` sets the primary's acknowledged offset. Crash, restart, pause, resume
+and link events change the deployment where they stand; a restart keeps what
+rule 10 says the node's persistence keeps (under ``everysec`` a crash loses at most
+the writes acknowledged in the last two seconds). What was sent to a crashed node
+and not answered may or may not have run, as the search decides before the crash.
 """
 
 from __future__ import annotations
 
-import itertools
+import bisect
 import re
 from typing import Any
 
-from xspec.models.replication import NO_REPLID, Deployment, Link, setting
+from xspec.models.replication import NO_REPLID, REPLICATION_DIALECTS, Deployment, Link, setting
 from xspec.spec.dialect import Dialect, UnknownDialect, dialect_for_server
-from xspec.spec.resp import Array, Bulk, Error, Reply, Verbatim, show
+from xspec.spec.resp import Array, Bulk, Error, Reply, Simple, Verbatim, show
 from xspec.spec.trace_format import V2_ONLY_EVENTS as V2_ONLY
-from xspec.spec.trace_format import Call, Crash, Pause, Recv, ReplAck, ReplCmd, ReplSync, Restart, Resume, Trace
+from xspec.spec.trace_format import Crash, Pause, ReplAck, ReplCmd, ReplSync, Restart, Resume, Trace
 from xspec.spec.trace_format import Link as LinkEvent
 from xspec.traces.check import checker as base
 from xspec.traces.check.checker import Op, Verdict, _Failure, _Search, _Unsupported
-from xspec.traces.check.symbolic import UNBOUNDED, Infeasible
+from xspec.traces.check.symbolic import UNBOUNDED, Infeasible, Time
 
 _CRASH, _RESTART, _PAUSE, _RESUME, _LINK, _REPL_CMD, _REPL_SYNC, _REPL_ACK = range(20, 28)
 _HARNESS_KIND = {Crash: _CRASH, Restart: _RESTART, Pause: _PAUSE, Resume: _RESUME, LinkEvent: _LINK,
                  ReplCmd: _REPL_CMD, ReplSync: _REPL_SYNC, ReplAck: _REPL_ACK}
-_EAGER = ("connect", "fork", "load", "apply", "getack")
 
 
 class _Clients:
@@ -59,6 +60,12 @@ class _DeploymentView:
         self.released: dict[str, int] = {}  # replica -> repl cmd events passed on its link since its sync
         self.names: dict[str, str] = {}  # the model's replication IDs -> the trace's (rule 9: names)
         self.last_ping: dict[str, int] = {}  # primary -> the trace time (ms) of its last PING
+        # replicas whose next internal steps wait until after their next observer (see _advance)
+        self.postponed: set[str] = set()
+        # node -> for each unit of its AOF after the base, when its write was acknowledged to a
+        # client (trace time, µs; None: never acknowledged, or a replica's applied write)
+        self.aof_acks: dict[str, list[int | None]] = {}
+        self.crashed_at: dict[str, int | None] = {}  # node -> the trace time (µs) of its last crash
         self.clients = _Clients(self)
 
     def server_of(self, client: int) -> Any:
@@ -81,7 +88,9 @@ class _DeploymentView:
         return self.server_of(client).timeout(client)  # type: ignore[no-any-return]
 
     def freeze(self) -> tuple[Any, ...]:
-        return (self.d.freeze(), tuple(sorted(self.released.items())), tuple(sorted(self.names.items())))
+        return (self.d.freeze(), tuple(sorted(self.released.items())), tuple(sorted(self.names.items())),
+                tuple(sorted(self.postponed)),
+                tuple(sorted((k, tuple(v)) for k, v in self.aof_acks.items())))
 
     def same_name(self, model: str, trace: str) -> bool:
         """Rule 9: a replication ID is a name; the same model ID is always the same trace ID, and
@@ -108,14 +117,26 @@ class _NodeDown(Exception):
 class _MultiSearch(_Search):
     """The search of the single-server checker over a deployment and its internal steps."""
 
-    def __init__(self, trace: Trace, kinds: list[int], at: list[Op | None], dialects: dict[str, Dialect]) -> None:
+    INTERNAL_STEPS = True
+
+    def __init__(self, trace: Trace, kinds: list[int], at: list[Op | None], dialects: dict[str, Dialect],
+                 observed_links: set[tuple[str, str]] | None = None) -> None:
+        """``observed_links``: the links whose traffic the trace shows (default: those with ``repl``
+        events in ``trace``; a prefix of a trace keeps the whole trace's)."""
         self.client_nodes = trace.client_nodes()
         self.node_dialects = dialects
         specs = trace.header.node_specs()
         self.node_specs = {name: {"dialect": dialects[name], "addrs": list(s.addrs), "config": dict(s.config),
                                   "skew_ms": s.skew_ms or 0} for name, s in specs.items()}
-        self.observed_links = {(e.primary, e.replica) for e in trace.events if isinstance(e, ReplCmd | ReplSync | ReplAck)}
+        self.observed_links = observed_links if observed_links is not None else {
+            (e.primary, e.replica) for e in trace.events if isinstance(e, ReplCmd | ReplSync | ReplAck)}
         super().__init__(trace, next(iter(dialects.values())), kinds, at)
+        self.times_shown = False
+        self.zone.choose = self._time_choice
+        self.stream_positions: dict[str, list[int]] = {}  # primary -> its repl cmd events, in order
+        for i, e in enumerate(trace.events):
+            if isinstance(e, ReplCmd):
+                self.stream_positions.setdefault(e.primary, []).append(i)
 
     # -- state ----------------------------------------------------------------------
     def _fresh(self) -> None:
@@ -130,55 +151,43 @@ class _MultiSearch(_Search):
         return self.server.d  # type: ignore[attr-defined, no-any-return]
 
     # -- running ----------------------------------------------------------------------
-    def _run(self) -> None:
-        kinds, at = self.kinds, self.at
-        n = self.n
-        while self.pos < n:
-            p = self.pos
-            if p == self.checkpoint_at:
-                self.checkpoint_at = -1
-                self._take_checkpoint()
-            kind = kinds[p]
-            op = at[p]
-            if kind >= _CRASH:
-                self._decide(p, None)
-                self._harness(p, self.trace.events[p])
-            elif kind == base._CALL:
-                assert op is not None
-                # unlike one server, internal steps may have to run before even a lone call
-                self.queues.setdefault(op.client, []).append(op)
-                self.live[op.inv] = op
-                self._decide(p, op)
-            elif kind == base._SEND:
-                assert op is not None
-                self.queues.setdefault(op.client, []).append(op)
-                self.live[op.inv] = op
-            elif kind == base._RECV:
-                if op is None:
-                    e = self.trace.events[p]
-                    raise _Failure(p, "a reply to no command: the client has nothing outstanding",
-                                   e.reply)  # type: ignore[union-attr]
-                if op.inv in self.live:
-                    self._decide(p, op)
-            elif kind == base._CLOSE:
-                self._decide(p, None)
-                client = self.trace.events[p].c  # type: ignore[union-attr]
-                node = self.deployment.nodes[self.client_nodes[client]]
-                if node.up:
-                    self._close(client)
-                else:
-                    self._forget_client(client)
-            elif kind == base._CONNECT:
-                client = self.trace.events[p].c  # type: ignore[union-attr]
-                self.path.append((base._STEP_CONNECT, p, client, len(self.zone.lo)))
-                self.server.client(client)
-            self.pos = p + 1
+    def _close(self, client: int) -> None:
+        if self.deployment.nodes[self.client_nodes[client]].up:
+            super()._close(client)
+        else:  # a crash closed it already
+            self._forget_client(client)
 
-    def _harness(self, p: int, e: Any) -> None:
+    def _heads(self) -> list[Op]:
+        """As for one server, but a crashed or paused node runs none of its clients' commands.
+
+        Every decision starts here: the replicas first apply what became applicable since the last
+        one (:meth:`_advance`), which may serve blocked clients and so change the heads.
+        """
+        self._advance()
+        nodes, client_nodes = self.deployment.nodes, self.client_nodes
+        heads = []
+        for client, queue in self.queues.items():
+            if queue and client not in self.blocked:
+                head = queue[0]
+                node = nodes[client_nodes[client]]
+                if not node.up or node.paused:
+                    continue
+                since = self.deferred.get(head.inv)
+                if since is None or self.max_inv > since:
+                    heads.append(head)
+        heads.sort(key=lambda o: o.inv)
+        return heads
+
+    def _other_event(self, p: int, e: Any) -> None:
+        """A harness event: a fault, a link's state, what the proxy saw pass (rules 8-10)."""
         d = self.deployment
         view: _DeploymentView = self.server  # type: ignore[assignment]
+        self.times_shown = False
+        for name in self._observed_by(e):
+            self._observed(name)
         self.path.append((base._STEP_CONNECT, p, f"event {p}", len(self.zone.lo)))
         if isinstance(e, Crash):
+            view.crashed_at[e.node] = _event_us(e)
             for client, node in self.client_nodes.items():
                 if node == e.node:
                     self._forget_client(client)
@@ -195,6 +204,8 @@ class _MultiSearch(_Search):
                 d.restart(e.node, keep)
             except Infeasible as why:
                 raise _Failure(p, f"no clock reading fits the time windows: {why}") from None
+            if d.nodes[e.node].aof is not None:  # what the restart loaded is in the files: never lost
+                view.aof_acks[e.node] = [_ON_DISK] * len(d.nodes[e.node].aof.units)  # type: ignore[union-attr]
             d.nodes[e.node].server.chooser = self.model_chooser
         elif isinstance(e, Pause):
             d.pause(e.node)
@@ -210,8 +221,7 @@ class _MultiSearch(_Search):
             link = self._link(p, e.primary, e.replica)
             k = view.released.get(e.replica, 0)
             if e.cmd == PING and link.fed == k:
-                d.ping(e.primary)  # REPL-13: the cron's PING, where the proxy saw it
-                view.last_ping[e.primary] = _event_ms(e) or 0
+                self._internal(p, ("ping", e.primary))  # REPL-13: the cron's PING, where the proxy saw it
             if link.fed <= k:
                 raise _Failure(p, f"node {e.primary} has not sent a command number {k + 1} to {e.replica} here; "
                                   f"the model's stream holds {link.fed}")
@@ -231,15 +241,129 @@ class _MultiSearch(_Search):
                 raise _Failure(p, f"node {e.replica} acknowledges offset {e.ack}, but the model has it at "
                                   f"{replica.offset}")
             link.ack = max(link.ack, e.ack)
-            self._served(d._serve_waiting(d.nodes[e.primary]))
+            self._served(d._serve_waiting(d.nodes[e.primary]).served)
+
+    def _observed_by(self, e: Any) -> list[str]:
+        """The replicas whose applied stream a harness event depends on: what a crash, a held or cut
+        link or a paused primary leaves them, the offset a sync or an acknowledgement shows."""
+        d = self.deployment
+        if isinstance(e, Crash):
+            return [e.node, *(link.replica for link in d.replicas_of(d.nodes[e.node]))]
+        if isinstance(e, Pause):
+            return [link.replica for link in d.replicas_of(d.nodes[e.node])]
+        if isinstance(e, LinkEvent):
+            return [e.replica] if e.state != "flowing" else []
+        if isinstance(e, ReplSync | ReplAck):
+            return [e.replica]
+        return []
+
+    def _applicable(self, name: str) -> int:
+        """How many commands replica ``name`` can apply now (rule 8): those its primary fed it,
+        as far as the proxy passed them where ``repl`` events show the link; 0 when the link is
+        not online or held, or either node is down or paused."""
+        d = self.deployment
+        link = d.links.get(name)
+        if link is None or link.phase != "online" or link.held:
+            return 0
+        primary, replica = d.nodes[link.primary], d.nodes[name]
+        if not primary.up or not replica.up or primary.paused or replica.paused:
+            return 0
+        if (link.primary, name) in self.observed_links:
+            view: _DeploymentView = self.server  # type: ignore[assignment]
+            return min(len(link.pending), view.released.get(name, 0) - link.applied)
+        return len(link.pending)
+
+    def _next_step(self, name: str) -> tuple[str, str] | None:
+        """The next internal step of replica ``name``'s synchronisation, None when it has none now:
+        its handshake, its primary's snapshot, loading it, applying the next command of the stream
+        (on a link with ``repl`` events, its sync event does the handshake and the snapshot, and it
+        applies only what the proxy passed)."""
+        d = self.deployment
+        node = d.nodes[name]
+        if not node.up or node.paused or node.master is None:
+            return None
+        link = d.links.get(name)
+        if link is None:
+            primary = d.primary_of(node)
+            if primary is None or not primary.up or primary.paused or (primary.name, name) in self.observed_links:
+                return None
+            return "connect", name
+        primary = d.nodes[link.primary]
+        if link.held or not primary.up or primary.paused:
+            return None
+        if link.phase == "wait-bgsave":
+            return None if (primary.name, name) in self.observed_links else ("fork", primary.name)
+        if link.phase == "transfer":
+            return "load", name
+        return ("apply", name) if self._applicable(name) > 0 else None
+
+    def _advance(self) -> None:
+        """Rule 8 in canonical form: each replica takes its synchronisation's next step (handshake,
+        snapshot, load, applying a command) as soon as it can, or only after its next observer.
+
+        These steps commute with every step that neither reads the replica nor depends on what
+        it applied, so the moments at which a replica may take them differ only as its observers
+        (its clients' commands, its acknowledgements, the harness events that touch it:
+        :meth:`_observed_by`) tell them apart. The search places each as early as possible in its
+        interval between observers: at once (the preferred choice, as on a fast link), or after
+        the next observer, where the choice is made again; once one step waits, the later ones
+        wait too (a replica works in order).
+        """
+        view: _DeploymentView = self.server  # type: ignore[assignment]
+        for name, node in list(self.deployment.nodes.items()):
+            if name in view.postponed:
+                if self._next_step(name) is not None:
+                    continue
+                view.postponed.discard(name)  # nothing waits any more: the same state as never postponed
+            if node.master is None:
+                continue
+            while (step := self._next_step(name)) is not None:
+                if self.choose(2):
+                    view.postponed.add(name)
+                    break
+                self._internal(self.pos, step)
+
+    def _observed(self, name: str) -> None:
+        """Replica ``name``'s state is observed now: what waited may go on afterwards."""
+        view: _DeploymentView = self.server  # type: ignore[assignment]
+        view.postponed.discard(name)
+
+    def _aof_units(self, name: str) -> tuple[list[Any], int] | None:
+        """Node ``name``'s AOF units after the base (the list itself and its length), None without an AOF."""
+        aof = self.deployment.nodes[name].aof
+        return None if aof is None else (aof.units, len(aof.units))
+
+    def _track_aof(self, name: str, before: tuple[list[Any], int] | None, acked: int | None) -> None:
+        """Keep ``aof_acks`` beside the AOF's units after a step that may have appended to them
+        (acknowledged at ``acked``) or replaced them (a rewrite starts a new list)."""
+        view: _DeploymentView = self.server  # type: ignore[assignment]
+        aof = self.deployment.nodes[name].aof
+        acks = view.aof_acks.setdefault(name, [])
+        if aof is None:
+            acks.clear()
+            return
+        if before is None or aof.units is not before[0]:
+            acks.clear()  # a new file, or a rewrite: its base holds what came before
+        del acks[len(aof.units):]
+        acks.extend([acked] * (len(aof.units) - len(acks)))
 
     def _aof_kept(self, node: Any) -> int | None:
         """How many AOF units survived the crash (rule 10, AOF-3): all under ``always``; under
-        ``everysec`` and ``no`` a prefix the search chooses, the longest first."""
+        ``everysec`` a prefix the search chooses, the longest first, that holds every write
+        acknowledged more than two seconds before the crash (a write ``everysec`` postponed while
+        a background fsync ran is forced out after two seconds); under ``no``, any prefix."""
         if node.aof is None or setting(node.server, "appendfsync") == "always":
             return None
         n = len(node.aof.units)
-        return n - (self.choose(n + 1) if n else 0)
+        least = 0
+        crashed = self.server.crashed_at.get(node.name)  # type: ignore[attr-defined]
+        if setting(node.server, "appendfsync") == "everysec" and crashed is not None:
+            bound = (EVERYSEC_LOSS_MS + self.trace.header.slack_ms) * 1000
+            acks = self.server.aof_acks.get(node.name, [])  # type: ignore[attr-defined]
+            for i, acked in enumerate(acks[:n]):
+                if acked is not None and crashed - acked > bound:
+                    least = i + 1
+        return n - (self.choose(n - least + 1) if n > least else 0)
 
     def _link(self, p: int, primary: str, replica: str) -> Link:
         link = self.deployment.links.get(replica)
@@ -269,15 +393,6 @@ class _MultiSearch(_Search):
         if e.sync == "partial":
             link.fed -= 0
 
-    def _forget_client(self, client: int) -> None:
-        for op in self.queues.pop(client, []):
-            self.live.pop(op.inv, None)
-            self.deferred.pop(op.inv, None)
-        blocked = self.blocked.pop(client, None)
-        if blocked is not None:
-            self.live.pop(blocked.inv, None)
-            self.timeout_deferred.pop(blocked.inv, None)
-
     # -- internal steps ------------------------------------------------------------------
     def _relevant(self, heads: list[Op]) -> set[str]:
         """The replicas whose applying or acknowledging can matter before the next decision.
@@ -300,42 +415,65 @@ class _MultiSearch(_Search):
             if h.argv and h.argv[0].upper() in _READS_ACKS:
                 with_replicas(node)
         for b in self.blocked.values():
-            with_replicas(self.client_nodes[b.client])
-        if self.pos < self.n:
+            if b.argv and b.argv[0].upper() in _READS_ACKS:
+                with_replicas(self.client_nodes[b.client])
+            else:
+                out.add(self.client_nodes[b.client])
+        if self.pos < self.n and self.kinds[self.pos] >= _CRASH and self.kinds[self.pos] != _REPL_CMD:
             e = self.trace.events[self.pos]
             for attr in ("node", "primary", "replica"):
                 name = getattr(e, attr, None)
-                if isinstance(name, str) and name in d.nodes and self.kinds[self.pos] >= _CRASH:
+                if isinstance(name, str) and name in d.nodes:
                     with_replicas(name)
         return out
 
-    def _internal_options(self, relevant: set[str] | None = None) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    def _offsets_observed(self, primary: str, heads: list[Op]) -> bool:
+        """Whether what comes next can tell the offsets of ``primary``'s stream apart: a PING (no
+        client causes it, it reads no clock) commutes with everything else, so the search places
+        one only right before such a step: a command reading or changing replication state on the
+        primary or a replica of it, a blocked WAIT there, a harness event touching them."""
+        d = self.deployment
+        group = {primary, *(link.replica for link in d.replicas_of(d.nodes[primary]))}
+        for op in (*heads, *self.blocked.values()):
+            if self.client_nodes[op.client] in group and op.argv and op.argv[0].upper() in _READS_OFFSETS:
+                return True
+        if self.pos < self.n and self.kinds[self.pos] >= _CRASH:
+            e = self.trace.events[self.pos]
+            return any(getattr(e, attr, None) in group for attr in ("node", "primary", "replica"))
+        return False
+
+    def _internal_options(self, heads: list[Op]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """The deployment's steps a decision may take besides :meth:`_advance`'s: applying where a
+        blocked client waits and the answer to GETACK first; the cron's steps, the periodic
+        acknowledgement and PING last."""
+        relevant = self._relevant(heads)
         d = self.deployment
         view: _DeploymentView = self.server  # type: ignore[assignment]
         eager: list[tuple[str, str]] = []
         lazy: list[tuple[str, str]] = []
+        blocked_on = {self.client_nodes[b.client] for b in self.blocked.values()}
         for kind, name in d.steps():
-            link = d.links.get(name)
-            observed = link is not None and (link.primary, name) in self.observed_links
-            if observed:
-                if kind in ("ack", "getack"):
-                    continue  # an observed link acknowledges only where its ack events stand
-                if kind == "apply" and link is not None and link.applied >= view.released.get(name, 0):
-                    continue
-            if kind in ("apply", "load", "ack", "getack") and relevant is not None and name not in relevant \
-                    and not observed:
-                continue  # commutes with what comes next (see _relevant)
-            if kind == "connect":
-                primary = d.primary_of(d.nodes[name])
-                if primary is not None and (primary.name, name) in self.observed_links:
-                    continue  # its sync event does the handshake
-            if kind == "fork" and any((name, r.replica) in self.observed_links
-                                      for r in d.replicas_of(d.nodes[name]) if r.phase == "wait-bgsave"):
+            if kind not in ("connect", "fork", "load", "apply", "ack", "getack"):  # those: _advance, below
+                lazy.append((kind, name))
+        for name, link in d.links.items():
+            primary, replica = d.nodes[link.primary], d.nodes[name]
+            if link.phase != "online" or link.held or not primary.up or not replica.up or primary.paused \
+                    or replica.paused:
                 continue
-            (eager if kind in _EAGER else lazy).append((kind, name))
+            observed = (link.primary, name) in self.observed_links
+            if name in blocked_on and self._applicable(name) > 0:
+                # a replicated command may serve a blocked client, whose window decides when (rule 3)
+                eager.append(("apply", name))
+            if observed or name not in relevant:
+                continue  # an observed link acknowledges only where its ack events stand
+            if link.getacks:
+                eager.append(("getack", name))
+            if link.ack < replica.offset:
+                lazy.append(("ack", name))
         now = _event_ms(self.trace.events[self.pos]) if self.pos < self.n else None
         for name, node in d.nodes.items():
-            if node.is_replica or not node.up or node.paused or node.backlog is None or now is None:
+            if node.is_replica or not node.up or node.paused or node.backlog is None or now is None \
+                    or not self._offsets_observed(name, heads):
                 continue
             links = [link for link in d.replicas_of(node) if link.phase != "wait-bgsave"]
             if not links or any((name, link.replica) in self.observed_links for link in links):
@@ -350,77 +488,23 @@ class _MultiSearch(_Search):
         self.steps += 1
         if self.steps > self.budget:
             raise base._Exhausted()
+        self.times_shown = False
         if self.wall:
             self.clock.set_window(-UNBOUNDED, UNBOUNDED, None)  # type: ignore[union-attr]
             self.zone.forget_trail()
         self.path.append((base._STEP_CONNECT, self.pos, f"{step[0]} {step[1]}", len(self.zone.lo)))
+        view: _DeploymentView = self.server  # type: ignore[assignment]
         if step[0] == "ping" and self.pos < self.n:
-            view: _DeploymentView = self.server  # type: ignore[assignment]
             view.last_ping[step[1]] = _event_ms(self.trace.events[self.pos]) or 0
         try:
+            before = self._aof_units(step[1])
             out = self.deployment.step(*step)
+            if before is not None or self.deployment.nodes[step[1]].aof is not None:
+                self._track_aof(step[1], before, None)  # a replica's applied write: no client waits for it
         except Infeasible as e:
             raise _Failure(p, f"no clock reading fits the time windows: {e}") from None
-        self._served(out)
-
-    def _served(self, out: Any) -> None:
-        for cid, reply in out.served:
-            served = self.blocked.pop(cid, None)
-            if served is None:
-                continue
-            self.path.append((base._SERVED, self.pos, served, 0))
-            self.live.pop(served.inv, None)
-            self.timeout_deferred.pop(served.inv, None)
-            self._check(served, reply)
-
-    def _decide(self, p: int, required: Op | None) -> None:
-        """As the single-server search decides, with the deployment's internal steps among the options."""
-        live = self.live
-        while True:
-            options: list[tuple[int, Any]] = []
-            heads = []
-            for client, queue in self.queues.items():
-                if queue and client not in self.blocked:
-                    head = queue[0]
-                    node = self.deployment.nodes[self.client_nodes[client]]
-                    if not node.up or node.paused:
-                        continue
-                    since = self.deferred.get(head.inv)
-                    if since is None or self.max_inv > since:
-                        heads.append(head)
-            heads.sort(key=lambda o: o.inv)
-            eager, lazy = self._internal_options(self._relevant(heads))
-            options.extend((3, s) for s in eager)
-            options.extend((0, h) for h in heads)
-            done = required is None or required.inv not in live
-            if required is not None and not done and self.blocked.get(required.client) is required \
-                    and self._can_time_out(required):
-                options.append((1, required))
-            if done and self._may_move_on(p, heads):
-                options.append((2, None))
-            if self.branching:
-                for b in sorted(self.blocked.values(), key=lambda o: o.inv):
-                    if b is not required and self._can_time_out(b):
-                        options.append((1, b))
-            options.extend((3, s) for s in lazy)
-            if not options:
-                raise self._stuck(p, required)
-            if (len(heads) > 1 or self.searching) and self.branching and self.k == len(self.log):
-                self._visit()
-            kind, item = options[self.choose(len(options)) if len(options) > 1 else 0]
-            if kind == 0:
-                self._execute(item)
-            elif kind == 1:
-                self._time_out(item)
-            elif kind == 3:
-                self._internal(p, item)
-            else:
-                for h in heads:
-                    self.deferred[h.inv] = p
-                if self.branching:
-                    for b in self.blocked.values():
-                        self.timeout_deferred[b.inv] = p
-                return
+        if out.served:
+            self._served(out.served)
 
     def _check(self, op: Op, reply: Reply | None) -> None:
         if reply is not None and op.expected is not None and op.resp is not None and op.argv \
@@ -450,15 +534,68 @@ class _MultiSearch(_Search):
                 if not _INTEGER.fullmatch(g):
                     return f"{name} is {g!r}, not a number"
             elif name.startswith("slave") and name[5:].isdigit():
+                # the lag (seconds since the last ack) measures the host; what follows it (Valkey's
+                # ``,type=replica``) does not
                 gs, ws = g.rsplit(",lag=", 1), w.rsplit(",lag=", 1)
-                if gs[0] != ws[0] or len(gs) != 2 or not _INTEGER.fullmatch(gs[1]):
+                glag, _, grest = gs[-1].partition(",")
+                wlag, _, wrest = ws[-1].partition(",")
+                if gs[0] != ws[0] or len(gs) != 2 or len(ws) != 2 or not _INTEGER.fullmatch(glag) or grest != wrest:
                     return f"{name} is {g}, the model has {w}"
             elif g != w:
                 return f"{name} is {g}, the model has {w}"
         return None
 
+    def _frozen(self) -> tuple[Any, Any]:
+        """The state for pruning, symbolic times included (a deployment's state holds many: delivery
+        and seen times on every node): each stored time that is one clock reading plus a constant
+        becomes a name for its reading, and the clock's constraints are kept as their projection on
+        those readings and the latest one (for difference constraints, the closed form's entries
+        between them: each variable's bounds and the largest difference of each pair), which is
+        all the future can depend on, since later readings follow the latest one."""
+        state = self.server.freeze()
+        try:
+            hash(state)
+            return state, self.zone.lo[-1]
+        except TypeError:
+            pass
+        zone = self.zone
+        readings: dict[int, int] = {}
+
+        def named(x: Any) -> Any:
+            kind = type(x)
+            if kind is tuple:
+                try:
+                    hash(x)
+                    return x  # no time inside
+                except TypeError:
+                    return tuple(named(item) for item in x)
+            if kind is list:
+                return tuple(named(item) for item in x)
+            if kind is Time:
+                if x.neg or not x.pos:
+                    raise TypeError("a difference of readings")  # no exact name: no pruning
+                return (_READING, readings.setdefault(x.pos, len(readings)), x.c)
+            return x
+
+        abstract = named(state)
+        variables = [*readings, len(zone.lo) - 1]
+        bounds = tuple((zone.lo[v], zone.hi[v]) for v in variables)
+        gaps = tuple(zone.max_diff(a, b) for a in variables for b in variables if a != b)
+        return abstract, (bounds, gaps)
+
+    def _time_choice(self, n: int, complete: bool = True) -> int:
+        """A choice of the symbolic clock (:meth:`Time.id_ms` picks an exact ms among the first few
+        feasible values, the trace's first). On a primary whose every link is observed, an exact
+        time the model makes is the one the proxy shows in the stream or the reply shows (an ID):
+        the hinted values are all that can succeed, so the values left untried do not matter."""
+        return self.choose(n, complete or self.times_shown)
+
     def _begin(self, op: Op) -> None:
         super()._begin(op)
+        d = self.deployment
+        node = d.nodes[self.client_nodes[op.client]]
+        links = d.replicas_of(node) if not node.is_replica else []
+        self.times_shown = bool(links) and all((node.name, link.replica) in self.observed_links for link in links)
         if self.wall and self.observed_links:
             hints = self._stream_hints(self.client_nodes[op.client])
             if hints:  # the times the proxy saw in the stream come first when a time is made exact
@@ -467,22 +604,28 @@ class _MultiSearch(_Search):
     def _stream_hints(self, node: str) -> tuple[Bulk, ...]:
         """Integers of the next commands the proxy saw leave ``node``, as ID-like hints."""
         hints: list[Bulk] = []
-        seen = 0
-        for e in itertools.islice(self.trace.events, self.pos, None):
-            if isinstance(e, ReplCmd) and e.primary == node:
-                hints.extend(Bulk(a + b"-0") for a in e.cmd if a.isdigit() and len(a) >= 10)
-                seen += 1
-                if seen >= 8:
-                    break
+        positions = self.stream_positions.get(node, [])
+        start = bisect.bisect_left(positions, self.pos)
+        for i in positions[start:start + 8]:
+            e = self.trace.events[i]
+            hints.extend(Bulk(a + b"-0") for a in e.cmd if a.isdigit() and len(a) >= 10)  # type: ignore[union-attr]
         return tuple(hints)
 
     def _execute(self, op: Op) -> None:
+        name = self.client_nodes[op.client]
+        before = self._aof_units(name)
         try:
             super()._execute(op)
         except _NodeDown as e:
             raise _Failure(self.pos, f"node {e.node} is not running") from None
+        if before is not None or self.deployment.nodes[name].aof is not None:
+            acked = None if op.resp is None else _event_us(self.trace.events[op.resp])
+            self._track_aof(name, before, acked)
+        if not _refused_unread(op.expected):
+            self._observed(self.client_nodes[op.client])
 
 
+_READING = "\x00reading"
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 _INTEGER = re.compile(r"-?[0-9]+")
 _HOST_FIELDS = frozenset({"master_last_io_seconds_ago", "master_link_down_since_seconds"})
@@ -508,7 +651,21 @@ def _section(reply: Reply) -> dict[str, str] | None:
     return fields
 
 
+_ON_DISK = -UNBOUNDED
+"""The acknowledgement time given to AOF units a restart found in the file (older than any crash)."""
+EVERYSEC_LOSS_MS = 2000
+"""Rule 10: under ``appendfsync everysec`` a crash may lose the writes acknowledged in the last two seconds."""
 _READS_ACKS = frozenset({b"WAIT", b"ROLE", b"INFO"})
+# WAIT compares acknowledgements with the client's own last write, which a PING after it does not move
+_READS_OFFSETS = frozenset({b"ROLE", b"INFO", b"REPLICAOF", b"SLAVEOF", b"FAILOVER", b"EXEC"})
+
+
+def _refused_unread(reply: Reply | None) -> bool:
+    """A reply given before the command read any data: a refused write (REPL-10, REPL-11) or a
+    command queued in MULTI. Such a command does not observe what its replica applied."""
+    if isinstance(reply, Error):
+        return reply.text.startswith(("READONLY ", "NOREPLICAS "))
+    return isinstance(reply, Simple) and reply.text == "QUEUED"
 PING = [b"ping"]  # shared.ping: 7.0 sends it in lower case
 
 
@@ -518,11 +675,19 @@ def _event_ms(e: Any) -> int | None:
     return None if t is None else t // 1000
 
 
+def _event_us(e: Any) -> int | None:
+    """The trace time of an event in µs (the end of a call), None when it has none."""
+    t = getattr(e, "t1", None) or getattr(e, "t", None)
+    if t is None and getattr(e, "now", None) is not None:
+        t = e.now * 1000  # a virtual trace: the node's own time
+    return t  # type: ignore[no-any-return]
+
+
 def _show(argv: list[bytes]) -> str:
     return " ".join(a.decode("latin-1") for a in argv)
 
 
-MODELLED_DIALECTS = frozenset({"redis-7.0"})
+MODELLED_DIALECTS = REPLICATION_DIALECTS
 """The dialects whose replication the deployment models (rule 6: other traces are unsupported)."""
 
 
@@ -532,13 +697,6 @@ def _scope_reason(trace: Trace, dialects: dict[str, Dialect]) -> str | None:
         for name, d in dialects.items():
             if d.name not in MODELLED_DIALECTS:
                 return f"node {name} is {d.name}, whose replication the model does not cover yet"
-    for e in trace.events:
-        cmd = getattr(e, "cmd", None)
-        reply = getattr(e, "reply", None)
-        if isinstance(e, Call | Recv) and reply is not None and not isinstance(reply, Error):
-            argv = cmd if isinstance(e, Call) else None
-            if argv and argv[0].upper() == b"FAILOVER" and not (len(argv) == 2 and argv[1].upper() == b"ABORT"):
-                return "uses a FAILOVER that starts a handover, which the model does not implement yet"
     return None
 
 
@@ -564,15 +722,24 @@ def check_multinode(trace: Trace, dialect: str | None = None) -> Verdict:
     reason = _scope_reason(trace, dialects)
     if reason is not None:
         return Verdict("unsupported", n, message=reason)
+    observed = {(e.primary, e.replica) for e in trace.events if isinstance(e, ReplCmd | ReplSync | ReplAck)}
+
+    def search(part: Trace) -> Verdict:
+        kinds, at = base._operations(part)
+        for i, event in enumerate(part.events):
+            k = _HARNESS_KIND.get(type(event))
+            if k is not None:
+                kinds[i] = k
+        return _MultiSearch(part, kinds, at, dialects, observed).run()
+
     try:
-        kinds, at = base._operations(trace)
+        verdict = search(trace)
     except _Unsupported as why:
         return Verdict("unsupported", n, message=why.reason)
-    for i, event in enumerate(trace.events):
-        k = _HARNESS_KIND.get(type(event))
-        if k is not None:
-            kinds[i] = k
-    verdict = _MultiSearch(trace, kinds, at, dialects).run()
+    if verdict.status == "diverge":
+        # The search explores every execution (its choices are complete), so none got past the
+        # furthest event it reached: only a failure reported at a later reply needs prefixes.
+        verdict = base._first_unexplained(trace, None, verdict, search, reached=True)
     if verdict.status == "diverge" and verdict.witness is not None and verdict.witness.divergence is not None:
         div = verdict.witness.divergence
         at_event = trace.events[div.event]

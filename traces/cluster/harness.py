@@ -534,6 +534,11 @@ class Cluster:
         """kill -9: its clients' connections close (recorded), its links drop."""
         with self.cond:
             self.crashed.add(node)
+            # The proxies drop the node's links now: nothing the other side still sends is
+            # recorded as passing to (or from) a node that is gone (rule 10: its links drop).
+            for conn in list(self.connections.values()):
+                if node in (conn.primary, conn.replica):
+                    conn._drop(by_server=False)
         self.nodes[node].kill()
         with self.cond:
             t = now_us()

@@ -79,6 +79,25 @@ def read_all(c: Client, *, group: bool = True) -> None:
         c.call("XINFO", "CONSUMERS", "s", "g")
 
 
+def partition_and_promote(h: Cluster, *read: str) -> None:
+    """Once ``b`` has everything ``a`` sent, hold their link (a partition), promote ``b`` and run
+    ``read`` on it: what the promoted replica serves."""
+    h.settle("b")
+    h.hold("a", "b")
+    split_and_promote(h)
+    h.client("b").call(*read)
+
+
+def crash_restart_and_read(h: Cluster) -> None:
+    """Kill -9 the primary ``a``, restart it, let its replica ``b`` resynchronise, and read what each
+    then holds: the stream and the group on ``a``, the stream on ``b``."""
+    h.crash("a")
+    h.restart("a")
+    h.settle("b")
+    read_all(h.client("a"))
+    h.client("b").call("XRANGE", "s", "-", "+")
+
+
 def wait_persisted(h: Cluster, node: str, timeout: float = 10.0) -> None:
     """Wait until no BGSAVE or AOF rewrite is running on ``node`` (asked unrecorded)."""
     deadline = time.monotonic() + timeout
@@ -598,11 +617,7 @@ def rdb_save_then_crash(h: Cluster) -> None:
     p.call("SAVE")
     p.call("XADD", "s", "2-1", "f", "v")
     p.call("XACK", "s", "g", "1-1")
-    h.crash("a")
-    h.restart("a")
-    h.settle("b")
-    read_all(h.client("a"))
-    h.client("b").call("XRANGE", "s", "-", "+")
+    crash_restart_and_read(h)
 
 
 @scenario("persistence", "BGSAVE, then a crash: the restart loads what BGSAVE wrote", tags=("crash-restart", "rdb"))
@@ -626,11 +641,7 @@ def rdb_save_point(h: Cluster) -> None:
     p.call("XGROUP", "CREATE", "s", "g", "0")
     time.sleep(2.2)
     wait_persisted(h, "a")
-    h.crash("a")
-    h.restart("a")
-    h.settle("b")
-    read_all(h.client("a"))
-    h.client("b").call("XRANGE", "s", "-", "+")
+    crash_restart_and_read(h)
 
 
 @scenario("persistence", "AOF appendfsync always: every acknowledged write survives kill -9",
@@ -641,11 +652,7 @@ def aof_always(h: Cluster) -> None:
     p.call("XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "s", ">")
     p.call("XACK", "s", "g", "1-1")
     p.call("XADD", "s", "3-1", "f", "v")
-    h.crash("a")
-    h.restart("a")
-    h.settle("b")
-    read_all(h.client("a"))
-    h.client("b").call("XRANGE", "s", "-", "+")
+    crash_restart_and_read(h)
 
 
 @scenario("persistence", "AOF appendfsync everysec: writes older than two seconds survive kill -9",
@@ -655,11 +662,7 @@ def aof_everysec(h: Cluster) -> None:
     group_with(h, p, 2)
     time.sleep(2.2)
     p.call("XADD", "s", "3-1", "f", "recent")
-    h.crash("a")
-    h.restart("a")
-    h.settle("b")
-    read_all(h.client("a"))
-    h.client("b").call("XRANGE", "s", "-", "+")
+    crash_restart_and_read(h)
 
 
 def _aof_rewrite_restart(h: Cluster) -> None:
@@ -700,11 +703,7 @@ def aof_rewrite_drops_deleted_pending(h: Cluster) -> None:
     p.call("XPENDING", "s", "g")
     p.call("BGREWRITEAOF")
     wait_persisted(h, "a")
-    h.crash("a")
-    h.restart("a")
-    h.settle("b")
-    read_all(h.client("a"))
-    h.client("b").call("XRANGE", "s", "-", "+")
+    crash_restart_and_read(h)
 
 
 @scenario("persistence", "A replica restarted from its synchronisation's RDB holds that snapshot, then resynchronises",
@@ -894,10 +893,7 @@ def delivery_count_regressed(h: Cluster) -> None:
     p.call("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0")
     p.call("WAIT", "1", "2000")
     p.call("XPENDING", "s", "g", "-", "+", "10")
-    h.settle("b")
-    h.hold("a", "b")
-    split_and_promote(h)
-    h.client("b").call("XPENDING", "s", "g", "-", "+", "10")
+    partition_and_promote(h, "XPENDING", "s", "g", "-", "+", "10")
 
 
 @scenario("failover", "Consumers created by XREADGROUPs that got nothing vanish on promotion",
@@ -911,10 +907,7 @@ def consumer_vanished(h: Cluster) -> None:
     p.call("XREADGROUP", "GROUP", "g", "carol", "BLOCK", "10", "STREAMS", "s", ">")
     p.call("XINFO", "CONSUMERS", "s", "g")
     p.call("WAIT", "1", "2000")
-    h.settle("b")
-    h.hold("a", "b")
-    split_and_promote(h)
-    h.client("b").call("XINFO", "CONSUMERS", "s", "g")
+    partition_and_promote(h, "XINFO", "CONSUMERS", "s", "g")
 
 
 @scenario("failover", "XCLAIM that claims nothing: its consumer on the primary and on the promoted replica",
@@ -924,10 +917,7 @@ def consumer_vanished_xclaim(h: Cluster) -> None:
     group_with(h, p, 1)
     p.call("XCLAIM", "s", "g", "carol", "0", "1-1")
     p.call("XINFO", "CONSUMERS", "s", "g")
-    h.settle("b")
-    h.hold("a", "b")
-    split_and_promote(h)
-    h.client("b").call("XINFO", "CONSUMERS", "s", "g")
+    partition_and_promote(h, "XINFO", "CONSUMERS", "s", "g")
 
 
 @scenario("failover", "A deleted entry comes back after the promotion",
