@@ -68,14 +68,16 @@ COVERED_SLOTS = {
     Nack: ("delivery_time", "delivery_count", "consumer"),
 }
 CLIENT_KEY_FIELDS = ("proto", "db", "name", "in_multi", "multi_queue", "multi_error", "watched", "dirty_cas",
-                     "multi_used")
+                     "multi_used", "no_evict", "no_touch", "lib_name", "lib_ver")
 """The client fields in a key. Not in it, like in ``Server.freeze()``: the id (the process label
 stands for it), ``blocked`` (blocked clients are out of scope), ``closed`` (a closed client is
 gone) and ``last_cmd`` (only CLIENT LIST shows it)."""
-COVERED_CLIENT_FIELDS = ("id", "blocked", "closed", "last_cmd") + CLIENT_KEY_FIELDS
+PUBSUB_CLIENT_FIELDS = ("channels", "patterns", "shard_channels", "pushes_sent")
+"""Pub/Sub state: out of scope like blocked clients (EXPLORE-KEY-3): a key of a client that has any is refused."""
+COVERED_CLIENT_FIELDS = ("id", "blocked", "closed", "last_cmd") + CLIENT_KEY_FIELDS + PUBSUB_CLIENT_FIELDS
 _client_fields = attrgetter(*CLIENT_KEY_FIELDS)
 _THAW_REPLACES = frozenset({"clock", "config", "dbs", "clients", "next_client_id", "blocking", "ready_keys",
-                            "errno"})
+                            "errno", "stats"})
 _SHAREABLE = (int, str, bytes, bool, type(None), tuple, frozenset, Dialect)
 
 
@@ -491,6 +493,10 @@ class Abstraction:
             if not 0 <= label < len(self.names):
                 raise Unsupported(f"client {cid} belongs to no process")
             v = _client_fields(c)
+            fields = c.__dict__
+            if fields.get("channels") or fields.get("patterns") or fields.get("shard_channels") \
+                    or fields.get("pushes_sent"):
+                raise Unsupported(f"client {cid} is subscribed or was sent pushes: Pub/Sub is out of scope")
             if v == self._default_client_fields:  # the usual case: nothing set since the connection opened
                 clients[label] = self._default_client
             else:
@@ -639,6 +645,8 @@ class Abstraction:
         server.__dict__ = self._template.__dict__ | {
             "clock": ManualClock(BASE_MS), "config": config.copy(), "dbs": dbs, "clients": thawed_clients,
             "next_client_id": next_client_id, "blocking": {}, "ready_keys": {}, "errno": errno}
+        if "stats" in server.__dict__:  # INFO's lifetime counters are no part of a key: each thaw starts its own
+            server.stats = type(self._template.stats)()
         return server
 
     def _recipe(self, shape: Shape) -> tuple[Any, ...]:

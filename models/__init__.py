@@ -6,12 +6,16 @@ dispatcher in :mod:`.server`.
 
 from xspec.models import (  # noqa: F401  # noqa: F401
     admin,
+    clients,
+    debug,
+    debug_persistence,  # noqa: F401  # after debug: DEBUG RELOAD in front of its DEBUG
     dump,  # noqa: F401
     functions,
     generic,
     groups,
     info,
     lists,
+    pubsub,
     reads,
     replication,  # noqa: F401
     sets,

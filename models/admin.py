@@ -20,6 +20,7 @@ from errno import EINVAL, ENOENT
 from xspec.models.cerrno import note_iterator_end, note_strtoull
 from xspec.models.server import Call, CommandError, Server, command
 from xspec.models.state import Client
+from xspec.models.stats import commandstats_lines, errorstats_lines, stats_values
 from xspec.models.transactions import discard_transaction
 from xspec.spec import commands as table
 from xspec.spec.config import MEMORY_UNITS
@@ -163,6 +164,9 @@ def reset(call: Call) -> Reply:
     c.proto = 2
     discard_transaction(c)
     c.name = None
+    if call.server.dialect.reset_clears_no_evict:  # CLIENT-NOEVICT-1: 7.0 keeps it across RESET
+        c.no_evict = False
+    c.no_touch = False
     # RESET-3: back to the default user, who must authenticate if it has a password
     call.server.set_authenticated(c.id, not call.server.password_required())
     return Simple("RESET")  # RESET-2: rendered in RESP2, the protocol just restored
@@ -201,6 +205,10 @@ def client_flags(c: Client) -> str:
         letters += "b"
     if c.dirty_cas:
         letters += "d"
+    if c.no_evict:  # CLIENT-NOEVICT-1
+        letters += "e"
+    if c.no_touch:  # CLIENT-NOTOUCH-1
+        letters += "T"
     return letters or "N"
 
 
@@ -220,7 +228,8 @@ def client_info_line(c: Client, dialect: Dialect | None = None) -> str:
         known = {"id": str(c.id), "addr": "127.0.0.1:0", "laddr": "127.0.0.1:0", "name": name,
                  "flags": client_flags(c), "capa": "", "db": str(c.db), "multi": str(multi),
                  "watch": str(len(c.watched)), "events": "r", "user": "default", "redir": "-1",
-                 "resp": str(c.proto), "lib-name": "", "lib-ver": "",
+                 "resp": str(c.proto), "lib-name": (c.lib_name or b"").decode("latin-1"),
+                 "lib-ver": (c.lib_ver or b"").decode("latin-1"),  # CLIENT-SETINFO-1
                  "cmd": c.last_cmd if subcommand_names else c.last_cmd.split("|")[0]}
         return " ".join(f"{f}={known.get(f, '0')}" for f in fields)
     return (f"id={c.id} addr=127.0.0.1:0 laddr=127.0.0.1:0 fd=0 name={name} age=0 idle=0 "
@@ -320,6 +329,7 @@ def _info_values(server: Server) -> dict[str, str]:
         "role": "master",
         "connected_slaves": "0",
         "cluster_enabled": "0",
+        **stats_values(server),  # STATS-1, STATS-4
         **server.dialect.info_values,  # INFO-DIALECT-1
     }
 
@@ -338,6 +348,10 @@ def info_text(server: Server, sections: list[str]) -> str:
             for dbid in range(NUM_DATABASES):
                 if server.dbs[dbid]:
                     lines.append(f"db{dbid}:keys={len(server.dbs[dbid])},expires=0,avg_ttl=0")
+        elif section == "commandstats":  # STATS-2
+            lines.extend(commandstats_lines(server))
+        elif section == "errorstats":  # STATS-1
+            lines.extend(errorstats_lines(server))
         else:
             lines.extend(f"{f}:{values.get(f, '0')}" for f in fields.get(titles[section], []))
         parts.append("".join(line + "\r\n" for line in lines))
@@ -473,7 +487,8 @@ def config_set(call: Call) -> Reply:
 
 @command("config|resetstat")
 def config_resetstat(call: Call) -> Reply:
-    return OK  # CONFIG-9: the model keeps no statistics
+    call.server.stats.reset()  # CONFIG-9, STATS-1, STATS-2: the counters start again (not the dirty counter)
+    return OK
 
 
 # -- HELP ----------------------------------------------------------------------------

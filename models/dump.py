@@ -233,6 +233,7 @@ def restore(call: Call) -> Reply:
         if when <= call.now():  # RESTORE-7: already expired, nothing is created
             if old is not None:
                 call.modified(key)
+                call.changed()  # STATS-5
                 call.propagate([b"DEL", key])
             return OK
     call.db[key] = value  # RESTORE-8
@@ -241,6 +242,7 @@ def restore(call: Call) -> Reply:
     elif isinstance(value, ListValue):
         call.ready(key, "list")
     call.modified(key)
+    call.changed()  # STATS-5
     if when is not None and not absttl:  # RESTORE-12: the TTL goes to replicas as an absolute time
         call.propagate([*argv[:2], Instant.propagated_ms(when), *argv[3:], b"ABSTTL"])
     else:

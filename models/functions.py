@@ -23,6 +23,9 @@ def function_flush(call: Call) -> Reply:
     if len(argv) == 3 and c_string(argv[2]).lower() not in (b"sync", b"async"):  # FUNCTION-1
         raise CommandError(FUNCTION_FLUSH_SYNTAX)
     call.propagate_verbatim()  # FUNCTION-2: always a change, even of an empty library
+    call.changed()  # STATS-4
+    if call.server.dialect.function_flush_counts_config_get:  # STATS-DIALECT-2
+        call.server.stats.command("config|get")[0] += 1
     return OK
 
 

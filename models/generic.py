@@ -76,6 +76,7 @@ def swapdb(call: Call) -> Reply:
         raise CommandError(DB_OUT_OF_RANGE)
     if first != second:  # SWAPDB-3
         swap_databases(call.server, first, second)
+    call.changed()  # STATS-5
     call.propagate_verbatim()  # SWAPDB-4: always counted as a change, even for one database
     return OK
 
@@ -162,6 +163,7 @@ def flush_database(server: Server, dbid: int) -> None:
 @command("flushdb")
 def flushdb(call: Call) -> Reply:
     _flush_mode(call)
+    call.changed(len(call.db))  # STATS-5: one change per key removed
     flush_database(call.server, call.client.db)  # FLUSH-2
     call.propagate_verbatim()  # FLUSH-5: propagated even when the database was empty
     return OK
@@ -170,6 +172,8 @@ def flushdb(call: Call) -> Reply:
 @command("flushall")
 def flushall(call: Call) -> Reply:
     _flush_mode(call)
+    # STATS-5: one change per key removed; STATS-DIALECT-3: 6.2 adds one for the command
+    call.changed(sum(map(len, call.server.dbs)) + call.server.dialect.flushall_counts_itself)
     for dbid in range(NUM_DATABASES):  # FLUSH-2
         flush_database(call.server, dbid)
     call.propagate_verbatim()  # FLUSH-5
@@ -196,6 +200,7 @@ def _delete_keys(call: Call) -> Reply:
         _removed(call, key, old)  # DEL-3
         deleted += 1
     if deleted:  # DEL-4
+        call.changed(deleted)  # STATS-5
         call.propagate_verbatim()
     return Int(deleted)  # DEL-1
 
@@ -244,6 +249,7 @@ def rename(call: Call) -> Reply:
     call.deleted(src, value)
     call.modified(src)  # RENAME-4
     call.modified(dst)
+    call.changed()  # STATS-5
     call.propagate_verbatim()  # RENAME-5
     return OK
 
@@ -347,6 +353,7 @@ def set_(call: Call) -> Reply:
         return reply if get else NULL_BULK
     old = call.db.get(key)
     call.db[key] = value  # SET-5
+    call.changed()  # STATS-5
     if old is not None:
         _removed(call, key, old)
     else:

@@ -93,7 +93,10 @@ def _claimant(call: Call, group: Group, name: bytes) -> Consumer:
     now = call.now()
     consumer = group.consumers.get(name)
     if consumer is None:
-        return pel.create_consumer(group, name, now)
+        consumer = pel.create_consumer(group, name, now)
+        if call.server.dialect.consumer_creation_counts:  # STATS-8; STATS-DIALECT-5
+            call.changed()
+        return consumer
     consumer.seen_time = now
     return consumer
 
@@ -178,6 +181,7 @@ def xgroup_create(call: Call) -> Reply:
         raise CommandError(BUSYGROUP)
     stream.groups[name] = Group(name, last_id, target.entries_read)  # XGROUP-10
     stream.groups_allocated = True
+    call.changed()  # STATS-6
     call.propagate_verbatim()
     return OK
 
@@ -200,6 +204,7 @@ def xgroup_setid(call: Call) -> Reply:
         last_id = parsed
     group.last_id = last_id
     group.entries_read = target.entries_read
+    call.changed()  # STATS-6
     call.propagate_verbatim()
     return OK
 
@@ -212,6 +217,7 @@ def xgroup_destroy(call: Call) -> Reply:
     if group is None:  # XGROUP-12
         return Int(0)
     del stream.groups[group.name]
+    call.changed()  # STATS-6
     call.propagate_verbatim()
     # XGROUP-12: every client blocked on the key re-checks it; readers of this group fail.
     call.ready(call.argv[2])
@@ -226,6 +232,7 @@ def xgroup_createconsumer(call: Call) -> Reply:
     if name in group.consumers:  # XGROUP-13
         return Int(0)
     pel.create_consumer(group, name, call.now())
+    call.changed()  # STATS-6
     call.propagate_verbatim()
     return Int(1)
 
@@ -236,12 +243,15 @@ def xgroup_delconsumer(call: Call) -> Reply:
     assert group is not None
     consumer = group.consumers.get(call.argv[4])
     if consumer is None:  # XGROUP-14
+        if call.server.dialect.delconsumer_always_counts:  # STATS-DIALECT-4
+            call.changed()
         return Int(0)
     pending = len(consumer.pel)
     for entry_id in list(consumer.pel):
         pel.remove(group, entry_id)
     note_iterator_end(call)  # XADD-14: the walk over the consumer's PEL ends off the tree
     del group.consumers[consumer.name]
+    call.changed()  # STATS-6
     call.propagate_verbatim()
     return Int(pending)
 
@@ -292,6 +302,7 @@ def xack(call: Call) -> Reply:
         if pel.remove(group, entry_id) is not None:
             acknowledged += 1
     if acknowledged:  # XACK-4
+        call.changed(acknowledged)  # STATS-6
         call.propagate_verbatim()
     return Int(acknowledged)
 
@@ -470,6 +481,7 @@ def xclaim(call: Call) -> Reply:
         if gone and drop_deleted:  # XCLAIM-9
             if nack is not None:
                 pel.propagate_claim(call, key, group, _pending_owner(nack).name, id_arg, nack)
+                call.changed()  # STATS-8
                 propagate_last_id = False
                 pel.remove(group, entry_id)
             continue
@@ -496,9 +508,11 @@ def xclaim(call: Call) -> Reply:
         else:
             claimed.append(_entry_reply(entry_id, fields))  # type: ignore[arg-type]
         pel.propagate_claim(call, key, group, consumer.name, id_arg, nack)  # XCLAIM-16
+        call.changed()  # STATS-8
         propagate_last_id = False
     if propagate_last_id:  # XCLAIM-16
         pel.propagate_group_id(call, key, group)
+        call.changed()  # STATS-8
     return Array(tuple(claimed))
 
 
@@ -558,6 +572,7 @@ def xautoclaim(call: Call) -> Reply:
         if gone and drop_deleted:  # XAUTOCLAIM-7
             pel.propagate_claim(call, key, group, _pending_owner(nack).name, entry_id.encode(),
                                 nack)  # XAUTOCLAIM-11
+            call.changed()  # STATS-8
             pel.remove(group, entry_id)
             deleted.append(_id_reply(entry_id))
             count -= 1
@@ -580,6 +595,7 @@ def xautoclaim(call: Call) -> Reply:
             claimed.append(_entry_reply(entry_id, fields))  # type: ignore[arg-type]
         count -= 1
         pel.propagate_claim(call, key, group, consumer.name, entry_id.encode(), nack)  # XAUTOCLAIM-11
+        call.changed()  # STATS-8
     cursor = MIN_ID  # XAUTOCLAIM-10
     after_walk = None if position is None else group.pel.first_from(position)
     if after_walk is None:

@@ -35,10 +35,7 @@ HEAD, TAIL = "left", "right"
 
 def list_at(call: Call, key: bytes) -> ListValue | None:
     """The list at ``key``, None if missing; WRONGTYPE for another type (LIST-1)."""
-    v = call.db.get(key)
-    if v is None or isinstance(v, ListValue):
-        return v
-    raise CommandError(table.WRONGTYPE)
+    return call.typed(key, ListValue)
 
 
 def pop_one(value: ListValue, where: str) -> bytes:
@@ -76,6 +73,7 @@ def push_command(call: Call, where: str) -> Reply:
     for element in call.argv[2:]:  # LIST-2: one at a time, so LPUSH reverses its arguments
         push_one(value, element, where)
     call.modified(key)
+    call.changed(len(call.argv) - 2)  # STATS-4: one change per element
     call.propagate_verbatim()  # LIST-2
     return Int(len(value.items))
 
@@ -109,10 +107,12 @@ def pop_command(call: Call, where: str) -> Reply:
     if count is None:
         element = pop_one(value, where)
         removed_elements(call, key, value)
+        call.changed()  # STATS-4
         call.propagate_verbatim()
         return Bulk(element)
     taken = [pop_one(value, where) for _ in range(min(count, len(value.items)))]
     removed_elements(call, key, value)
+    call.changed(len(taken))  # STATS-4: one change per element
     call.propagate_verbatim()  # LIST-3
     return Array(tuple(Bulk(e) for e in taken))
 
@@ -130,8 +130,7 @@ def rpop(call: Call) -> Reply:
 # -- reads -----------------------------------------------------------------------------------
 @command("llen")
 def llen(call: Call) -> Reply:
-    value = list_at(call, call.argv[1])
-    return Int(0 if value is None else len(value.items))  # LIST-5
+    return Int(call.size(call.argv[1], ListValue))  # LIST-5
 
 
 @command("lrange")
@@ -176,6 +175,7 @@ def move(call: Call, src: bytes, source: ListValue, dst: bytes, wherefrom: str, 
     if not source.items:
         del call.db[src]
     call.modified(src)
+    call.changed()  # STATS-4
     return element
 
 
@@ -230,6 +230,7 @@ def blocking_pop(call: Call, where: str) -> HandlerResult:
             continue
         element = pop_one(value, where)
         removed_elements(call, key, value)
+        call.changed()  # STATS-4
         call.propagate([b"LPOP" if where == HEAD else b"RPOP", key])  # BLIST-4
         return Array((Bulk(key), Bulk(element)))
     if not call.can_block:  # BLIST-5

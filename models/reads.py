@@ -224,10 +224,13 @@ def read_command(call: Call, grouped: bool) -> HandlerResult:
         if r.after != MAX_ID:  # XREADGROUP-5: history is always served
             consumer = touch_consumer(call, r.key, r.group, opts.consumer, opts.noack)
             served.append((r.key, Array(history(call, s, consumer, r.after, opts.count))))
+            if call.server.dialect.history_read_counts:  # STATS-DIALECT-6
+                call.changed()  # STATS-7: one per stream replied for
         elif s.length and s.last_live_id() > r.group.last_id:  # XREADGROUP-7
             consumer = touch_consumer(call, r.key, r.group, opts.consumer, opts.noack)
             served.append((r.key, Array(deliver_new(call, r.key, s, r.group, consumer, r.group.last_id,
                                                     opts.count, opts.noack))))
+            call.changed()  # STATS-7
     if served:  # XREAD-11
         return streams_reply(call, served)
     if opts.timeout_ms is None or not call.can_block:  # XREAD-11, XREAD-12
@@ -360,6 +363,8 @@ def touch_consumer(call: Call, key: bytes, group: Group, name: bytes, noack: boo
     consumer = pel.create_consumer(group, name, call.now())
     if noack:
         pel.propagate_consumer_creation(call, key, group, name)
+    if call.server.dialect.consumer_creation_counts:  # STATS-7; STATS-DIALECT-5
+        call.changed()
     return consumer
 
 

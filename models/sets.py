@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from xspec.models.server import Call, CommandError, HandlerResult, PreRendered, command
+from xspec.models.server import Call, HandlerResult, PreRendered, command
 from xspec.models.state import SetValue
-from xspec.spec import commands as table
 from xspec.spec.ids import string2ll
 from xspec.spec.resp import Array, Bulk, Int, Reply, Set
 
@@ -22,28 +21,32 @@ SET_MAX_LISTPACK_ENTRIES = 128  # 7.2+
 SET_MAX_LISTPACK_VALUE = 64  # 7.2+
 
 
-class AnyOrderArray(Array):
+class _AnyOrder:
+    """Equal to a reply of type ``exact`` with the same items in any order."""
+
+    __slots__ = ()
+    exact: type[Array] | type[Set]
+    items: tuple[Any, ...]
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is self.exact and _same_items(self.items, other.items)  # type: ignore[union-attr]
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.items))
+
+
+class AnyOrderArray(_AnyOrder, Array):  # type: ignore[misc]
     """An array reply whose items may come in any order (a hash table's walk)."""
 
     __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Array and _same_items(self.items, other.items)
-
-    def __hash__(self) -> int:
-        return hash(frozenset(self.items))
+    exact = Array
 
 
-class AnyOrderSet(Set):
+class AnyOrderSet(_AnyOrder, Set):  # type: ignore[misc]
     """A RESP3 set reply whose items may come in any order."""
 
     __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Set and _same_items(self.items, other.items)
-
-    def __hash__(self) -> int:
-        return hash(frozenset(self.items))
+    exact = Set
 
 
 def _same_items(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
@@ -57,10 +60,7 @@ def is_integer(member: bytes) -> bool:
 
 def set_at(call: Call, key: bytes) -> SetValue | None:
     """The set at ``key``, None if missing; WRONGTYPE for another type (SETS-1)."""
-    v = call.db.get(key)
-    if v is None or isinstance(v, SetValue):
-        return v
-    raise CommandError(table.WRONGTYPE)
+    return call.typed(key, SetValue)
 
 
 def new_set(call: Call, first: bytes, size_hint: int) -> SetValue:
@@ -114,6 +114,7 @@ def sadd(call: Call) -> Reply:
     added = sum(add_member(call, value, m) for m in call.argv[2:])
     if added:  # SETS-2: only a change is signalled and propagated
         call.modified(key)
+        call.changed(added)  # STATS-4
         call.propagate_verbatim()
     return Int(added)
 
@@ -134,6 +135,7 @@ def srem(call: Call) -> Reply:
                 break
     if removed:
         call.modified(key)
+        call.changed(removed)  # STATS-4
         call.propagate_verbatim()
     return Int(removed)
 
@@ -152,8 +154,7 @@ def smembers(call: Call) -> HandlerResult:
 
 @command("scard")
 def scard(call: Call) -> Reply:
-    value = set_at(call, call.argv[1])
-    return Int(0 if value is None else len(value.members))  # SETS-5
+    return Int(call.size(call.argv[1], SetValue))  # SETS-5
 
 
 @command("sismember")

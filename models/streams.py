@@ -303,6 +303,7 @@ def xadd(call: Call) -> HandlerResult:
     if stream.length == 1:
         stream.first_id = new_id
     call.modified(key)
+    call.changed()  # STATS-6: one change, whatever the trimming removes
     propagated: list[bytes | int] = list(argv)
     if args.strategy is not None:  # XADD-18: the new entry itself may go
         trim(call, stream, args)
@@ -325,6 +326,7 @@ def xtrim(call: Call) -> Reply:
     deleted = trim(call, stream, args)
     if deleted:  # XTRIM-12
         call.modified(call.argv[1])
+        call.changed(deleted)  # STATS-6
         argv: list[bytes | int] = rewritten_trim_argv(call.argv, stream, args) if args.approx else list(call.argv)
         call.propagate(argv)
     return Int(deleted)
@@ -445,6 +447,7 @@ def xdel(call: Call) -> Reply:
         elif first_deleted:
             stream.first_id = first_key(stream.entries)
         call.modified(key)
+        call.changed(deleted)  # STATS-6
         call.propagate_verbatim()
     return Int(deleted)
 
@@ -470,6 +473,7 @@ def _xdel_walked(call: Call, stream: Stream, ids: list[StreamID]) -> Reply:
         elif first_deleted:
             stream.first_id = first_live_id(stream)
         call.modified(call.argv[1])
+        call.changed(deleted)  # STATS-6
         call.propagate_verbatim()
     return Int(deleted)
 
@@ -521,5 +525,6 @@ def xsetid(call: Call) -> Reply:
     if max_deleted != MIN_ID:
         stream.max_deleted_id = max_deleted
     # XSETID-5: 7.0 does not signal the key as modified: WATCH does not see it.
+    call.changed()  # STATS-6
     call.propagate_verbatim()  # XSETID-6
     return OK

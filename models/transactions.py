@@ -40,6 +40,7 @@ def refuse_in_multi(call: Call) -> None:
     refuses them inside a transaction, naming the command, and dooms it."""
     if call.server.dialect.multi_watch_are_no_multi:
         call.client.multi_error = True
+        call.server.stats.refusing = True  # STATS-2: counted as a rejected call
         if not call.server.dialect.no_multi_error_names_command:  # MULTI-DIALECT-2
             raise CommandError(NOT_ALLOWED_IN_MULTI)
         raise CommandError(command_not_allowed_in_multi(call.spec.fullname))

@@ -27,12 +27,13 @@ import resource
 import time
 from collections.abc import Callable, Iterable
 from errno import EINVAL, ENOENT
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from xspec.reference.api import Blocked, PreRendered, ReplyError
 from xspec.reference.core import EXTRA_COMMANDS, is_stream, lookup, value_kind
 from xspec.reference.protocol import decoded
 from xspec.spec import commands as table
+from xspec.spec.client_filters import ClientFilter, FilterError, parse_filters
 from xspec.spec.commands import COMMANDS, CommandSpec
 from xspec.spec.config import MEMORY_UNITS
 from xspec.spec.errors import (
@@ -59,10 +60,6 @@ from xspec.spec.errors import (
     WATCH_INSIDE_MULTI,
     WRONGPASS,
     c_text,
-    client_filter_not_integer,
-    client_filter_not_positive,
-    client_filter_out_of_range,
-    client_filter_unknown_letters,
     client_info_bad_characters,
     client_unrecognized_option,
     config_invalid_argument,
@@ -90,7 +87,6 @@ from xspec.spec.help import (
 )
 from xspec.spec.ids import I64_MAX, c_string, string2ll, strtoull
 from xspec.spec.info import INFO_ALL_SECTIONS, INFO_DEFAULT_SECTIONS, INFO_FIELDS
-from xspec.spec.limits import NUM_DATABASES
 from xspec.spec.resp import (
     NULL_ARRAY,
     NULL_BULK,
@@ -583,7 +579,10 @@ def exec_(ctx: Context) -> Reply | PreRendered:
         ctx.core.discard_transaction(c)
         return Error(table.EXECABORT) if doomed else NULL_ARRAY
     ctx.core.unwatch_all(c)  # EXEC-4: its own writes cannot fail it
+    dirty = ctx.core.dirty
     replies = tuple(_run_queued(ctx.core, c, argv) for argv in c.multi_queue)
+    if ctx.dialect.exec_counts_itself and ctx.core.dirty != dirty:  # STATS-DIALECT-8
+        ctx.changed()
     c.multi_queue = []
     c.in_multi = c.multi_error = False
     return PreRendered(Array(replies))
@@ -750,144 +749,50 @@ def client_kill(ctx: Context) -> Reply:
     return Int(len(victims))
 
 
-# Valkey 9.1.2's CLIENT LIST / KILL filters, all of which must hold; each but SKIPME may be negated
-# with NOT-; a later filter of the same name replaces an earlier one.
-_VALKEY_FLAG_LETTERS = frozenset("bcdeirtuxABEIMNOPRSTU")
-_VALKEY_CLIENT_TYPES = (*_CLIENT_TYPES, b"primary")
+# Valkey 9.1.2's CLIENT LIST / KILL filters (spec/client_filters.py), all of which must hold.
 ClientTest = Callable[["Client"], bool]
 
 
 def valkey_client_filter(ctx: Context, skipme: bool) -> tuple[ClientTest, bool]:
     """Parse ``argv[2:]`` as Valkey's filters: a test every listed (or killed) client passes, and SKIPME."""
-    argv = ctx.argv
-    tests: dict[bytes, ClientTest] = {}
-    i = 2
-    while i < len(argv):
-        opt = lower(argv[i])
-        negated = opt.startswith(b"not-")
-        name = opt[4:] if negated else opt
-        if name == b"skipme" and not negated and i + 1 < len(argv):
-            if lower(argv[i + 1]) not in (b"yes", b"no"):
-                raise _err(table.SYNTAX)
-            skipme = lower(argv[i + 1]) == b"yes"
-            i += 2
-            continue
-        if name == b"id":
-            ids: set[int] = set()
-            i += 1
-            while i < len(argv) and (cid := string2ll(argv[i])) is not None:
-                if cid <= 0:
-                    raise _err("ERR client-id should be greater than 0")
-                ids.add(cid)
-                i += 1
-            if not ids:
-                raise _err(table.SYNTAX)
-            test = _with_id(ids)
-        elif name in _CLIENT_FILTERS and i + 1 < len(argv):
-            test = _CLIENT_FILTERS[name](argv[i + 1], opt.decode().upper())
-            i += 2
-        else:
-            raise _err(table.SYNTAX)
-        tests[opt] = _negation(test) if negated else test
-    checks = list(tests.values())
+    try:
+        filters, skipme = parse_filters(ctx.argv, skipme)
+    except FilterError as e:
+        raise _err(str(e)) from None
+    checks = [_negation(_client_test(f)) if f.negated else _client_test(f) for f in filters]
     return (lambda c: all(t(c) for t in checks)), skipme
 
 
-def _with_id(ids: set[int]) -> ClientTest:
-    return lambda c: c.id in ids
+def _client_test(f: ClientFilter) -> ClientTest:
+    """What a connection of this server must have to pass ``f``."""
+    value: Any = f.value
+    name = f.name
+    if name == "id":
+        return lambda c: c.id in value
+    if name == "type":
+        return lambda c: value == b"normal"  # every client here is a normal one
+    if name == "user":
+        return lambda c: True
+    if name == "flags":
+        return lambda c: set(value) <= set(client_flags(c))
+    if name == "capa":
+        return lambda c: set(value) <= set(c.capa)
+    if name == "db":
+        return lambda c: c.db == value
+    if name == "maxage":
+        return lambda c: time.monotonic() - c.created > value
+    if name == "idle":
+        return lambda c: time.monotonic() - c.last_interaction >= value
+    if name == "ip":
+        return lambda c: c.addr.rsplit(":", 1)[0].encode() == value
+    attribute = {"addr": "addr", "laddr": "laddr", "name": "name", "lib-name": "lib_name", "lib-ver": "lib_ver"}[name]
+    if attribute in ("addr", "laddr"):
+        return lambda c: getattr(c, attribute).encode() == value
+    return lambda c: getattr(c, attribute) == value
 
 
 def _negation(test: ClientTest) -> ClientTest:
     return lambda c: not test(c)
-
-
-def _filter_number(what: str, value: bytes, low: int, high: int | None = None) -> int:
-    n = string2ll(value)
-    if n is None:
-        raise _err(client_filter_not_integer(what))
-    if high is not None and not low <= n <= high:
-        raise _err(client_filter_out_of_range(what, low, high))
-    if high is None and n < low:
-        raise _err(client_filter_not_positive(what))
-    return n
-
-
-def _filter_letters(allowed: frozenset[str], what: str, value: bytes, option: str) -> str:
-    letters = c_text(value)
-    if not set(letters) <= allowed:
-        where = "the provided filter" if not option.startswith("NOT-") else f"the {option} filter"
-        raise _err(client_filter_unknown_letters(what, where, value))
-    return letters
-
-
-def _filter_type(value: bytes, option: str) -> ClientTest:
-    kind = lower(value)
-    if kind not in _VALKEY_CLIENT_TYPES:
-        raise _err(unknown_client_type(value))
-    return lambda c: kind == b"normal"  # every client here is a normal one
-
-
-def _filter_user(value: bytes, option: str) -> ClientTest:
-    if value != b"default":
-        raise _err(no_such_user(value))
-    return lambda c: True
-
-
-def _filter_flags(value: bytes, option: str) -> ClientTest:
-    letters = _filter_letters(_VALKEY_FLAG_LETTERS, "flags", value, option)
-    return lambda c: set(letters) <= set(client_flags(c))
-
-
-def _filter_capa(value: bytes, option: str) -> ClientTest:
-    letters = _filter_letters(frozenset("r"), "capa", value, option)
-    return lambda c: set(letters) <= set(c.capa)
-
-
-def _filter_db(value: bytes, option: str) -> ClientTest:
-    db = _filter_number(option, value, 0, NUM_DATABASES - 1)
-    return lambda c: c.db == db
-
-
-def _filter_age(value: bytes, option: str) -> ClientTest:
-    age = _filter_number(option.lower(), value, 1)
-    return lambda c: time.monotonic() - c.created > age
-
-
-def _filter_idle(value: bytes, option: str) -> ClientTest:
-    idle = _filter_number(option.lower(), value, 1)
-    return lambda c: time.monotonic() - c.last_interaction >= idle
-
-
-def _filter_addr(value: bytes, option: str) -> ClientTest:
-    return lambda c: c.addr.encode() == value
-
-
-def _filter_laddr(value: bytes, option: str) -> ClientTest:
-    return lambda c: c.laddr.encode() == value
-
-
-def _filter_ip(value: bytes, option: str) -> ClientTest:
-    return lambda c: c.addr.rsplit(":", 1)[0].encode() == value
-
-
-def _filter_name(value: bytes, option: str) -> ClientTest:
-    return lambda c: c.name == value
-
-
-def _filter_lib_name(value: bytes, option: str) -> ClientTest:
-    return lambda c: c.lib_name == value
-
-
-def _filter_lib_ver(value: bytes, option: str) -> ClientTest:
-    return lambda c: c.lib_ver == value
-
-
-_CLIENT_FILTERS: dict[bytes, Callable[[bytes, str], ClientTest]] = {
-    b"type": _filter_type, b"user": _filter_user, b"flags": _filter_flags, b"capa": _filter_capa,
-    b"db": _filter_db, b"maxage": _filter_age, b"idle": _filter_idle,
-    b"addr": _filter_addr, b"laddr": _filter_laddr, b"ip": _filter_ip,
-    b"name": _filter_name, b"lib-name": _filter_lib_name, b"lib-ver": _filter_lib_ver,
-}
 
 
 def _kill(me: Client, victims: list[Client]) -> None:
@@ -1032,23 +937,21 @@ def client_reply(ctx: Context) -> Reply | Blocked:
 @command("client|unblock")
 def client_unblock(ctx: Context) -> Reply:
     argv = ctx.argv
-    cid = string2ll(argv[2])
-    if cid is None:
-        raise _err(table.NOT_INTEGER)
     error = False
-    if len(argv) == 4:
+    if len(argv) == 4:  # CLIENT-UNBLOCK-1: the reason before the ID
         reason = lower(argv[3])
         if reason not in (b"timeout", b"error"):
             raise _err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
         error = reason == b"error"
     elif len(argv) > 4 and ctx.dialect.client_extra_arguments_refused:  # Valkey ignores them
         raise subcommand_syntax_error(ctx)
+    cid = string2ll(argv[2])
+    if cid is None:
+        raise _err(table.NOT_INTEGER)
     target = ctx.core.clients.get(cid)
     if target is None or target.blocked is None:
         return Int(0)
-    if error:
-        target.blocked.timeout_reply = Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
-    ctx.core.time_out(target, by_clock=False)
+    ctx.core.unblock_by_client(target, "UNBLOCKED client unblocked via CLIENT UNBLOCK" if error else None)
     return Int(1)
 
 
@@ -1261,7 +1164,8 @@ def info_text(core: Core, argv: list[bytes]) -> str:
         elif section == "commandstats":  # STATS-2
             lines += [f"cmdstat_{name}:calls={calls},usec={usec},usec_per_call={usec / calls if calls else 0:.2f},"
                       f"rejected_calls={rejected},failed_calls={failed}"
-                      for name, (calls, usec, rejected, failed) in core.command_stats.items()]
+                      for name, (calls, usec, rejected, failed) in core.command_stats.items()
+                      if (calls or rejected or failed) and not name.startswith("xspec.")]  # no Redis traffic
         elif section == "errorstats":  # STATS-1
             lines += [f"errorstat_{code}:count={n}" for code, n in sorted(core.error_codes.items())]
         else:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 from xspec.reference.api import Blocked, ReplyError
 from xspec.reference.core import Context
+from xspec.reference.values import handler_table, value_at
 from xspec.spec import commands as table
 from xspec.spec.errors import (
     COUNT_NOT_POSITIVE,
@@ -35,23 +35,11 @@ class RefList(deque[bytes]):
     encoding = "quicklist"
 
 
-Handler = Callable[[Any], Any]
-HANDLERS: dict[str, Handler] = {}
-H = TypeVar("H", bound=Handler)
-
-
-def _handler(name: str) -> Callable[[H], H]:
-    def register(fn: H) -> H:
-        HANDLERS[name] = fn
-        return fn
-    return register
+HANDLERS, _handler = handler_table()
 
 
 def _get(ctx: Context, key: bytes) -> RefList | None:
-    value = ctx.db.get(key)
-    if value is None or type(value) is RefList:
-        return value
-    raise ReplyError(table.WRONGTYPE)  # LIST-1
+    return value_at(ctx.db, key, RefList)  # LIST-1: WRONGTYPE for another type
 
 
 def _new(ctx: Context, key: bytes) -> RefList:
@@ -163,8 +151,9 @@ def _side(arg: bytes) -> bool:
     raise ReplyError(table.SYNTAX)
 
 
-def _move(ctx: Context, src: bytes, source: RefList, dst: bytes, from_left: bool, to_left: bool) -> bytes:
-    target = _get(ctx, dst)  # LIST-8
+def _transfer(ctx: Context, src: bytes, source: RefList, dst: bytes, target: RefList | None, from_left: bool,
+              to_left: bool) -> bytes:
+    """One element from ``source`` to ``target`` (made when missing); an emptied source goes."""
     value = _take(source, from_left)
     if target is None:
         target = _new(ctx, dst)
@@ -172,6 +161,11 @@ def _move(ctx: Context, src: bytes, source: RefList, dst: bytes, from_left: bool
     _put(target, value, to_left)
     if not source:
         del ctx.db[src]
+    return value
+
+
+def _move(ctx: Context, src: bytes, source: RefList, dst: bytes, from_left: bool, to_left: bool) -> bytes:
+    value = _transfer(ctx, src, source, dst, _get(ctx, dst), from_left, to_left)  # LIST-8
     ctx.modified(src)
     ctx.changed()
     return value
@@ -283,14 +277,7 @@ def blmove(ctx: Context, deadline: int | None = None) -> Reply | Blocked:
         target = ctx.db.get(dst)
         if target is not None and type(target) is not RefList:
             return Error(table.WRONGTYPE)
-        value = _take(lst, from_left)
-        if target is None:
-            target = _new(ctx, dst)
-        ctx.modified(dst)
-        _put(target, value, to_left)
-        if not lst:
-            del ctx.db[key]
-        return Bulk(value)
+        return Bulk(_transfer(ctx, key, lst, dst, target, from_left, to_left))
 
     return _wait(ctx, [src], timeout, read_at, serve, blmove)
 

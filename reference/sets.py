@@ -8,13 +8,8 @@ a hash order on a real server).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from xspec.reference.api import ReplyError
 from xspec.reference.core import Context
-from xspec.spec import commands as table
-from xspec.spec.ids import string2ll
+from xspec.reference.values import handler_table, is_integer, value_at
 from xspec.spec.resp import Bulk, Int, Reply, Set
 
 __all__ = ["HANDLERS", "RefSet"]
@@ -40,26 +35,14 @@ class RefSet:
         return list(self.members)
 
 
-Handler = Callable[[Any], Any]
-HANDLERS: dict[str, Handler] = {}
-
-
-def _handler(name: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        HANDLERS[name] = fn
-        return fn
-    return register
+HANDLERS, _handler = handler_table()
 
 
 def _get(ctx: Context, key: bytes) -> RefSet | None:
-    value = ctx.db.get(key)
-    if value is None or type(value) is RefSet:
-        return value
-    raise ReplyError(table.WRONGTYPE)  # SETS-1
+    return value_at(ctx.db, key, RefSet)  # SETS-1: WRONGTYPE for another type
 
 
-def _integer(m: bytes) -> bool:
-    return string2ll(m) is not None
+_integer = is_integer
 
 
 def _add(s: RefSet, m: bytes, listpacks: bool) -> bool:

@@ -181,10 +181,12 @@ class FedClock:
         return self.last
 
 
-# Commands whose replies the model does not produce.
-_UNCHECKED = ("command", "debug", "wait", "xspec.", "client|kill", "client|no-evict", "client|tracking",
-              "client|trackinginfo", "client|getredir", "client|caching", "client|reply", "client|unblock",
-              "client|pause", "client|unpause", "client|no-touch")
+# Commands whose replies the model does not produce: the server's own XSPEC.* commands (no Redis
+# traffic); COMMAND, whose replies describe the serving program's own command table; CLIENT
+# TRACKING and the subcommands about it, whose invalidation messages the model does not send;
+# CLIENT REPLY, which decides which replies the client gets at all.
+_UNCHECKED = ("command", "xspec.", "client|tracking", "client|trackinginfo", "client|getredir", "client|caching",
+              "client|reply")
 
 
 class CheckedRun:
@@ -195,7 +197,8 @@ class CheckedRun:
         self.recorder = recorder
         self.report_dir = report_dir
         self.clock = FedClock(core)
-        config = {k: core.config[k] for k in core.dialect.config_defaults}
+        config = {k: core.config[k] for k in (*core.dialect.config_defaults, "enable-debug-command")
+                  if k in core.config}
         if core.requirepass is not None:  # --requirepass: the model's clients must authenticate too (AUTH-4)
             config["requirepass"] = core.requirepass
         self.model: Checker = factory(core.dialect, self.clock, config)
@@ -244,9 +247,18 @@ class CheckedRun:
         finally:
             self.clock.readings.clear()
 
+    def _unseen(self) -> None:
+        """The server counted a command the checker did not run: the checker's INFO counters, if it
+        keeps any (the model's ``stats``, STATS-0), are no longer the server's."""
+        stats = getattr(self.model, "stats", None)
+        forget = getattr(stats, "forget", None)
+        if forget is not None:
+            forget()
+
     def refused(self, c: Client, argv: list[bytes], reply: Reply, t0: int) -> None:
         """An injected fault rejected the command: it did not run, so the checker does not run it.
         Inside MULTI it doomed the transaction; a refused EXEC discarded it (and its watches)."""
+        self._unseen()
         self.just_served = []
         self.clock.readings.clear()
         spec = self.core.lookup(argv)
@@ -272,6 +284,8 @@ class CheckedRun:
                 self._run_unchecked(c, [b"DISCARD"])
                 return
         if spec is not None and (name.startswith(_UNCHECKED) or self.core.dialect.unsupported_reason(argv)):
+            if not name.startswith("xspec."):  # the server's own commands are no Redis traffic
+                self._unseen()
             self.clock.readings.clear()
             if queued:
                 self.queue_checked.setdefault(c.id, []).append(False)
@@ -322,7 +336,7 @@ class CheckedRun:
             self._diverge(f"client {c.id} timed out with {show(mine)}, the model says {show(theirs)}")
 
     def protocol_error(self, c: Client, raw: bytes, error: str) -> None:
-        pass
+        self._unseen()  # the server counted an error reply the checker never sees (STATS-1)
 
     def clock_moved(self) -> None:
         self.clock.readings.clear()

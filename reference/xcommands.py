@@ -39,6 +39,7 @@ from xspec.reference.streams import (
     as_i64,
     id_bytes,
 )
+from xspec.reference.values import handler_table, integer, value_at
 from xspec.spec import commands as table
 from xspec.spec.errors import (
     BUSYGROUP,
@@ -118,14 +119,7 @@ from xspec.spec.resp import (
     Simple,
 )
 
-HANDLERS: dict[str, Handler] = {}
-
-
-def _handler(name: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        HANDLERS[name] = fn
-        return fn
-    return register
+HANDLERS, _handler = handler_table()
 
 
 # -- small helpers ------------------------------------------------------------------------
@@ -133,17 +127,10 @@ def _handler(name: str) -> Callable[[Handler], Handler]:
 
 def _stream(ctx: Context, key: bytes) -> Stream | None:
     """The stream at ``key``, None when missing; WRONGTYPE for another type."""
-    v = ctx.db.get(key)
-    if v is None or type(v) is Stream:
-        return v
-    raise ReplyError(table.WRONGTYPE)
+    return value_at(ctx.db, key, Stream)
 
 
-def _int(arg: bytes, error: str = table.NOT_INTEGER) -> int:
-    v = parse_ll(arg)
-    if v is None:
-        raise ReplyError(error)
-    return v
+_int = integer
 
 
 def _word(arg: bytes) -> bytes:
@@ -888,6 +875,8 @@ def _claimant(ctx: Context, group: Group, name: bytes) -> Consumer:
     now = ctx.now_ms()
     consumer = group.consumers.get(name)
     if consumer is None:
+        if ctx.dialect.consumer_creation_counts:  # STATS-8; STATS-DIALECT-5
+            ctx.changed()
         return group.add_consumer(name, now)
     consumer.seen = now
     return consumer
@@ -902,7 +891,7 @@ class _Claim:
     XAUTOCLAIM-DIALECT-2).
     """
 
-    __slots__ = ("ctx", "stream", "group", "name", "owner", "now", "stamps_active", "justid", "replies")
+    __slots__ = ("ctx", "stream", "group", "name", "owner", "now", "stamps_active", "justid", "replies", "moved")
 
     def __init__(self, ctx: Context, stream: Stream, group: Group, name: bytes, now: int, justid: bool) -> None:
         self.ctx = ctx
@@ -914,6 +903,13 @@ class _Claim:
         self.stamps_active = ctx.dialect.consumer_active_time
         self.owner = _claimant(ctx, group, name) if self.stamps_active else None
         self.replies: list[Reply] = []
+        self.moved = 0  # pending records taken or dropped (STATS-8)
+
+    def dropped(self, key: int) -> None:
+        """The entry ``key`` is gone from the stream: its pending record goes too (XCLAIM-9, XAUTOCLAIM-7)."""
+        self.group.drop(key)
+        self.moved += 1
+        self.ctx.changed()  # STATS-8
 
     def take(self, key: int, nack: Nack, place: tuple[int, int] | None, delivered_at: int, retries: int = -1) -> None:
         """Give ``nack`` (entry ``key``, at ``place`` in the stream, None: deleted) to the consumer."""
@@ -928,6 +924,8 @@ class _Claim:
         elif not self.justid:
             nack.count = (nack.count + 1) & U64
         self.group.give(key, nack, owner)
+        self.moved += 1
+        self.ctx.changed()  # STATS-8
         if self.justid:  # XCLAIM-15
             self.replies.append(_id_reply(key))
         elif place is None:  # XCLAIM-DIALECT-1: 6.2 claims a deleted entry and replies nil for it
@@ -944,12 +942,13 @@ def _place(ctx: Context, stream: Stream, key: int) -> tuple[int, int] | None:
     return place
 
 
-def _xclaim_targets(ctx: Context, stream: Stream, group: Group, keys: list[int], force: bool,
+def _xclaim_targets(ctx: Context, claim: _Claim, keys: list[int], force: bool,
                     min_idle: int, now: int) -> Iterator[tuple[int, Nack, tuple[int, int] | None]]:
     """The entries XCLAIM takes, in argument order (XCLAIM-8), each with its pending record and place.
 
     Lazy: each is taken before the next is looked at (a repeated ID sees its first claim).
     """
+    stream, group = claim.stream, claim.group
     for key in keys:
         nack = group.pel.get(key)
         place = _place(ctx, stream, key)
@@ -957,7 +956,7 @@ def _xclaim_targets(ctx: Context, stream: Stream, group: Group, keys: list[int],
             if nack is None:  # XCLAIM-9; XCLAIM-DIALECT-1: FORCE creates nothing either
                 continue
             if ctx.dialect.claims_drop_deleted:  # XCLAIM-9: its pending record goes
-                group.drop(key)
+                claim.dropped(key)
                 continue
         elif nack is None:
             if force:  # XCLAIM-10: a new record, delivered now, count 1
@@ -981,13 +980,16 @@ def xclaim(ctx: Context) -> Reply:
         keys.append(key)
     now = ctx.now_ms()  # XCLAIM-4
     options = _ClaimOptions(ctx, 5 + len(keys), now)  # XCLAIM-5
+    advanced = options.last_id > group.last_id
     group.last_id = max(group.last_id, options.last_id)  # XCLAIM-6; LAG-5: entries-read stays
     delivered_at = options.delivery
     if delivered_at is None or not 0 <= delivered_at <= now:  # XCLAIM-7
         delivered_at = now
     claim = _Claim(ctx, stream, group, argv[3], now, options.justid)
-    for key, nack, place in _xclaim_targets(ctx, stream, group, keys, options.force, min_idle, now):
+    for key, nack, place in _xclaim_targets(ctx, claim, keys, options.force, min_idle, now):
         claim.take(key, nack, place, delivered_at, options.retry)
+    if advanced and not claim.moved:  # STATS-8: the group's new last ID alone is a change
+        ctx.changed()
     return Array(tuple(claim.replies))
 
 
@@ -1033,7 +1035,7 @@ def xautoclaim(ctx: Context) -> Reply:
         nack = pel[key]
         place = _place(ctx, stream, key)
         if place is None and ctx.dialect.claims_drop_deleted:  # XAUTOCLAIM-7: dropped, and reported
-            group.drop(key)
+            claim.dropped(key)
             gone.append(_id_reply(key))
         elif min_idle and now - nack.time < min_idle:  # XAUTOCLAIM-8
             continue

@@ -96,6 +96,23 @@ _TABLE: list[CommandSpec] = [
     _c("smembers", 2, "readonly", (1, 1, 1)),
     _c("scard", 2, "readonly fast", (1, 1, 1)),
     _c("sismember", 3, "readonly fast", (1, 1, 1)),
+    # pub/sub (spec/rules/pubsub.md)
+    _c("subscribe", -2, "pubsub noscript loading stale"),
+    _c("psubscribe", -2, "pubsub noscript loading stale"),
+    _c("unsubscribe", -1, "pubsub noscript loading stale"),
+    _c("punsubscribe", -1, "pubsub noscript loading stale"),
+    _c("ssubscribe", -2, "pubsub noscript loading stale", (1, -1, 1)),
+    _c("sunsubscribe", -1, "pubsub noscript loading stale", (1, -1, 1)),
+    _c("publish", 3, "pubsub loading stale fast"),
+    _c("spublish", 3, "pubsub loading stale fast", (1, 1, 1)),
+    _c("pubsub", -2, "", subs=[
+        _c("channels", -2, "pubsub loading stale"),
+        _c("numpat", 2, "pubsub loading stale"),
+        _c("numsub", -2, "pubsub loading stale"),
+        _c("shardchannels", -2, "pubsub loading stale"),
+        _c("shardnumsub", -2, "pubsub loading stale"),
+        _c("help", 2, "loading stale"),
+    ]),
     # functions (the library is always empty: scripting is outside the model)
     _c("function", -2, "", subs=[
         _c("delete", 3, "write noscript"),
@@ -174,6 +191,9 @@ _TABLE: list[CommandSpec] = [
     _c("save", 1, "no_async_loading admin noscript no_multi"),
     _c("bgsave", -1, "no_async_loading admin noscript"),
     _c("bgrewriteaof", 1, "no_async_loading admin noscript"),
+    # DEBUG's subcommands that are no persistence (spec/rules/debug.md); a trace using DEBUG is
+    # still outside the model's scope (OUT_OF_SCOPE): a real server's DEBUG reaches its internals.
+    _c("debug", -2, "admin noscript loading stale protected"),
 ]
 
 COMMANDS: dict[str, CommandSpec] = {c.name: c for c in _TABLE}
@@ -182,8 +202,7 @@ COMMANDS: dict[str, CommandSpec] = {c.name: c for c in _TABLE}
 # that uses one is "unsupported", not "diverge". Also XSPEC.FAULT, the reference
 # server's fault injection, which its --trace writes as a call when it changes replies.
 OUT_OF_SCOPE: frozenset[str] = frozenset(
-    """eval evalsha eval_ro evalsha_ro fcall fcall_ro script subscribe psubscribe
-    unsubscribe punsubscribe ssubscribe sunsubscribe publish spublish pubsub monitor sync psync
+    """eval evalsha eval_ro evalsha_ro fcall fcall_ro script monitor sync psync
     debug object memory module acl shutdown
     migrate cluster readonly readwrite expire pexpire expireat pexpireat ttl pttl
     persist expiretime pexpiretime copy move sort sort_ro randomkey renamenx touch incr decr

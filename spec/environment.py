@@ -13,7 +13,8 @@ import re
 from collections.abc import Callable
 
 from xspec.spec import commands as table
-from xspec.spec.resp import Array, Bulk, Error, Int, Map, Reply, Verbatim
+from xspec.spec.info import UNKNOWN_COUNTER, UNKNOWN_SECTION_LINE
+from xspec.spec.resp import Array, Bulk, Error, Int, Map, Reply, Simple, Verbatim
 
 Check = Callable[[list[bytes], Reply, Reply], bool]
 
@@ -154,7 +155,20 @@ def _sections(text: str) -> list[tuple[str, list[str]]] | None:
     return sections
 
 
-_FREE_SECTIONS = {"Commandstats", "Errorstats", "Latencystats"}
+_FREE_SECTIONS = {"Latencystats"}
+# Lifetime counters the model knows once its count began with the server's (spec/rules/stats.md).
+INFO_COUNTER_FIELDS = frozenset({"total_error_replies", "rdb_changes_since_last_save"})
+_USEC = re.compile(r"usec=\d+,usec_per_call=[\d.]+,")
+
+
+def _counters_match(name: str, tbody: list[str], mbody: list[str]) -> bool:
+    """ENV-INFO: Errorstats line for line; Commandstats in any order (the hash seed's), ``usec``
+    and ``usec_per_call`` free; either free when the model prints it unknown."""
+    if UNKNOWN_SECTION_LINE in (mbody[:1] + tbody[:1]):  # either side may be the model's
+        return True
+    if name == "Errorstats":
+        return tbody == mbody
+    return sorted(_USEC.sub("", line) for line in tbody) == sorted(_USEC.sub("", line) for line in mbody)
 
 
 def _info(argv: list[bytes], trace: Reply, model: Reply) -> bool:
@@ -169,6 +183,10 @@ def _info(argv: list[bytes], trace: Reply, model: Reply) -> bool:
     for (name, tbody), (_, mbody) in zip(ts, ms, strict=True):
         if name in _FREE_SECTIONS:
             continue
+        if name in ("Commandstats", "Errorstats"):
+            if not _counters_match(name, tbody, mbody):
+                return False
+            continue
         if name == "Keyspace":
             # ENV-INFO: which databases hold how many keys is semantic
             if [_keys_of(line) for line in tbody] != [_keys_of(line) for line in mbody]:
@@ -181,12 +199,27 @@ def _info(argv: list[bytes], trace: Reply, model: Reply) -> bool:
                 return False
             if field in ("redis_version", "redis_mode") and tfields[field] != value:
                 return False
+            if field in INFO_COUNTER_FIELDS and UNKNOWN_COUNTER not in (value, tfields[field]) \
+                    and tfields[field] != value:
+                return False
     return True
 
 
 def _keys_of(line: str) -> tuple[str, str]:
     db, _, stats = line.partition(":")
     return db, stats.split(",", 1)[0]
+
+
+# -- ENV-DEBUG-OBJECT ---------------------------------------------------------------------
+_ADDRESS = re.compile(r"^Value at:0x[0-9a-f]+ ")
+
+
+def _debug(argv: list[bytes], trace: Reply, model: Reply) -> bool:
+    """DEBUG OBJECT's ``Value at:`` is the host's address; every other DEBUG reply is exact."""
+    if not (len(argv) == 3 and argv[1].lower() == b"object" and isinstance(trace, Simple)
+            and isinstance(model, Simple)):
+        return False
+    return _ADDRESS.sub("", trace.text) == _ADDRESS.sub("", model.text) and bool(_ADDRESS.match(trace.text))
 
 
 # -- ENV-CONFIG ------------------------------------------------------------------------
@@ -258,6 +291,7 @@ _CHECKS: dict[str, Check] = {
     "config|get": _config_get,
     "keys": _keys,
     "scan": _scan,
+    "debug": _debug,
 }
 
 

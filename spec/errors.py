@@ -291,3 +291,9 @@ INVALID_FREQ = "ERR Invalid FREQ value, must be >= 0 and <= 255"
 COUNT_NOT_POSITIVE = "ERR value is out of range, must be positive"
 TIMEOUT_NOT_FLOAT = "ERR timeout is not a float or out of range"
 FUNCTION_FLUSH_SYNTAX = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option"
+
+# DISPATCH-9: DEBUG refused while ``enable-debug-command`` does not allow it (7.0+).
+DEBUG_NOT_ALLOWED = (
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it "
+    "from a local connection, otherwise you need to set this option in the configuration file, and then "
+    "restart the server.")
