@@ -42,11 +42,13 @@ from typing import Any, Protocol
 
 from xspec.reference.api import BLOCKED, POSTPONED, Blocked, Encoded, Postponed, PreRendered, ReplyError
 from xspec.reference.clock import Clock, WallClock
+from xspec.reference.pubsub import Registry, drop_client
 from xspec.reference.tracking import Tracking
 from xspec.spec import commands as table
 from xspec.spec.commands import CommandSpec
 from xspec.spec.dialect import Dialect, get_dialect
 from xspec.spec.errors import (
+    DEBUG_NOT_ALLOWED,
     NOAUTH,
     NOT_ALLOWED_IN_MULTI,
     command_not_allowed_in_multi,
@@ -55,6 +57,7 @@ from xspec.spec.errors import (
 )
 from xspec.spec.ids import c_string
 from xspec.spec.limits import NUM_DATABASES
+from xspec.spec.pubsub import SUBSCRIBER_COMMANDS, subscriber_context_error
 from xspec.spec.resp import QUEUED, Error, Reply
 
 log = logging.getLogger("xspec.serve")
@@ -65,10 +68,6 @@ Handler = Callable[[Any], Any]
 
 # The dialects this server reproduces: every dialect the model has (spec/dialect.py).
 SERVED_DIALECTS = ("redis-7.0", "redis-6.2", "redis-7.2", "redis-7.4", "valkey-8.1", "valkey-9.1")
-DEBUG_NOT_ALLOWED = (
-    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it "
-    "from a local connection, otherwise you need to set this option in the configuration file, and then "
-    "restart the server.")
 
 # MULTI-DIALECT-1: the commands Valkey flags "no-multi" among them.
 _NO_MULTI_IN_VALKEY = frozenset({"multi", "watch"})
@@ -86,8 +85,7 @@ EXTRA_COMMANDS: dict[str, CommandSpec] = {s.name: s for s in (
     _spec("command", -1, "loading stale", (
         ("count", 2, "loading stale"), ("info", -2, "loading stale"), ("docs", -2, "loading stale"),
         ("list", -2, "loading stale"), ("getkeys", -4, "loading stale"), ("help", 2, "loading stale"))),
-    _spec("debug", -2, "admin noscript loading stale protected"),
-    _spec("wait", 3, "noscript"),
+    _spec("lastsave", 1, "random loading stale fast"),
     _spec("xspec.clock", -2, "admin noscript loading stale fast allow_busy"),
     _spec("xspec.fault", -2, "admin noscript loading stale fast no_auth allow_busy"),
 )}
@@ -221,7 +219,7 @@ class Client:
     __slots__ = ("id", "name", "proto", "db", "authenticated", "conn", "in_multi", "multi_queue",
                  "multi_error", "dirty_cas", "watched", "blocked", "last_cmd", "ctx", "addr", "laddr",
                  "fd", "created", "last_interaction", "no_evict", "tracking", "reply_mode", "kind",
-                 "multi_used", "no_touch", "lib_name", "lib_ver", "capa", "redirect")
+                 "multi_used", "no_touch", "lib_name", "lib_ver", "capa", "redirect", "pubsub")
 
     def __init__(self, client_id: int, conn: Connection | None, authenticated: bool,
                  addr: str = "127.0.0.1:0", laddr: str = "127.0.0.1:0", fd: int = -1) -> None:
@@ -252,6 +250,7 @@ class Client:
         self.no_touch = False
         self.lib_name = self.lib_ver = b""  # CLIENT SETINFO (7.2+)
         self.capa = ""  # CLIENT CAPA (Valkey): "r" once the client can handle redirects
+        self.pubsub: Any = None  # reference/pubsub.py's Subscriptions while subscribed to something
 
 
 class Context:
@@ -450,10 +449,14 @@ class Core:
         self.run_id = os.urandom(20).hex()
         self.errno = 0  # the C errno of 7.0's main thread, which one XADD error shows (XADD-14)
         # CLIENT TRACKING (reference/tracking.py)
+        self.pubsub = Registry()  # reference/pubsub.py
         self.tracking = Tracking(self.clients, self.dialect.tracking_redirect_before_reply,
                                  self.dialect.tracking_overlap_then_ok)
         self.server: Any = None  # the reference.server.ReferenceServer serving this core, if any
         self.dirty = 0  # STATS-4: changes since the last save (no save ever happens here)
+        self.persistence: Any = None  # reference.persistence.Persistence, once a file is saved or loaded
+        # reference.propagation.Propagator while an AOF is kept: told before and after every command
+        self.propagation: Any = None
         self.reset_stats()
 
     def read_snapshot(self) -> int:
@@ -469,6 +472,7 @@ class Core:
         # STATS-2: per command (its stats name) [calls, usec, rejected_calls, failed_calls]
         self.command_stats: dict[str, list[int]] = {}
         self.error_codes: dict[str, int] = {}  # STATS-1: errorstats, per error code
+        self.failing = False  # STATS-9: the running command sent another client an error
 
     def count_error(self, text: str) -> None:
         """``afterErrorReply``: one more error reply, counted under its code (STATS-1): the first word
@@ -510,6 +514,7 @@ class Core:
             self.unblock(c)
         self.unwatch_all(c)
         self.tracking.disable(c)
+        drop_client(self.pubsub, c)  # PUBSUB-CTX-3
         c.in_multi = False
         c.multi_queue = []
         if self.observer is not None:
@@ -535,7 +540,7 @@ class Core:
             return self.tracking.finish(c, observed) if c.tracking or self.tracking.owed else observed
         fast = self.fast_commands.get(argv[0])
         if fast is not None and c.authenticated and not c.in_multi and not self.error_faults \
-                and not self.pause_until:
+                and not self.pause_until and c.pubsub is None:
             name, arity, handler, spec = fast
             if (arity == len(argv)) if arity > 0 else (len(argv) >= -arity):
                 # The common case, checked as _dispatch does: a known plain command, well formed,
@@ -613,6 +618,8 @@ class Core:
         if self.pause_until and not name.startswith("xspec.") and self.paused_for(c, spec):
             self.postponed[c] = None
             return POSTPONED
+        if c.pubsub is not None and c.proto == 2 and name not in SUBSCRIBER_COMMANDS:  # PUBSUB-CTX-1
+            return self.reject(c, subscriber_context_error(name, self.lookup([b"ssubscribe", b"x"]) is not None), spec)
         if c.in_multi and name not in self.run_inside_multi:
             if name in self.no_multi:  # MULTI-DIALECT-1
                 if not self.dialect.no_multi_error_names_command:  # MULTI-DIALECT-2
@@ -691,18 +698,32 @@ class Core:
         ctx.can_block = can_block
         ctx.spec = spec
         started = time.perf_counter_ns()
+        propagation = self.propagation
+        dbid = c.db
+        dirty = self.dirty
+        token: Any = None
+        if propagation is not None:
+            token = propagation.before(spec.container or spec.name, ctx.db, argv)
         try:
             r = handler(ctx)
         except ReplyError as e:
             r = Error(e.text)
         except Exception as e:
             r = internal_error(spec, argv, e)
+        if propagation is not None:
+            # call(): a command whose changes were undone by a load (DEBUG LOADAOF zeroes dirty) changed nothing
+            propagation.after(spec.container or spec.name, dbid, self.dbs[dbid], argv, r, token, self.dirty > dirty)
         stat = self.command_stat(spec)  # after the command: CONFIG RESETSTAT and INFO count themselves then
-        stat[0] += 1  # STATS-2: every call, also one that blocks
+        # STATS-2: every call; STATS-DIALECT-7: 7.2+ counts one that blocks when it is unblocked
+        if r is not BLOCKED or not self.dialect.blocked_reexecution:
+            stat[0] += 1
         stat[1] += (time.perf_counter_ns() - started) // 1000
         if type(r) is Error:  # STATS-2: the command's own error reply makes it a failed call
             self.count_error(r.text)
             stat[3] += 1
+        elif self.failing:  # STATS-9
+            stat[3] += 1
+        self.failing = False
         if c.tracking and "readonly" in spec.flags:
             self.tracking.remember(c, spec, argv)  # call()'s trackingRememberKeys, whatever the reply
         if r is BLOCKED:
@@ -869,16 +890,28 @@ class Core:
                     ctx.argv = b.argv
                     ctx.db = self.dbs[b.db]
                     ctx.can_block = True
+                    propagation = self.propagation
+                    dirty = self.dirty
+                    name = ""
+                    token: Any = None
+                    if propagation is not None:
+                        name = c_string(b.argv[0]).decode("latin-1").lower()
+                        token = propagation.before(name, ctx.db, b.argv)
                     try:
                         r = b.retry(ctx, k[1])
                     except ReplyError as e:
                         r = Error(e.text)
+                    if propagation is not None:
+                        propagation.after(name, b.db, self.dbs[b.db], b.argv, r, token,
+                                          r is not None and self.dirty > dirty)
                     if r is None:
                         continue
                     self.unblock(c)
                     self._deliver(c, r, timed_out=False)
 
     def _deliver(self, c: Client, r: Reply | Encoded, timed_out: bool) -> None:
+        if self.dialect.blocked_reexecution and c.last_cmd != "NULL":  # STATS-DIALECT-7: the blocked call counts now
+            self.command_stats.setdefault(c.last_cmd, [0, 0, 0, 0])[0] += 1
         if type(r) is Error:
             self.count_error(r.text)  # STATS-1
             if c.last_cmd != "NULL" and self.dialect.unblock_error_fails_call:  # STATS-3; STATS-DIALECT-1
@@ -898,6 +931,30 @@ class Core:
             # XADD-14: the walk over the timeout table found no later deadline and ran off it.
             self.errno = 0
         self._deliver(c, b.timeout_reply, timed_out=True)
+
+    def unblock_by_client(self, c: Client, error: str | None) -> None:
+        """CLIENT UNBLOCK: the blocked client gets ``error`` or its timeout reply, served now; what each
+        server counts for it (STATS-9, STATS-DIALECT-7)."""
+        b = c.blocked
+        assert b is not None
+        self.unblock(c)
+        stat = self.command_stats.setdefault(c.last_cmd, [0, 0, 0, 0])
+        if self.dialect.blocked_reexecution:
+            stat[0] += 1
+        how = self.dialect.client_unblock_counts
+        if how == "failed" or (error is not None and how == "failed-on-error"):
+            stat[3] += 1
+        elif error is not None and how == "rejected-on-error":
+            stat[2] += 1
+        reply: Reply | Encoded = b.timeout_reply
+        if error is not None:
+            reply = Error(error)
+            self.count_error(error)
+            self.failing = True
+        if self.observer is not None:
+            self.observer.served(c, reply, False)
+        if c.conn is not None:
+            c.conn.deliver(reply)
 
     def expire_timeouts(self) -> None:
         """Time out every blocked client whose deadline the clock has passed, earliest first (BLOCK-8)."""

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from xspec.reference.aof import add_persistence
 from xspec.reference.core import Core, Handler
 from xspec.reference.dump import HANDLERS as DUMP_COMMANDS
 from xspec.reference.functions import HANDLERS as FUNCTION_COMMANDS
 from xspec.reference.generic import HANDLERS as GENERIC
 from xspec.reference.generic import dialect_handlers
 from xspec.reference.lists import HANDLERS as LIST_COMMANDS
+from xspec.reference.pubsub import add_pubsub
 from xspec.reference.sets import HANDLERS as SET_COMMANDS
 from xspec.reference.xcommands import HANDLERS as STREAM_COMMANDS
 from xspec.spec.dialect import Dialect
@@ -31,6 +33,8 @@ def load_handlers(dialect: Dialect) -> dict[str, Handler]:
     handlers.update(SET_COMMANDS)
     handlers.update(FUNCTION_COMMANDS)
     handlers.update(dialect_handlers(dialect))
+    add_pubsub(handlers)
+    add_persistence(handlers)
     return handlers
 
 

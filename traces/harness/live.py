@@ -54,6 +54,8 @@ from xspec.spec.trace_format import (
     find_traces,
     load,
 )
+from xspec.spec.trace_format import Push as PushEvent
+from xspec.traces.check import pushes as _pushes
 from xspec.traces.check.checker import Verdict, check_trace
 from xspec.traces.check.report import STATUSES
 from xspec.traces.fuzz.generate import Step
@@ -238,6 +240,9 @@ class Replay:
         elif isinstance(e, Recv):
             if e.c in self.conn and self.sent.get(e.c):
                 self._receive(rec, e.c, e.reply, self._until(_event_ms(self.original, e)))
+        elif isinstance(e, PushEvent):
+            if e.c in self.conn:
+                self._push(rec, index, e)
         elif isinstance(e, Close) and e.c in self.conn:
             if e.by == "client":
                 self._hang_up(rec, e.c)
@@ -267,6 +272,9 @@ class Replay:
             else:
                 rec.send(c, *argv)
             self.sent.setdefault(e.c, []).append((index, argv or []))
+            more = self._more_confirmations(index, e)  # a multi-channel (UN)SUBSCRIBE: one reply each
+            self.sent[e.c].extend([(index, argv or [])] * more)
+            rec.pending[c] += more
             if isinstance(e, Call):  # a call while earlier replies are pending: read up to its reply now
                 while self.sent.get(e.c):
                     self._receive(rec, e.c, e.reply, 0.0)
@@ -308,6 +316,33 @@ class Replay:
         """The original's next event is this send's reply (so it was not blocked)."""
         nxt = self.original.events[index + 1] if index + 1 < len(self.original.events) else None
         return isinstance(nxt, Recv) and nxt.c == c
+
+    def _more_confirmations(self, index: int, e: Call | Send) -> int:
+        """How many more ``recv`` s than one the original has for this send (traces/check/pushes.py)."""
+        if not isinstance(e, Send) or e.cmd is None:
+            return 0
+        wanted = _pushes.confirmation_count(e.cmd)
+        if wanted is None:
+            return 0
+        if wanted:
+            return wanted - 1
+        events = self.original.events
+        recvs = [i for i, ev in enumerate(events) if i > index and isinstance(ev, Recv) and ev.c == e.c]
+        n = 0
+        while n + 1 < len(recvs) and _pushes.more_confirmations(self.original, recvs[n], e.c, e.cmd):
+            n += 1
+        return n
+
+    def _push(self, rec: LiveRecorder, index: int, e: PushEvent) -> None:
+        """Read the message the original received here (a Pub/Sub message) and compare it."""
+        c = self.conn[e.c]
+        try:
+            reply = rec.conn(c).recv(self._until(e.t // 1000 if e.t is not None else None) + REPLY_WAIT)
+        except (TimeoutError, ConnectionClosed):
+            self._compare(index, [b"(message)"], e.reply, None)
+            return
+        rec.events.append(PushEvent(c=c, reply=reply, t=time.time_ns() // 1000))
+        self._compare(index, [b"(message)"], e.reply, reply)
 
     # -- replies ----------------------------------------------------------------------------------
     def _compare(self, index: int, argv: list[bytes], original: Reply, live: Reply | None) -> None:
