@@ -21,6 +21,7 @@ from xspec.reference.api import ReplyError
 from xspec.reference.streams import U64, Consumer, Group, Nack, Node, Stream, rax_key
 from xspec.spec import commands as table
 from xspec.spec import rdb
+from xspec.spec.dialect import Dialect
 from xspec.spec.errors import (
     BAD_DATA_FORMAT,
     BUSYKEY,
@@ -67,7 +68,8 @@ def _stream_record(s: Stream) -> rdb.StreamRecord:
                             s.entries_added, groups)
 
 
-def _record(value: object) -> rdb.RdbValue:
+def value_record(value: object) -> rdb.RdbValue:
+    """A value of this server as the RDB codec's neutral record (DUMP, RDB files)."""
     if type(value) is bytes:
         return value
     if isinstance(value, Stream):
@@ -135,7 +137,7 @@ def _node(record: rdb.StreamNode) -> Node:
     return node
 
 
-def _stream(r: rdb.StreamRecord, ctx: Context) -> Stream:
+def _stream(r: rdb.StreamRecord, dialect: Dialect) -> Stream:
     s = Stream()
     for record in r.nodes:
         node = _node(record)
@@ -154,7 +156,7 @@ def _stream(r: rdb.StreamRecord, ctx: Context) -> Stream:
         s.entries_added = r.entries_added
         s.first_id = _key(r.first_id or _ZERO)
         s.max_deleted = _key(r.max_deleted_id or _ZERO)
-    fixed = ctx.dialect.lag_fixes
+    fixed = dialect.lag_fixes
     for gr in r.groups:
         if gr.entries_read is None:
             entries_read = s.estimate_read(_key(gr.last_id), fixed)
@@ -177,11 +179,12 @@ def _stream(r: rdb.StreamRecord, ctx: Context) -> Stream:
     return s
 
 
-def _value(record: rdb.RdbValue, ctx: Context) -> object:
+def record_value(record: rdb.RdbValue, dialect: Dialect) -> object:
+    """A neutral record as a value of this server in ``dialect`` (RESTORE, loading RDB files)."""
     if isinstance(record, bytes):
         return record
     if isinstance(record, rdb.StreamRecord):
-        return _stream(record, ctx)
+        return _stream(record, dialect)
     if isinstance(record, rdb.ListRecord):
         try:
             from xspec.reference.lists import RefList  # type: ignore[import-not-found,unused-ignore]
@@ -192,7 +195,7 @@ def _value(record: rdb.RdbValue, ctx: Context) -> object:
         from xspec.reference.sets import RefSet  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         raise ReplyError("ERR xspec: sets are not implemented by this server") from None
-    return _set(RefSet, record, rdb.rdb_format(ctx.dialect.rdb_version).set_listpack)
+    return _set(RefSet, record, rdb.rdb_format(dialect.rdb_version).set_listpack)
 
 
 def _set(make: Any, r: rdb.SetRecord, set_listpack: bool) -> object:
@@ -217,7 +220,7 @@ def _dump(ctx: Context) -> Reply:
     value = ctx.db.get(ctx.argv[1])
     if value is None:  # DUMP-1
         return NULL_BULK
-    return Bulk(rdb.dump_payload(_record(value), ctx.dialect.rdb_version))  # DUMP-2, DUMP-3
+    return Bulk(rdb.dump_payload(value_record(value), ctx.dialect.rdb_version))  # DUMP-2, DUMP-3
 
 
 def _options(argv: list[bytes]) -> tuple[bool, bool]:
@@ -276,7 +279,7 @@ def _restore(ctx: Context) -> Reply:
         raise ReplyError(BAD_DATA_FORMAT) from None  # RESTORE-5, DUMP-5, DUMP-6
     except rdb.UnmodelledType as e:
         raise ReplyError(f"ERR xspec: {e} (RESTORE-5)") from None
-    value = _value(record, ctx)
+    value = record_value(record, ctx.dialect)
     old = db.pop(key, None) if replace else None  # RESTORE-6
     if old is not None:
         if type(old) is bytes:

@@ -59,6 +59,7 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -330,6 +331,7 @@ class ClientConnection(asyncio.Protocol):
                 break
             if error is not None:
                 out.append(b"-%s\r\n" % error.text.encode("utf-8", "surrogateescape"))
+                core.count_error(error.text)  # STATS-1: a protocol error is an error reply too
                 if core.observer is not None:
                     core.observer.protocol_error(c, error.raw, error.text)
                 self.closing = True
@@ -483,6 +485,8 @@ class ClientConnection(asyncio.Protocol):
         out = self.queued
         if out is not None:
             self.queued = None
+            if self.server.before_replies is not None:
+                self.server.before_replies()
             transport = self.transport
             if transport is not None and not transport.is_closing():
                 transport.write(out[0] if len(out) == 1 else b"".join(out))
@@ -520,6 +524,8 @@ class ClientConnection(asyncio.Protocol):
             self.close_now()
 
     def _write_later(self, data: bytes, due: float) -> None:
+        if self.server.before_replies is not None:
+            self.server.before_replies()
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(data)
         if self.delayed_until == due:
@@ -543,12 +549,12 @@ class ReferenceServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 6379, *, dialect: str = "redis-7.0",
                  clock: str = "wall", requirepass: str | None = None, trace: str | None = None,
                  checker: CheckerFactory | None = None, enable_debug: str = "no",
-                 protected_mode: str = "yes") -> None:
+                 protected_mode: str = "yes", config: dict[str, str] | None = None) -> None:
         self.host = host
         self.port = port
         self.core = new_core(dialect=dialect, clock=make_clock(clock), requirepass=requirepass,
                              enable_debug=enable_debug, port=port,
-                             config={"protected-mode": protected_mode, "bind": host})
+                             config={"protected-mode": protected_mode, "bind": host, **(config or {})})
         self.core.server = self
         self.connections: set[ClientConnection] = set()
         self.delays: dict[int, float] = {}  # client id (0: everyone) -> seconds, XSPEC.FAULT DELAY
@@ -559,6 +565,8 @@ class ReferenceServer:
         self.shutdown_asap = False  # a shutdown was asked for: no further command runs
         self.to_flush: list[ClientConnection] = []  # connections with queued replies, in queuing order
         self._output_limits: tuple[str, tuple[int, int, int] | None] = ("", None)
+        # Called before any reply leaves (reference.aof: appendfsync always syncs what the commands wrote)
+        self.before_replies: Callable[[], None] | None = None
 
     def output_limits(self) -> tuple[int, int, int] | None:
         """``client-output-buffer-limit``'s normal class as (hard bytes, soft bytes, soft seconds);
@@ -595,6 +603,12 @@ class ReferenceServer:
             except OSError as e:
                 raise StartError(f"cannot write the trace {self.trace_path!r}: {_reason(e)}") from e
         raise_open_files_limit(int(self.core.config["maxclients"]))
+        from xspec.reference.aof import LoadError, start_persistence
+        try:
+            start_persistence(self.core)  # the data on disk, and the cron of saves and fsyncs
+        except LoadError as e:
+            self._close_trace()
+            raise StartError(str(e)) from e
         self._stopped = asyncio.Event()
         try:
             self._server = await loop.create_server(lambda: ClientConnection(self), self.host, self.port,
@@ -617,6 +631,8 @@ class ReferenceServer:
 
         Nothing here waits on a client. May be called again (it then closes what is left).
         """
+        from xspec.reference.aof import finish_persistence
+        finish_persistence(self.core)  # once: the AOF synced, the final RDB save when save points are set
         self.shutdown_asap = True
         if self._server is not None:
             self._server.close()

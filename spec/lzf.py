@@ -24,6 +24,18 @@ def _slot(h: int) -> int:
     return ((h >> 8) - h * 5) & 0xFFFF
 
 
+def _literal(out: bytearray, op: int, lit: int, byte: int) -> tuple[int, int]:
+    """Append one literal byte at ``op`` to the open run of ``lit`` bytes; a full run is closed
+    and the next run's control byte reserved. Returns the new (op, lit)."""
+    out[op] = byte
+    op += 1
+    lit += 1
+    if lit == _MAX_LIT:
+        out[op - lit - 1] = lit - 1
+        return op + 1, 0
+    return op, lit
+
+
 def compress(data: bytes, out_len: int) -> bytes | None:
     """lzf_compress into at most ``out_len`` bytes; None when it gives up (the output would not fit)."""
     n = len(data)
@@ -85,25 +97,12 @@ def compress(data: bytes, out_len: int) -> bytes | None:
         else:
             if op >= out_len:
                 return None
-            out[op] = data[ip]
-            op += 1
+            op, lit = _literal(out, op, lit, data[ip])
             ip += 1
-            lit += 1
-            if lit == _MAX_LIT:
-                out[op - lit - 1] = lit - 1
-                lit = 0
-                op += 1
     if op + 3 > out_len:
         return None
-    while ip < n:
-        out[op] = data[ip]
-        op += 1
-        ip += 1
-        lit += 1
-        if lit == _MAX_LIT:
-            out[op - lit - 1] = lit - 1
-            lit = 0
-            op += 1
+    for byte in data[ip:]:
+        op, lit = _literal(out, op, lit, byte)
     out[op - lit - 1] = (lit - 1) & 0xFF
     op -= lit == 0
     return bytes(out[:op])

@@ -87,6 +87,11 @@ class RdbFormatError(ValueError):
     """A payload Redis would fail to load (RESTORE replies ``ERR Bad data format``, DUMP-6)."""
 
 
+class EmptyKey(RdbFormatError):
+    """A list or set with no element: RESTORE refuses it, loading an RDB file skips the key
+    (``RDB_LOAD_ERR_EMPTY_KEY``)."""
+
+
 class UnmodelledType(Exception):
     """A well-formed payload of a value type this project does not hold (hashes, sorted sets, modules)."""
 
@@ -401,7 +406,7 @@ def checksum_ok(payload: bytes) -> bool:
     return len(payload) >= 10 and crc64(0, payload[:-8]).to_bytes(8, "little") == payload[-8:]
 
 
-class _Reader:
+class Reader:
     """rio over a buffer: reads past the end fail as a short read does."""
 
     __slots__ = ("buf", "pos")
@@ -472,6 +477,9 @@ class _Reader:
 
     def stream_id(self) -> StreamID:
         return StreamID(*_ID_KEY.unpack(self.take(16)))
+
+
+_Reader = Reader
 
 
 def _decode_stream_node(master: StreamID, lp: bytes) -> StreamNode:
@@ -602,7 +610,7 @@ def _decode_list(r: _Reader, rdb_type: int) -> ListRecord:
             else:
                 items += _container(zl_decode, r.string())
     if not items:
-        raise RdbFormatError("empty list")
+        raise EmptyKey("empty list")
     return ListRecord(items)
 
 
@@ -627,7 +635,7 @@ def _decode_set(r: _Reader, rdb_type: int) -> SetRecord:
         members = _container(lp_decode, r.string())
         encoding = "listpack"
     if not members:
-        raise RdbFormatError("empty set")
+        raise EmptyKey("empty set")
     if len(set(members)) != len(members):
         raise RdbFormatError("duplicate set member")
     return SetRecord(members, encoding)
@@ -638,7 +646,12 @@ def decode_value(payload: bytes, fmt: RdbFormat) -> RdbValue:
     does not use is ignored, as RESTORE ignores it). Raises :class:`RdbFormatError` for what
     Redis refuses and :class:`UnmodelledType` for a type this project does not hold."""
     r = _Reader(payload)
-    rdb_type = r.byte()
+    return read_object(r, r.byte(), fmt)
+
+
+def read_object(r: _Reader, rdb_type: int, fmt: RdbFormat) -> RdbValue:
+    """rdbLoadObject: the value of type ``rdb_type`` at the reader's position (an RDB file's
+    values follow their key). Raises as :func:`decode_value` does."""
     if not fmt.knows(rdb_type):
         raise RdbFormatError(f"unknown object type {rdb_type}")
     if rdb_type in _UNMODELLED_TYPES:

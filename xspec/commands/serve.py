@@ -30,7 +30,9 @@ class _ServerReadings:
 
 def model_checker(dialect: Dialect, clock: CheckerClock, config: dict[str, str]) -> Checker:
     """The model of ``dialect``, reading ``clock``, with the server's ``config``: what ``--checked`` runs."""
-    return Server(dialect, clock=_ServerReadings(clock), config=config)
+    server = Server(dialect, clock=_ServerReadings(clock), config=config)
+    server.stats.assume_fresh()  # STATS-0: the server it shadows has just started
+    return server
 
 
 _HELP = """Run the reference server: streams, consumer groups and basics over RESP2/RESP3, as Redis 6.2,
@@ -64,6 +66,12 @@ XSPEC.FAULT CLEAR
 XSPEC.FAULT LIST
     the active faults, one line each
 
+Persistence is Redis's: SAVE, BGSAVE (a forked child writes the snapshot), LASTSAVE, save points
+(--save), the RDB file --dir/--dbfilename in the dialect's RDB version, loaded at start; with
+--appendonly yes, Redis 7.0's multi-part AOF in --dir/--appenddirname (manifest, base, incremental
+files; --appendfsync, BGREWRITEAOF, --aof-use-rdb-preamble), loaded at start. With
+--enable-debug-command, DEBUG RELOAD and DEBUG LOADAOF as Redis has them.
+
 With --trace, a trace in which XSPEC.FAULT ERROR or RESTART was used is judged
 unsupported by `xspec replay` (faults are outside the model); with --checked, a
 command a fault refused is not run on the model. See reference/README.md.
@@ -86,15 +94,45 @@ command a fault refused is not run on the model. See reference/README.md.
               type=click.Choice(["no", "yes", "local"]), help="As Redis's enable-debug-command.")
 @click.option("--protected-mode", "protected_mode", default="yes", show_default=True,
               type=click.Choice(["yes", "no"]), help="As Redis's protected-mode.")
+@click.option("--dir", "data_dir", default=None, type=click.Path(exists=True, file_okay=False, writable=True),
+              help="As Redis's dir: where the RDB file and the AOF directory are (default: the working folder).")
+@click.option("--dbfilename", default=None, help="As Redis's dbfilename (default dump.rdb).")
+@click.option("--save", "save_points", default=None,
+              help='As Redis\'s save: "<seconds> <changes> ..." save points for BGSAVE ("" by default: none).')
+@click.option("--appendonly", default=None, type=click.Choice(["yes", "no"]), help="As Redis's appendonly.")
+@click.option("--appendfsync", default=None, type=click.Choice(["always", "everysec", "no"]),
+              help="As Redis's appendfsync (default everysec).")
+@click.option("--appenddirname", default=None, help="As Redis's appenddirname (default appendonlydir).")
+@click.option("--aof-use-rdb-preamble", "aof_preamble", default=None, type=click.Choice(["yes", "no"]),
+              help="As Redis's aof-use-rdb-preamble (default yes).")
+@click.option("--aof-load-truncated", "aof_truncated", default=None, type=click.Choice(["yes", "no"]),
+              help="As Redis's aof-load-truncated (default yes): load an AOF cut short up to its last command.")
 def serve_command(host: str, port: int, dialect: str, clock: str, requirepass: str | None, trace: str | None,
-                  checked: bool, enable_debug: str, protected_mode: str) -> None:
+                  checked: bool, enable_debug: str, protected_mode: str, data_dir: str | None,
+                  dbfilename: str | None, save_points: str | None, appendonly: str | None,
+                  appendfsync: str | None, appenddirname: str | None, aof_preamble: str | None,
+                  aof_truncated: str | None) -> None:
     from xspec.reference.server import ReferenceServer, StartError, run_server
 
     server = ReferenceServer(host, port, dialect=dialect, clock=clock, requirepass=requirepass, trace=trace,
                              checker=model_checker if checked else None, enable_debug=enable_debug,
-                             protected_mode=protected_mode)
+                             protected_mode=protected_mode, config=_persistence_config(
+                                 data_dir, dbfilename, save_points, appendonly, appendfsync, appenddirname,
+                                 aof_preamble, aof_truncated))
     try:
         run_server(server, lambda p: click.echo(f"xspec serve: listening on {host}:{p} ({dialect}, {clock} clock)"))
     except StartError as e:
         click.echo(f"xspec serve: {e}", err=True)
         sys.exit(1)
+
+
+def _persistence_config(data_dir: str | None, dbfilename: str | None, save_points: str | None,
+                        appendonly: str | None, appendfsync: str | None, appenddirname: str | None,
+                        aof_preamble: str | None, aof_truncated: str | None) -> dict[str, str]:
+    """The persistence options given, as the CONFIG parameters they set."""
+    import os
+    given = {"dir": os.path.abspath(data_dir) if data_dir is not None else None, "dbfilename": dbfilename,
+             "save": save_points, "appendonly": appendonly, "appendfsync": appendfsync,
+             "appenddirname": appenddirname, "aof-use-rdb-preamble": aof_preamble,
+             "aof-load-truncated": aof_truncated}
+    return {k: v for k, v in given.items() if v is not None}
