@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from xspec.audit.conformance import DEFAULT_SPLIT_MIN_EVENTS, check_file
-from xspec.audit.ingest import FileResult, read_file
+from xspec.audit.ingest import FileResult, RangeResult, read_file, read_range
 from xspec.audit.ledger import LEDGER_INPUT, LedgerFold, anomalies_of
 from xspec.audit.schema import ANOMALIES, EVENTS, LEDGER, VERDICTS
 
@@ -20,9 +20,14 @@ OUT_ROWS = 8_192
 
 META_TRACE = "_trace"
 META_QUARANTINE = "_quarantine"
-"""``ev`` of the rows the ingest step adds after a file's events: the file's TRACES row, or one
-QUARANTINE row per malformed line (their fields are in ``text`` as JSON). They never reach the
-events table."""
+META_RANGE = "_range"
+META_EVS = (META_TRACE, META_QUARANTINE, META_RANGE)
+"""``ev`` of the rows the ingest step adds after a file's events: the file's TRACES row, one
+QUARANTINE row per malformed line, or what reading a byte range gave (:class:`RangeResult`'s
+fields); their fields are in ``text`` as JSON. They never reach the events table."""
+
+STAGING = EVENTS.append(pa.field("part", pa.int32()))
+"""The ingest step's output: EVENTS plus the byte range (``part``) a row was read in, -1 for a file read whole."""
 
 SORT_KEYS: dict[str, list[str]] = {
     "traces": ["trace"], "quarantine": ["file", "line"], "verdicts": ["trace"],
@@ -36,27 +41,48 @@ def canonical(name: str, table: pa.Table) -> pa.Table:
     return table.sort_by([(k, "ascending") for k in SORT_KEYS[name]])
 
 
+def _staged(batch: pa.RecordBatch, part: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([*batch.columns, pa.array([part] * batch.num_rows, pa.int32())],
+                                      schema=STAGING)
+
+
 def ingest_batches(paths: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Batches of a ``path`` column in, EVENTS batches out (plus the META rows of each file)."""
+    """Batches of ``path`` (and, for a byte range of a file, ``start``, ``end``, ``part`` >= 0) in, STAGING
+    batches out: the events, and the META rows of each file or range."""
     import json
     for batch in paths:
-        for path in batch.column("path").to_pylist():
-            result = FileResult()
-            yield from read_file(path, result)
+        cols = batch.to_pydict()
+        for i, path in enumerate(cols["path"]):
+            part = cols["part"][i] if "part" in cols else -1
             meta: list[dict[str, Any]] = []
-            if result.trace is not None:
-                meta.append({"trace": path, "ev": META_TRACE, "line": 0, "event": -1,
-                             "text": json.dumps(result.trace)})
-            for q in result.quarantine:
-                meta.append({"trace": path, "ev": META_QUARANTINE, "line": q["line"], "event": -1,
-                             "text": json.dumps(q)})
+            if part >= 0:
+                got = RangeResult()
+                for b in read_range(path, cols["start"][i], cols["end"][i], got):
+                    yield _staged(b, part)
+                meta.append({"trace": path, "ev": META_RANGE, "line": 0, "event": -1, "text": json.dumps(
+                    {"part": part, "lines": got.lines, "events": got.events, "whole": got.whole,
+                     "row": got.trace})})
+            else:
+                result = FileResult()
+                for b in read_file(path, result):
+                    yield _staged(b, part)
+                if result.trace is not None:
+                    meta.append({"trace": path, "ev": META_TRACE, "line": 0, "event": -1,
+                                 "text": json.dumps(result.trace)})
+                for q in result.quarantine:
+                    meta.append({"trace": path, "ev": META_QUARANTINE, "line": q["line"], "event": -1,
+                                 "text": json.dumps(q)})
             if meta:
-                yield pa.RecordBatch.from_pylist(meta, EVENTS)
+                yield _staged(pa.RecordBatch.from_pylist(meta, EVENTS), part)
 
 
 def conformance_batches(paths: Iterator[pa.RecordBatch], dialect: str = "auto",
-                        split_min_events: int = DEFAULT_SPLIT_MIN_EVENTS) -> Iterator[pa.RecordBatch]:
+                        split_min_events: int | None = None) -> Iterator[pa.RecordBatch]:
     """Batches of a ``path`` column in, VERDICTS batches out (one row per readable trace)."""
+    # imported here: the model is what only this step needs (the other steps' workers start without it)
+    from xspec.audit.conformance import DEFAULT_SPLIT_MIN_EVENTS, check_file
+    if split_min_events is None:
+        split_min_events = DEFAULT_SPLIT_MIN_EVENTS
     for batch in paths:
         rows = []
         for path in batch.column("path").to_pylist():
@@ -67,20 +93,77 @@ def conformance_batches(paths: Iterator[pa.RecordBatch], dialect: str = "auto",
             yield pa.RecordBatch.from_pylist(rows, VERDICTS)
 
 
+_SILENT_OPS = pa.array(["XREADGROUP", "XCLAIM", "XAUTOCLAIM"])
+_META_EVS = pa.array(META_EVS)
+_GROUP = pa.array([b"GROUP", b"group", b"Group"], pa.binary())
+_NOT_EFFECT = pa.array(["error", "blob_error", "simple"])
+
+
+def _event_times(batch: pa.RecordBatch) -> pa.Array:
+    """Each event's largest timestamp (``t0``, ``t1``, ``t``; ``now`` as µs when it has none)."""
+    wall = pc.max_element_wise(batch.column("t0"), batch.column("t1"), batch.column("t"), skip_nulls=True)
+    return pc.coalesce(wall, pc.multiply(batch.column("now"), pa.scalar(1000, pa.int64())))
+
+
+def _silent(batch: pa.RecordBatch) -> pa.Array:
+    """The calls that read or claimed for a group and got nothing (no entry, no ID, no error, not QUEUED).
+
+    All such a call does to the ledger is name the connection's consumer for that group, so the
+    fold does just that for them instead of reading the whole row (most of a consumer's polls).
+    """
+    op = batch.column("op")
+    cmd = batch.column("cmd")
+    padded = pc.if_else(pc.greater(pc.list_value_length(cmd), 3), cmd, pa.scalar([b""] * 4, pa.list_(pa.binary())))
+    # GROUP first, and a group and consumer that cannot be the word STREAMS (where the keys column would differ
+    # from the fold's reading of the command)
+    named = pc.or_kleene(pc.not_equal(op, "XREADGROUP"), pc.and_kleene(
+        pc.is_in(pc.list_element(padded, 1), _GROUP), pc.and_kleene(
+            pc.not_equal(pc.binary_length(pc.list_element(padded, 2)), len(b"STREAMS")),
+            pc.not_equal(pc.binary_length(pc.list_element(padded, 3)), len(b"STREAMS")))))
+    mask = pc.and_kleene(pc.equal(batch.column("ev"), "call"), pc.is_in(op, _SILENT_OPS))
+    for condition in (named, pc.is_null(batch.column("entries")), pc.is_null(batch.column("reply_ids")),
+                      pc.is_null(batch.column("reply_error")), pc.invert(pc.is_in(batch.column("reply_type"),
+                                                                                      _NOT_EFFECT)),
+                      pc.greater(pc.list_value_length(cmd), 3), pc.is_valid(batch.column("keys"))):
+        mask = pc.and_kleene(mask, condition)
+    return pc.fill_null(mask, False)
+
+
 def ledger_batches(events: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """EVENTS batches sorted by (trace, event) in (whole traces per partition), LEDGER batches out.
 
     The fold carries its state across batch boundaries and emits a trace's rows when the next
-    trace starts, so a trace larger than memory's batch never needs to be one batch.
+    trace starts, so a trace larger than memory's batch never needs to be one batch. The
+    batch is sorted out with Arrow compute first: each trace's largest timestamp, and the polls
+    that delivered nothing (:func:`_silent`), of which Python only reads four small columns;
+    only the other rows become Python rows.
     """
     fold: LedgerFold | None = None
     out: list[dict[str, Any]] = []
     for batch in events:
         if batch.num_rows == 0:
             continue
-        cols = {name: batch.column(name).to_pylist() for name in LEDGER_INPUT}
-        traces = cols["trace"]
-        for i in range(batch.num_rows):
+        times = pa.table({"trace": batch.column("trace"), "time": _event_times(batch)})
+        ends = dict(zip(*times.group_by("trace").aggregate([("time", "max")]).to_pydict().values(), strict=True))
+        silent = _silent(batch)
+        meta = pc.fill_null(pc.is_in(batch.column("ev"), _META_EVS), False)
+        full = pc.invert(pc.or_(silent, meta))
+        kinds = pc.add(pc.cast(silent, pa.int8()), pc.multiply(pc.cast(meta, pa.int8()), 2)).to_pylist()
+        quiet = batch.filter(silent)
+        polls = zip(quiet.column("client").to_pylist(), quiet.column("keys").to_pylist(),
+                    pc.list_element(quiet.column("cmd"), 2).to_pylist(),
+                    pc.list_element(quiet.column("cmd"), 3).to_pylist(), strict=True)
+        kept = batch.filter(full)
+        # column by column: Arrow's row-wise to_pylist is several times slower on nested columns
+        rows = [dict(zip(LEDGER_INPUT, values, strict=True))
+                for values in zip(*(kept.column(c).to_pylist() for c in LEDGER_INPUT), strict=True)]
+        traces = batch.column("trace").to_pylist()
+        if fold is not None:
+            fold.note_time(ends.get(fold.trace))
+        r = 0
+        for i, kind in enumerate(kinds):
+            if kind == 2:
+                continue
             trace = traces[i]
             if fold is None or fold.trace != trace:
                 if fold is not None:
@@ -88,23 +171,57 @@ def ledger_batches(events: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
                     if len(out) >= OUT_ROWS:
                         yield pa.RecordBatch.from_pylist(out, LEDGER)
                         out = []
-                fold = LedgerFold(trace)
-            if cols["ev"][i] in ("header", META_TRACE, META_QUARANTINE):
-                continue
-            fold.feed({name: cols[name][i] for name in LEDGER_INPUT})
+                fold = LedgerFold(trace, times_given=True)
+                fold.note_time(ends.get(trace))
+            if kind == 1:
+                client, keys, group, consumer = next(polls)
+                fold.used_consumer(client, keys, group, consumer)
+            else:
+                fold.feed(rows[r])
+                r += 1
     if fold is not None:
         out += fold.ledger_rows()
     if out:
         yield pa.RecordBatch.from_pylist(out, LEDGER)
 
 
+def _anomaly_candidates(batch: pa.RecordBatch, poison_deliveries: int) -> pa.Array:
+    """Ledger rows that may show an anomaly (a superset, from Arrow compute); the others show none."""
+    deliveries = pc.list_value_length(batch.column("deliveries"))
+    acks = pc.list_value_length(batch.column("acks"))
+    first_delivery = pc.struct_field(pc.list_element(pc.if_else(pc.greater(deliveries, 0), batch.column(
+        "deliveries"), pa.scalar([None], batch.schema.field("deliveries").type)), 0), "event")
+    first_ack = pc.struct_field(pc.list_element(pc.if_else(pc.greater(acks, 0), batch.column("acks"), pa.scalar(
+        [None], batch.schema.field("acks").type)), 0), "event")
+    conditions = [
+        pc.is_null(batch.column("group")),  # trace/2: phantom, id-reuse, group-less lost
+        pc.and_(pc.equal(deliveries, 0), pc.invert(batch.column("in_stream"))),  # lost
+        pc.equal(batch.column("state"), "pending"),  # stuck
+        pc.greater_equal(deliveries, poison_deliveries),  # poison
+        batch.column("removed_pending"),  # deleted-while-pending
+        pc.and_(pc.greater_equal(deliveries, 2), pc.greater_equal(acks, 1)),  # double-processing, redelivered
+        pc.and_(pc.greater_equal(acks, 1), pc.greater(first_delivery, first_ack)),  # redelivered-after-ack
+    ]
+    mask = conditions[0]
+    for c in conditions[1:]:
+        mask = pc.or_kleene(mask, pc.fill_null(c, False))
+    return pc.fill_null(mask, False)
+
+
 def anomaly_batches(ledger: Iterator[pa.RecordBatch], stuck_after_ms: int,
                     poison_deliveries: int) -> Iterator[pa.RecordBatch]:
-    """LEDGER batches in, ANOMALIES batches out (each anomaly is a property of one ledger row)."""
+    """LEDGER batches in, ANOMALIES batches out (each anomaly is a property of one ledger row).
+
+    Arrow compute picks the rows that may show one; only those become Python rows.
+    """
     for batch in ledger:
+        if batch.num_rows == 0:
+            continue
+        batch = batch.filter(_anomaly_candidates(batch, poison_deliveries))
         out: list[dict[str, Any]] = []
-        for row in batch.to_pylist():
-            out += anomalies_of(row, stuck_after_ms, poison_deliveries)
+        names = batch.schema.names
+        for values in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+            out += anomalies_of(dict(zip(names, values, strict=True)), stuck_after_ms, poison_deliveries)
         if out:
             yield pa.RecordBatch.from_pylist(out, ANOMALIES)
 

@@ -10,12 +10,14 @@ then dropped by the caller (no partial traces). Nothing here needs Spark.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from xspec.audit.schema import EVENTS, QUARANTINE, TRACES
@@ -151,13 +153,33 @@ def reply_payload(op: str | None, cmd: list[bytes] | None, reply: Reply) -> tupl
     return None, None
 
 
-def reply_columns(op: str | None, cmd: list[bytes] | None, reply: Reply) -> dict[str, Any]:
-    """The reply columns of an event: JSON text, RESP type, integer, error text, IDs, entries."""
-    as_json = to_json(reply)
+def dumps(obj: Any) -> str:
+    """Compact JSON text, non-ASCII as is (orjson when it can: it refuses integers past 64 bits)."""
+    try:
+        return orjson.dumps(obj).decode()
+    except TypeError:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def loads(text: str) -> Any:
+    """JSON text to Python, exactly as :func:`json.loads` reads it (orjson first: it is several times faster,
+    and where it refuses, NaN or integers past 64 bits, json decides)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def reply_columns(op: str | None, cmd: list[bytes] | None, reply: Reply, as_json: Any = None) -> dict[str, Any]:
+    """The reply columns of an event: JSON text, RESP type, integer, error text, IDs, entries.
+
+    ``as_json``: the reply as the trace's line wrote it (else it is written from ``reply``)."""
+    if as_json is None:
+        as_json = to_json(reply)
     ids, entries = reply_payload(op, cmd, reply)
     inner = reply.value if isinstance(reply, Attribute) else reply
     return {
-        "reply_json": json.dumps(as_json, ensure_ascii=False, separators=(",", ":")),
+        "reply_json": dumps(as_json),
         "reply_type": next(iter(as_json)),
         "reply_int": inner.value if isinstance(inner, Int) else None,
         "reply_error": inner.text if isinstance(inner, (Error, BlobError)) else None,
@@ -177,16 +199,28 @@ class FileResult:
 _EMPTY_ROW = dict.fromkeys(EVENTS.names)
 
 
-def _line_numbers(path: Path) -> Iterator[int]:
-    """The numbers of the non-empty lines of a file (the trace format skips empty ones)."""
-    with tf._open_text(path) as f:
-        for n, text in enumerate(f, 1):
-            if text.strip():
-                yield n
+def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) for every non-empty line, with :func:`xspec.spec.trace_format.iter_lines`'s
+    errors (only the JSON parser differs: :func:`loads`)."""
+    p = str(path)
+    n = 0
+    try:
+        with tf._open_text(path) as f:
+            for n, text in enumerate(f, 1):
+                if not text.strip():
+                    continue
+                try:
+                    yield n, loads(text)
+                except json.JSONDecodeError as e:
+                    raise tf.TraceError(p, n, f"not valid JSON ({e.msg} at column {e.colno})") from None
+    except UnicodeDecodeError as e:
+        raise tf.TraceError(p, n + 1, f"not UTF-8 text: {e}") from None
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        raise tf.TraceError(p, n + 1, f"cannot read: {e}") from None
 
 
 def _event_row(trace: str, line: int, index: int, e: Any, pending: dict[int, list[tuple[int, list[bytes] | None]]],
-               ) -> dict[str, Any]:
+               obj: dict[str, Any]) -> dict[str, Any]:
     row = dict(_EMPTY_ROW)
     row.update(trace=trace, line=line, event=index, node=getattr(e, "node", None))
     kind = type(e).__name__.lower()
@@ -198,28 +232,30 @@ def _event_row(trace: str, line: int, index: int, e: Any, pending: dict[int, lis
     c = getattr(e, "c", None)
     row["client"] = c
     cmd: list[bytes] | None = getattr(e, "cmd", None)
-    if isinstance(e, tf.Call):
-        row["cmd"] = cmd
+    if isinstance(e, (tf.Call, tf.Send, tf.Recv)):
+        if isinstance(e, tf.Recv):  # the command is the oldest unanswered send's
+            queue = pending.get(e.c)
+            row["answers"], cmd = queue.pop(0) if queue else (None, None)
+        else:
+            row["cmd"] = cmd
         row["op"] = op_name(cmd)
         row["keys"] = command_keys(cmd)
-        row.update(reply_columns(row["op"], cmd, e.reply))
-    elif isinstance(e, tf.Send):
-        row["cmd"] = cmd
-        row["raw"] = e.raw
-        row["op"] = op_name(cmd)
-        row["keys"] = command_keys(cmd)
-        pending.setdefault(e.c, []).append((index, cmd))
-    elif isinstance(e, tf.Recv):
-        queue = pending.get(e.c)
-        sent, scmd = queue.pop(0) if queue else (None, None)
-        row["answers"] = sent
-        row["op"] = op_name(scmd)
-        row["keys"] = command_keys(scmd)
-        row.update(reply_columns(row["op"], scmd, e.reply))
+        if isinstance(e, tf.Send):
+            row["raw"] = e.raw
+            pending.setdefault(e.c, []).append((index, cmd))
+        else:
+            row.update(reply_columns(row["op"], cmd, e.reply, obj["reply"]))
     elif isinstance(e, tf.Close):
         pending.pop(e.c, None)
+    elif isinstance(e, (tf.Link, tf.ReplCmd, tf.ReplSync, tf.ReplAck)):
+        row["primary"], row["replica"] = e.primary, e.replica
+        if isinstance(e, tf.ReplCmd):
+            row["cmd"] = e.cmd
+            row["text"] = "cmd"
+        else:
+            row["text"] = e.state if isinstance(e, tf.Link) else e.sync if isinstance(e, tf.ReplSync) else "ack"
     elif hasattr(e, "reply"):  # trace/2 push
-        row.update(reply_columns(None, None, e.reply))
+        row.update(reply_columns(None, None, e.reply, obj["reply"]))
     return row
 
 
@@ -252,17 +288,17 @@ def _malformed_lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _events_of(header: Any, path: Path) -> Iterator[Any]:
-    """The validated events of a file, streamed (trace/2 through the format's own version-2 reader)."""
-    lines = tf.iter_lines(path)
-    next(lines)
+def _events_of(header: Any, path: Path, lines: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any, Any]]:
+    """(line, event, its JSON) of a file's validated events, streamed (trace/2 through the format's version-2
+    reader)."""
+    name = str(path)
     if getattr(header, "nodes", None) is None:
         for n, obj in lines:
-            yield tf.parse_event(obj, str(path), n)
+            yield n, tf.parse_event(obj, name, n), obj
     else:
-        reader = tf._V2Reader(header, str(path))  # type: ignore[attr-defined]
+        reader = tf._V2Reader(header, name)  # type: ignore[attr-defined]
         for n, obj in lines:
-            yield reader.event(obj, n)
+            yield n, reader.event(obj, n), obj
 
 
 def read_file(path: str | Path, result: FileResult, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
@@ -272,21 +308,19 @@ def read_file(path: str | Path, result: FileResult, batch_rows: int = BATCH_ROWS
     rows: list[dict[str, Any]] = []
     index = 0
     try:
-        lines = tf.iter_lines(path)
+        lines = _json_lines(path)
         first = next(lines, None)
         if first is None:
             raise tf.TraceError(name, 1, "empty file: a trace starts with its header line")
         header = tf.parse_header(first[1], name)
         head = dict(_EMPTY_ROW)
         head.update(trace=name, line=first[0], event=0, ev="header",
-                    text=json.dumps(first[1], ensure_ascii=False, separators=(",", ":")))
+                    text=dumps(first[1]))
         rows.append(head)
-        numbers = _line_numbers(path)
-        next(numbers)
         pending: dict[int, list[tuple[int, list[bytes] | None]]] = {}
-        for e in _events_of(header, path):
+        for n, e, obj in _events_of(header, path, lines):
             index += 1
-            rows.append(_event_row(name, next(numbers), index, e, pending))
+            rows.append(_event_row(name, n, index, e, pending, obj))
             if len(rows) >= batch_rows:
                 yield pa.RecordBatch.from_pylist(rows, EVENTS)
                 rows = []
@@ -298,13 +332,87 @@ def read_file(path: str | Path, result: FileResult, batch_rows: int = BATCH_ROWS
         return
     if rows:
         yield pa.RecordBatch.from_pylist(rows, EVENTS)
+    result.trace = _trace_row(name, header, index, path)
+
+
+@dataclass
+class RangeResult:
+    """What reading one byte range of a file gave besides its rows (:func:`read_range`)."""
+
+    lines: int = 0  # lines whose first byte is in the range (empty ones too)
+    events: int = 0  # events among them (the header not counted)
+    whole: bool = False  # the range cannot be read on its own: read the file whole instead
+    trace: dict[str, Any] | None = None  # the first range's TRACES row (its ``events``: the first range's)
+
+
+def read_range(path: str | Path, start: int, end: int, result: RangeResult,
+               batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """Stream the events whose line starts in bytes [start, end) of a plain ``trace/1`` file, numbered from 1
+    within the range (the caller adds the earlier ranges' lines and events).
+
+    Only a file of self-contained lines can be read this way: a ``send``/``recv`` (paired across lines), a
+    ``trace/2`` header (checked across lines), a line the format refuses, or a line ending other than ``\n``
+    sets ``result.whole``, and the caller reads the file whole (which also quarantines exactly as
+    :func:`read_file` does); the rows already yielded are then dropped.
+    """
+    name = str(path)
+    rows: list[dict[str, Any]] = []
+    try:
+        with open(path, "rb") as f:
+            first = loads(f.readline().decode("utf-8"))
+            header = tf.parse_header(first, name)
+            if getattr(header, "nodes", None) is not None:
+                result.whole = True
+                return
+            if start == 0:
+                head = dict(_EMPTY_ROW)
+                head.update(trace=name, line=1, event=0, ev="header", text=dumps(first))
+                rows.append(head)
+                result.lines = 1
+            else:
+                f.seek(start - 1)
+                f.readline()  # the rest of the line that began before the range
+            pos = f.tell()
+            while pos < end:
+                raw = f.readline()
+                if not raw:
+                    break
+                pos += len(raw)
+                result.lines += 1
+                if b"\r" in raw:
+                    result.whole = True
+                    return
+                text = raw.decode("utf-8")
+                if not text.strip():
+                    continue
+                obj = loads(text)
+                e = tf.parse_event(obj, name, result.lines)
+                if isinstance(e, (tf.Send, tf.Recv)):
+                    result.whole = True
+                    return
+                result.events += 1
+                rows.append(_event_row(name, result.lines, result.events, e, {}, obj))
+                if len(rows) >= batch_rows:
+                    yield pa.RecordBatch.from_pylist(rows, EVENTS)
+                    rows = []
+    except (tf.TraceError, ValueError, OSError):  # ValueError: JSON and UTF-8 errors
+        result.whole = True
+        return
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, EVENTS)
+    if start == 0:
+        result.trace = _trace_row(name, header, result.events, Path(path))
+
+
+def _trace_row(name: str, header: Any, events: int, path: Path) -> dict[str, Any]:
+    """The TRACES row of a file read whole."""
     nodes = getattr(header, "nodes", None)
     fmt = tf.FORMAT_2 if nodes is not None else tf.FORMAT
     server = (f"{header.server_name}-{header.server_version}" if nodes is None
               else ",".join(f"{k}={v.server_name}-{v.server_version}" for k, v in nodes.items()))
-    result.trace = {"trace": name, "format": fmt, "server": server, "clock": header.clock,
-                    "expect_json": None if header.expect is None else json.dumps(header.expect, sort_keys=True),
-                    "events": index, "bytes": path.stat().st_size}
+    return {"trace": name, "format": fmt, "server": server, "clock": header.clock,
+            "expect_json": None if header.expect is None else json.dumps(header.expect, sort_keys=True),
+            "events": events, "bytes": path.stat().st_size}
 
 
 def read_files(paths: list[str]) -> tuple[pa.Table, pa.Table, pa.Table]:

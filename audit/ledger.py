@@ -19,26 +19,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xspec.audit.ingest import op_name, reply_payload
+from xspec.audit.nodes import NodeViews, id_order, xadd_parts
 from xspec.spec.resp import Array, Int, from_json, to_json
 
-ANOMALY_KINDS = ("lost", "stuck", "poison", "double-processing", "deleted-while-pending", "redelivered-after-ack")
-"""The single-server anomalies, in the order spec/anomalies.md lists them."""
+ANOMALY_KINDS = ("lost", "stuck", "poison", "double-processing", "deleted-while-pending", "redelivered-after-ack",
+                 "phantom", "id-reuse")
+"""The anomalies, in the order spec/anomalies.md lists them (the last two from trace/2 traces only)."""
 
 DEFAULT_STUCK_AFTER_MS = 60_000
 DEFAULT_POISON_DELIVERIES = 5
 
-LEDGER_INPUT = ("trace", "event", "ev", "client", "t0", "t1", "t", "now", "cmd", "op", "reply_json", "reply_type",
-                "reply_int", "reply_error", "reply_ids", "entries")
+LEDGER_INPUT = ("trace", "event", "ev", "node", "primary", "replica", "client", "t0", "t1", "t", "now", "cmd", "op",
+                "text", "answers", "keys", "reply_json", "reply_type", "reply_int", "reply_error", "reply_ids",
+                "entries")
 """The events-table columns the fold reads."""
-
-
-def id_order(entry_id: str) -> tuple[int, int]:
-    """A stream ID as (ms, seq), for ordering."""
-    ms, _, seq = entry_id.partition("-")
-    try:
-        return int(ms), int(seq or 0)
-    except ValueError:
-        return (0, 0)
 
 
 def _reply_time(row: dict[str, Any]) -> int | None:
@@ -89,7 +83,7 @@ class Entry:
 class _Connection:
     multi: list[tuple[list[bytes], str | None]] | None = None  # queued commands while in MULTI
     consumer: dict[tuple[bytes, bytes], bytes] = field(default_factory=dict)  # (K, G) -> consumer last used
-    sends: list[dict[str, Any]] = field(default_factory=list)  # outstanding sends, oldest first
+    sends: dict[int, dict[str, Any]] = field(default_factory=dict)  # outstanding sends by event
     delivered: dict[tuple[bytes, bytes, str], tuple[bytes, ...]] = field(default_factory=dict)  # not yet acked
     by_payload: dict[tuple[bytes, ...], set[tuple[bytes, bytes, str]]] = field(default_factory=dict)
     dead_letter: dict[tuple[bytes, bytes, str], tuple[bytes, str, int]] = field(default_factory=dict)
@@ -100,30 +94,6 @@ class _Stream:
     entries: dict[str, tuple[bytes, ...]] = field(default_factory=dict)  # insertion order = ID order
     groups: set[bytes] = field(default_factory=set)
     added: dict[str, tuple[int, int | None, int | None]] = field(default_factory=dict)  # id -> event, client, time
-
-
-def _xadd_parts(cmd: list[bytes]) -> tuple[str | None, str | None, bool, list[bytes]]:
-    """(trim kind MAXLEN/MINID, threshold, exact, fields) of an XADD."""
-    i, n = 2, len(cmd)
-    kind = threshold = None
-    exact = True
-    while i < n:
-        a = cmd[i].upper()
-        if a == b"NOMKSTREAM":
-            i += 1
-        elif a in (b"MAXLEN", b"MINID"):
-            kind = a.decode()
-            i += 1
-            if i < n and cmd[i] in (b"=", b"~"):
-                exact = cmd[i] == b"="
-                i += 1
-            threshold = cmd[i].decode("latin-1") if i < n else None
-            i += 1
-        elif a == b"LIMIT":
-            i += 2
-        else:
-            break
-    return kind, threshold, exact, list(cmd[i + 1:])
 
 
 def _group_read_args(cmd: list[bytes]) -> tuple[bytes | None, bytes | None, bool, dict[bytes, bytes]]:
@@ -165,33 +135,57 @@ def _retrycount(cmd: list[bytes]) -> int | None:
 class LedgerFold:
     """The ledger of one trace, built event by event (call :meth:`feed` in file order, then :meth:`rows`)."""
 
-    def __init__(self, trace: str) -> None:
+    def __init__(self, trace: str, *, times_given: bool = False) -> None:
         self.trace = trace
+        self.times_given = times_given  # the caller reports the trace's largest timestamp (note_time)
         self.conns: dict[int, _Connection] = {}
         self.streams: dict[bytes, _Stream] = {}
         self.rows: dict[tuple[bytes, bytes, str], Entry] = {}
         self.groups_of: dict[tuple[bytes, str], set[bytes]] = {}  # (K, E) -> the groups with a row for E
         self.end: int | None = None
+        self.views: NodeViews | None = None  # a trace/2 trace: what each node was seen to hold
 
     # -- events -----------------------------------------------------------------------------
     def feed(self, row: dict[str, Any]) -> None:
-        for t in _times(row):
-            if self.end is None or t > self.end:
-                self.end = t
         ev = row["ev"]
+        if ev == "header":
+            header = json.loads(row["text"]) if row["text"] else {}
+            if isinstance(header, dict) and isinstance(header.get("nodes"), dict):
+                self.views = NodeViews(header["nodes"])
+            return
+        if not self.times_given:
+            for t in _times(row):
+                if self.end is None or t > self.end:
+                    self.end = t
         c = row["client"]
         if ev == "call":
-            self._reply(c, row["cmd"], row)
+            self._reply(c, row["cmd"], row, row["node"])
         elif ev == "send":
             if row["cmd"] is not None:
-                self._conn(c).sends.append(row)
+                self._conn(c).sends[row["event"]] = row
         elif ev == "recv":
             conn = self._conn(c)
-            if conn.sends:
-                sent = conn.sends.pop(0)
-                self._reply(c, sent["cmd"], row)
-        elif ev == "close" or ev == "crash":
+            sent = conn.sends.pop(row["answers"], None) if row["answers"] is not None else None
+            if sent is not None:
+                self._reply(c, sent["cmd"], row, sent["node"])
+        elif ev == "close":
             self.conns.pop(c, None)
+        elif self.views is not None:
+            self.views.node_event(row)
+
+    def note_time(self, end: int | None) -> None:
+        """The largest timestamp of events the fold is not fed (see :func:`xspec.audit.batches.ledger_batches`)."""
+        if end is not None and (self.end is None or end > self.end):
+            self.end = end
+
+    def used_consumer(self, c: int, keys: list[bytes], group: bytes, consumer: bytes) -> None:
+        """A read or claim on ``keys`` for ``group`` by ``consumer`` that replied without delivering anything: all it
+        does to the ledger is name the consumer this connection uses (XACK attribution)."""
+        conn = self.conns.get(c)
+        if conn is None:
+            conn = self.conns[c] = _Connection()
+        for k in keys:
+            conn.consumer[(k, group)] = consumer
 
     def _conn(self, c: int) -> _Connection:
         conn = self.conns.get(c)
@@ -205,6 +199,10 @@ class LedgerFold:
             s = self.streams[key] = _Stream()
         return s
 
+    def _has_groups(self, cmd: list[bytes]) -> bool:
+        s = self.streams.get(cmd[1]) if len(cmd) > 1 else None
+        return s is not None and bool(s.groups)
+
     def _entry(self, key: bytes, group: bytes, entry_id: str) -> Entry:
         k = (key, group, entry_id)
         e = self.rows.get(k)
@@ -216,7 +214,7 @@ class LedgerFold:
                 e.added_event, e.added_client, e.added_time = added
         return e
 
-    def _reply(self, c: int, cmd: list[bytes], reply_row: dict[str, Any]) -> None:
+    def _reply(self, c: int, cmd: list[bytes], reply_row: dict[str, Any], node: str | None = None) -> None:
         """Command ``cmd`` of client ``c`` got the reply of ``reply_row`` (the command has executed)."""
         op = reply_row["op"] or op_name(cmd)
         if op is None:
@@ -224,6 +222,8 @@ class LedgerFold:
         conn = self._conn(c)
         event = reply_row["event"]
         time = _reply_time(reply_row)
+        if self.views is not None and conn.multi is None and op not in ("MULTI", "EXEC", "DISCARD"):
+            self.views.command(node, c, cmd, op, reply_row, event, time, self._has_groups(cmd))
         if conn.multi is not None and op not in ("EXEC", "DISCARD", "MULTI"):
             if reply_row["reply_type"] == "simple":  # QUEUED: it runs with EXEC
                 conn.multi.append((cmd, op))
@@ -241,6 +241,9 @@ class LedgerFold:
                     ids, entries = reply_payload(qop, qcmd, sub)
                     sub_row = {"reply_type": next(iter(_json_kind(sub))), "reply_int": sub.value
                                if isinstance(sub, Int) else None, "reply_ids": ids, "entries": entries}
+                    if self.views is not None:
+                        self.views.command(node, c, qcmd, qop or "", {**sub_row, "reply_error": None}, event,
+                                           time, self._has_groups(qcmd))
                     self._apply(c, conn, qcmd, qop or "", sub_row, event, time)
             return
         if reply_row["reply_error"] is not None or reply_row["reply_type"] == "error":
@@ -300,7 +303,7 @@ class LedgerFold:
         if not ids or len(cmd) < 2:
             return
         key, entry_id = cmd[1], ids[0]
-        kind, threshold, exact, fields = _xadd_parts(cmd)
+        kind, threshold, exact, _, fields = xadd_parts(cmd)
         s = self._stream(key)
         payload = tuple(fields)
         s.entries[entry_id] = payload
@@ -418,6 +421,8 @@ class LedgerFold:
         if s is None or entry_id not in s.entries:
             return
         del s.entries[entry_id]
+        if self.views is not None:
+            self.views.removed(key, entry_id, how, event, time)
         groups = set(s.groups) | self.groups_of.get((key, entry_id), set())
         for g in groups:
             e = self.rows.get((key, g, entry_id))
@@ -449,11 +454,14 @@ class LedgerFold:
 
     # -- output -----------------------------------------------------------------------------
     def ledger_rows(self) -> list[dict[str, Any]]:
-        """The ledger of the trace, one row per (K, G, E), sorted by key, group and ID."""
+        """The ledger of the trace, one row per (K, G, E), sorted by key, group and ID (and, for a trace/2
+        trace, one row per (K, E) with a null group: the entry as every reader saw it)."""
         out = []
+        gone = self.views.gone() if self.views is not None else {}
         for (key, group, entry_id) in sorted(self.rows, key=lambda k: (k[0], k[1], id_order(k[2]), k[2])):
             e = self.rows[(key, group, entry_id)]
             s = self.streams.get(key)
+            vanished = gone.get((key, entry_id), False)
             if e.pending:
                 state = "pending"
             elif e.acked:
@@ -473,8 +481,12 @@ class LedgerFold:
                 "dead_letter_event": e.dead_letter[2] if e.dead_letter else None,
                 "state": state, "owner": e.owner if e.pending else None,
                 "pending_time": e.pending_time if e.pending else None,
-                "in_stream": s is not None and entry_id in s.entries, "end_time": self.end,
+                "in_stream": s is not None and entry_id in s.entries and not vanished, "end_time": self.end,
+                "read_event": None, "seen_event": None, "payload_events": None, "gone": vanished,
             })
+        if self.views is not None:
+            out += self.views.stream_rows(self.trace, {k: v.entries for k, v in self.streams.items()}, gone,
+                                          self.end)
         return out
 
 
@@ -506,6 +518,15 @@ def anomalies_of(row: dict[str, Any], stuck_after_ms: int = DEFAULT_STUCK_AFTER_
                     "consumers": sorted({x for x in consumers if x is not None}),
                     "events": sorted({x for x in events if x is not None})})
 
+    if row["group"] is None:  # a trace/2 entry as every reader saw it (spec/audit.md, "trace/2")
+        if row["gone"] and row["removed_event"] is None:
+            if row["read_event"] is not None:
+                anomaly("phantom", [], [row["read_event"], row["added_event"]])
+            elif row["added_event"] is not None and not row["group_at_add"]:
+                anomaly("lost", [], [row["added_event"]])
+        if row["payload_events"]:
+            anomaly("id-reuse", [], [row["seen_event"], *row["payload_events"]])
+        return out
     if row["added_event"] is not None and row["group_at_add"] and not deliveries and not row["in_stream"]:
         anomaly("lost", [], [row["added_event"], row["removed_event"]])
     if row["state"] == "pending" and row["end_time"] is not None:

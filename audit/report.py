@@ -11,6 +11,7 @@ import html
 import io
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,84 +99,93 @@ def _empty(ax: Any, text: str = "no data") -> None:
     ax.set_yticks([])
 
 
-def plots(ledger: pa.Table, anomalies: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(title, inline SVG) for each plot of the report."""
-    import numpy as np
-    cols = ledger.select(["trace", "key", "group", "added_time", "deliveries", "acks", "removed_time", "state",
-                          "end_time"]).to_pylist()
-    out = []
+def _chart(title: str, draw: Callable[[Any], bool], empty: str = "no data") -> tuple[str, str]:
+    """(title, SVG) of one plot; ``draw`` returns False when it had nothing to draw."""
+    fig, ax = _figure(title)
+    if not draw(ax):
+        _empty(ax, empty)
+    return title, _svg(fig)
 
-    fig, ax = _figure("Delivery latency: XADD reply to first delivery (ms)")
-    lat = [(r["deliveries"][0]["time"] - r["added_time"]) / 1000 for r in cols
-           if r["deliveries"] and r["added_time"] is not None and r["deliveries"][0]["time"] is not None]
-    if lat:
-        ax.hist(np.array(lat), bins=40, color="#4C78A8")
-        ax.set_xlabel("ms")
-        ax.set_ylabel("entries")
-    else:
-        _empty(ax)
-    out.append(("Delivery latency", _svg(fig)))
 
-    fig, ax = _figure("Pending entries over time, per group (largest groups)")
+def _labelled(ax: Any, xlabel: str, ylabel: str) -> bool:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return True
+
+
+def _ranked(ax: Any, counts: list[tuple[str, int]], color: str) -> bool:
+    """Horizontal bars, first on top."""
+    if not counts:
+        return False
+    ax.barh([n for n, _ in counts], [k for _, k in counts], color=color)
+    ax.invert_yaxis()
+    return True
+
+
+def _pending_changes(cols: list[dict[str, Any]]) -> dict[str, list[tuple[int, int]]]:
+    """Per group, (time, +1) when an entry became pending and (time, -1) when it stopped."""
     changes: dict[str, list[tuple[int, int]]] = {}
     for r in cols:
         pend = [d for d in (r["deliveries"] or []) if d["time"] is not None]
         if not pend:
             continue
-        start = pend[0]["time"]
         acked = [a["time"] for a in (r["acks"] or []) if a["included"] and a["time"] is not None]
         ends = [t for t in (min(acked) if acked else None, r["removed_time"]) if t is not None]
         end = min(ends) if ends else (r["end_time"] if r["state"] == "pending" else None)
         name = f"{Path(r['trace']).name}: {label(r['key'])}/{label(r['group'])}"
-        changes.setdefault(name, []).append((start, 1))
+        changes.setdefault(name, []).append((pend[0]["time"], 1))
         if end is not None:
             changes[name].append((end, -1))
-    biggest = sorted(changes, key=lambda n: -len(changes[n]))[:MAX_GROUPS_PLOTTED]
-    if biggest:
+    return changes
+
+
+def plots(ledger: pa.Table, anomalies: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(title, inline SVG) for each plot of the report."""
+    import numpy as np
+    cols = ledger.select(["trace", "key", "group", "added_time", "deliveries", "acks", "removed_time", "state",
+                          "end_time"]).to_pylist()
+    lat = [(r["deliveries"][0]["time"] - r["added_time"]) / 1000 for r in cols
+           if r["deliveries"] and r["added_time"] is not None and r["deliveries"][0]["time"] is not None]
+
+    def latency(ax: Any) -> bool:
+        return bool(lat) and ax.hist(np.array(lat), bins=40, color="#4C78A8") is not None and _labelled(
+            ax, "ms", "entries")
+
+    changes = _pending_changes(cols)
+
+    def pending(ax: Any) -> bool:
+        biggest = sorted(changes, key=lambda n: -len(changes[n]))[:MAX_GROUPS_PLOTTED]
         for name in biggest:
             steps = sorted(changes[name])
-            t0 = steps[0][0]
-            xs = np.array([(t - t0) / 1e6 for t, _ in steps])
-            ys = np.cumsum([d for _, d in steps])
-            ax.step(xs, ys, where="post", label=name[:60])
-        ax.set_xlabel("seconds since the group's first delivery")
-        ax.set_ylabel("pending")
-        ax.legend(fontsize=7, loc="upper right")
-    else:
-        _empty(ax)
-    out.append(("Pending entries over time", _svg(fig)))
+            xs = np.array([(t - steps[0][0]) / 1e6 for t, _ in steps])
+            ax.step(xs, np.cumsum([d for _, d in steps]), where="post", label=name[:60])
+        if biggest:
+            ax.legend(fontsize=7, loc="upper right")
+        return bool(biggest) and _labelled(ax, "seconds since the group's first delivery", "pending")
 
-    fig, ax = _figure("Deliveries per entry")
     per = Counter(len(r["deliveries"] or []) for r in cols)
-    if per:
+
+    def deliveries(ax: Any) -> bool:
         counts = sorted(per)
-        ax.bar([str(x) for x in counts], [per[x] for x in counts], color="#72B7B2")
-        ax.set_xlabel("deliveries")
-        ax.set_ylabel("entries")
-    else:
-        _empty(ax)
-    out.append(("Deliveries per entry", _svg(fig)))
+        return bool(per) and ax.bar([str(x) for x in counts], [per[x] for x in counts],
+                                    color="#72B7B2") is not None and _labelled(ax, "deliveries", "entries")
 
-    fig, ax = _figure("Anomalies by kind")
     kinds = Counter(a["kind"] for a in anomalies)
-    if kinds:
-        names = [k for k in ANOMALY_KINDS if k in kinds] + sorted(set(kinds) - set(ANOMALY_KINDS))
-        ax.barh(names, [kinds[k] for k in names], color="#E45756")
-        ax.invert_yaxis()
-    else:
-        _empty(ax, "no anomalies")
-    out.append(("Anomalies by kind", _svg(fig)))
+    names = [k for k in ANOMALY_KINDS if k in kinds] + sorted(set(kinds) - set(ANOMALY_KINDS))
 
-    fig, ax = _figure("Anomalies by trace (most first)")
-    by_trace = Counter(a["trace"] for a in anomalies).most_common(20)
-    if by_trace:
-        ax.barh([Path(t).name for t, _ in by_trace], [n for _, n in by_trace], color="#F58518")
-        ax.invert_yaxis()
+    def by_trace(ax: Any) -> bool:
         ax.tick_params(axis="y", labelsize=7)
-    else:
-        _empty(ax, "no anomalies")
-    out.append(("Anomalies by trace", _svg(fig)))
-    return out
+        return _ranked(ax, [(Path(t).name, n) for t, n in Counter(a["trace"] for a in anomalies).most_common(20)],
+                       "#F58518")
+
+    return [
+        _chart("Delivery latency: XADD reply to first delivery (ms)", latency),
+        _chart("Pending entries over time, per group (largest groups)", pending),
+        _chart("Deliveries per entry", deliveries),
+        _chart("Anomalies by kind", lambda ax: _ranked(ax, [(k, kinds[k]) for k in names], "#E45756"),
+               "no anomalies"),
+        _chart("Anomalies by trace (most first)", by_trace, "no anomalies"),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,6 +207,19 @@ def _events_of(events_dir: Path, wanted: dict[str, set[int]]) -> dict[tuple[str,
     table = dataset.to_table(columns=["trace", "event", "line", "client", "ev", "cmd", "reply_json"],
                              filter=ds.field("trace").isin(list(wanted)) & ds.field("event").isin(list(flat)))
     return {(r["trace"], r["event"]): r for r in table.to_pylist() if r["event"] in wanted[r["trace"]]}
+
+
+VIEW_FOLDER = "view"
+"""Where report.html expects the ``xspec view`` pages, relative to itself."""
+
+
+def view_link(trace: str, line: int | None = None) -> str:
+    """The link from report.html to a trace's ``xspec view`` page, at a line of the trace file:
+    ``view/<the trace's path as given, without a leading /, .jsonl or .jsonl.gz made .html>#line=<line>``."""
+    page = trace.lstrip("/")
+    for suffix in (".gz", ".jsonl"):
+        page = page.removesuffix(suffix)
+    return f"{VIEW_FOLDER}/{html.escape(page)}.html" + ("" if line is None else f"#line={line}")
 
 
 def _cmd_text(cmd: list[bytes] | None) -> str:
@@ -235,6 +258,10 @@ def write_html(path: Path, s: dict[str, Any], tables: dict[str, pa.Table], event
         parts.append("</table>")
     parts.append("<h2>Anomalies</h2>")
     if anomalies:
+        parts.append(f"<p>Each anomaly links to its trace's page in <code>{VIEW_FOLDER}/</code> beside this report, "
+                     f"at the line of an event: write the pages with <code>xspec view TRACE --out "
+                     f"{VIEW_FOLDER}/PATH.html</code> (PATH: the trace's path without <code>.jsonl</code>).</p>")
+    if anomalies:
         parts.append("<table><tr><th>#</th><th>kind</th><th>trace</th><th>key</th><th>group</th><th>id</th>"
                      "<th>consumers</th><th>events</th></tr>")
         for n, a in enumerate(shown):
@@ -247,15 +274,18 @@ def write_html(path: Path, s: dict[str, Any], tables: dict[str, pa.Table], event
             parts.append(f"<p>Showing the first {len(shown)} of {len(anomalies)} (all are in anomalies/ and "
                          f"summary.json).</p>")
         for n, a in enumerate(shown):
+            first = next((events[(a["trace"], ev)]["line"] for ev in a["events"] if (a["trace"], ev) in events), None)
             parts.append(f"<section class='anomaly' id='a{n}'><h3>{n + 1}. {e(a['kind'])}: {e(label(a['key']))} / "
-                         f"{e(label(a['group']))} / {e(a['id'])}</h3><p><code>{e(a['trace'])}</code></p>"
+                         f"{e(label(a['group']))} / {e(a['id'])}</h3><p><code>{e(a['trace'])}</code> "
+                         f"(<a class='view' href='{view_link(a['trace'], first)}'>view</a>)</p>"
                          "<table><tr><th>event</th><th>line</th><th>client</th><th>ev</th><th>command</th>"
                          "<th>reply</th></tr>")
             for ev in a["events"]:
                 r = events.get((a["trace"], ev))
                 if r is None:
                     continue
-                parts.append(f"<tr><td>{ev}</td><td>{r['line']}</td><td>{r['client']}</td><td>{e(r['ev'])}</td>"
+                parts.append(f"<tr><td>{ev}</td><td><a href='{view_link(a['trace'], r['line'])}'>{r['line']}</a>"
+                             f"</td><td>{r['client']}</td><td>{e(r['ev'])}</td>"
                              f"<td><code>{e(_cmd_text(r['cmd']))}</code></td>"
                              f"<td><code>{e((r['reply_json'] or '')[:400])}</code></td></tr>")
             parts.append("</table></section>")

@@ -10,6 +10,7 @@ from typing import Any
 
 from xspec.audit.conformance import DEFAULT_SPLIT_MIN_EVENTS
 from xspec.audit.ledger import DEFAULT_POISON_DELIVERIES, DEFAULT_STUCK_AFTER_MS
+from xspec.audit.spark import DEFAULT_INGEST_SPLIT_BYTES
 from xspec.spec.trace_format import find_traces
 
 
@@ -21,6 +22,7 @@ class AuditOptions:
     poison_deliveries: int = DEFAULT_POISON_DELIVERIES
     split_min_events: int = DEFAULT_SPLIT_MIN_EVENTS
     fail_on_anomaly: bool = False
+    ingest_split_bytes: int | None = DEFAULT_INGEST_SPLIT_BYTES  # Spark: byte ranges of this size (None: never)
 
 
 def audit(paths: list[Path], out: Path, options: AuditOptions, progress: Callable[[str], None],
@@ -46,7 +48,8 @@ def audit(paths: list[Path], out: Path, options: AuditOptions, progress: Callabl
         try:
             tables = run_spark(spark, files, out, dialect=options.dialect, stuck_after_ms=options.stuck_after_ms,
                                poison_deliveries=options.poison_deliveries,
-                               split_min_events=options.split_min_events, progress=progress)
+                               split_min_events=options.split_min_events, progress=progress,
+                               ingest_split_bytes=options.ingest_split_bytes)
         finally:
             if own:
                 spark.stop()

@@ -19,6 +19,8 @@ EVENTS = pa.schema([
     ("line", pa.int32()),
     ("event", pa.int32()),
     ("node", pa.string()),
+    ("primary", pa.string()),
+    ("replica", pa.string()),
     ("client", pa.int32()),
     ("ev", pa.string()),
     ("t0", pa.int64()),
@@ -113,6 +115,10 @@ LEDGER = pa.schema([
     ("pending_time", pa.int64()),
     ("in_stream", pa.bool_()),
     ("end_time", pa.int64()),
+    ("read_event", pa.int32()),
+    ("seen_event", pa.int32()),
+    ("payload_events", pa.list_(pa.int32())),
+    ("gone", pa.bool_()),
 ])
 """One row per (trace, stream key, group, entry ID): the entry's life in that group."""
 

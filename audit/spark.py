@@ -14,6 +14,7 @@ interpreter (``PYSPARK_PYTHON``). Every step is an Arrow ``mapInArrow`` over the
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -21,7 +22,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,16 +117,98 @@ class _Progress(threading.Thread):
                 last = text
 
 
-def _paths_frame(spark: Any, files: list[str], slices: int) -> Any:
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
-    sizes = [(f, os.path.getsize(f)) for f in files]
-    sizes.sort(key=lambda fs: -fs[1])  # biggest first: they start early and the small ones fill in
-    schema = StructType([StructField("path", StringType()), StructField("size", LongType())])
-    return spark.createDataFrame(sizes, schema).repartition(max(1, min(slices, len(files))))
+DEFAULT_INGEST_SPLIT_BYTES = 32 << 20
+"""A plain ``.jsonl`` file at least this big is read in byte ranges by several tasks (one task reads it otherwise)."""
+
+
+def _paths_frame(spark: Any, files: list[str], slices: int, split_bytes: int | None = None) -> Any:
+    """The tasks' input: a row per file (``part`` -1), or per byte range of a big plain file (``part`` 0, 1, ...)."""
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+    rows: list[tuple[str, int, int, int, int]] = []
+    for f in files:
+        size = os.path.getsize(f)
+        if split_bytes and size >= 2 * split_bytes and f.endswith(".jsonl"):
+            parts = min(slices, -(-size // split_bytes))
+            cuts = [size * k // parts for k in range(parts + 1)]
+            rows += [(f, cuts[k + 1] - cuts[k], cuts[k], cuts[k + 1], k) for k in range(parts)]
+        else:
+            rows.append((f, size, 0, -1, -1))
+    rows.sort(key=lambda r: -r[1])  # biggest first: they start early and the small ones fill in
+    schema = StructType([StructField("path", StringType()), StructField("size", LongType()),
+                         StructField("start", LongType()), StructField("end", LongType()),
+                         StructField("part", IntegerType())])
+    return spark.createDataFrame(rows, schema).repartition(max(1, min(slices, len(rows))))
+
+
+def _ingest(spark: Any, files: list[str], staging: Path, slices: int, split_bytes: int | None,
+            ) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """Run the ingest tasks into ``staging``: (its rows, TRACES rows, QUARANTINE rows, ranges read by file)."""
+    from pyspark.sql import functions as F
+    _paths_frame(spark, files, slices, split_bytes).mapInArrow(
+        batches.ingest_batches, spark_schema(batches.STAGING)).write.mode("overwrite").parquet(str(staging))
+    raw = spark.read.schema(spark_schema(batches.STAGING)).parquet(str(staging))
+    traces: list[dict[str, Any]] = []
+    quarantine: list[dict[str, Any]] = []
+    ranges: dict[str, list[dict[str, Any]]] = {}
+    for r in raw.filter(F.col("ev").isin(*batches.META_EVS)).select("trace", "ev", "text").collect():
+        data = json.loads(r.text)
+        if r.ev == batches.META_TRACE:
+            traces.append(data)
+        elif r.ev == batches.META_QUARANTINE:
+            quarantine.append(data)
+        else:
+            ranges.setdefault(r.trace, []).append(data)
+    return raw.filter(~F.col("ev").isin(*batches.META_EVS)), traces, quarantine, ranges
+
+
+def _offsets(ranges: dict[str, list[dict[str, Any]]]) -> tuple[list[tuple[str, int, int, int]], list[dict[str, Any]]]:
+    """(trace, part, lines before it, events before it) of every range of the files read in ranges, and their
+    TRACES rows; a file any of whose ranges could not be read on its own is left out (it is read whole)."""
+    offsets: list[tuple[str, int, int, int]] = []
+    rows: list[dict[str, Any]] = []
+    for trace, parts in ranges.items():
+        if any(p["whole"] for p in parts):
+            continue
+        lines = events = 0
+        for p in sorted(parts, key=lambda p: p["part"]):
+            offsets.append((trace, p["part"], lines, events))
+            lines += p["lines"]
+            events += p["events"]
+        row = next(p["row"] for p in parts if p["part"] == 0)
+        rows.append({**row, "events": events})
+    return offsets, rows
+
+
+@contextlib.contextmanager
+def whole_files(spark: Any) -> Iterator[None]:
+    """While inside, a Parquet scan reads each file as one partition, in file order (no file is split or
+    packed with another): the events files hold whole traces sorted by event, as the ledger fold reads
+    them, so it needs no shuffle."""
+    names = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+    old = {n: spark.conf.get(n, None) for n in names}
+    for n in names:
+        spark.conf.set(n, str(1 << 40))
+    try:
+        yield
+    finally:
+        for n, v in old.items():
+            if v is None:
+                spark.conf.unset(n)
+            else:
+                spark.conf.set(n, v)
+
+
+def ledger_stage(spark: Any, events_dir: Path, ledger_dir: Path) -> None:
+    """The events table (files of whole traces, sorted by trace and event) to the ledger table, one task per file."""
+    with whole_files(spark):
+        events = spark.read.schema(spark_schema(EVENTS)).parquet(str(events_dir)).select(*batches.LEDGER_INPUT)
+        events.mapInArrow(batches.ledger_batches, spark_schema(LEDGER)).write.mode("overwrite").parquet(
+            str(ledger_dir))
 
 
 def run_spark(spark: Any, files: list[str], out: Path, *, dialect: str, stuck_after_ms: int, poison_deliveries: int,
-              split_min_events: int, progress: Callable[[str], None]) -> dict[str, pa.Table]:
+              split_min_events: int, progress: Callable[[str], None],
+              ingest_split_bytes: int | None = DEFAULT_INGEST_SPLIT_BYTES) -> dict[str, pa.Table]:
     """Audit ``files`` with ``spark``; writes the Parquet tables under ``out`` and returns the small ones."""
     from pyspark.sql import functions as F
     parallelism = spark.sparkContext.defaultParallelism
@@ -134,25 +217,34 @@ def run_spark(spark: Any, files: list[str], out: Path, *, dialect: str, stuck_af
     try:
         ticker.phase = "ingest"
         progress(f"ingest: {len(files)} files on {parallelism} cores")
-        paths = _paths_frame(spark, files, parallelism * 4)
         staging = out / "_staging"
-        raw = paths.mapInArrow(batches.ingest_batches, spark_schema(EVENTS))
-        raw.write.mode("overwrite").parquet(str(staging))
-        raw = spark.read.schema(spark_schema(EVENTS)).parquet(str(staging))
-        meta = raw.filter(F.col("ev").isin(batches.META_TRACE, batches.META_QUARANTINE)).select("ev", "text")
-        trace_rows: list[dict[str, Any]] = []
-        quarantine_rows: list[dict[str, Any]] = []
-        for r in meta.collect():
-            (trace_rows if r.ev == batches.META_TRACE else quarantine_rows).append(json.loads(r.text))
+        raw, trace_rows, quarantine_rows, ranges = _ingest(spark, files, staging, parallelism * 4, ingest_split_bytes)
+        offsets, ranged_rows = _offsets(ranges)
+        again = sorted(t for t in ranges if t not in {o[0] for o in offsets})
+        trace_rows += ranged_rows
+        whole = raw.filter(F.col("part") < 0)
+        if again:  # files some of whose ranges could not be read on their own: read whole
+            more, rows, bad, _ = _ingest(spark, again, out / "_staging_whole", parallelism * 4, None)
+            trace_rows += rows
+            quarantine_rows += bad
+            whole = whole.unionByName(more)
         traces = pa.Table.from_pylist(trace_rows, TRACES)
         quarantine = pa.Table.from_pylist(quarantine_rows, QUARANTINE)
         good = sorted(t["trace"] for t in trace_rows)
-        events = (raw.filter(~F.col("ev").isin(batches.META_TRACE, batches.META_QUARANTINE))
-                  .join(spark.createDataFrame([(t,) for t in good], "trace string").hint("broadcast"), "trace")
-                  .select(*EVENTS.names))
+        whole_good = [t for t in good if t not in {o[0] for o in offsets}]
+        events = whole.join(spark.createDataFrame([(t,) for t in whole_good] or [("",)], "trace string")
+                            .hint("broadcast"), "trace")
+        if offsets:
+            shift = spark.createDataFrame(offsets, "trace string, part int, line_offset int, event_offset int")
+            ranged = (raw.filter(F.col("part") >= 0).join(shift.hint("broadcast"), ["trace", "part"])
+                      .withColumn("line", (F.col("line") + F.col("line_offset")).cast("int"))
+                      .withColumn("event", (F.col("event") + F.col("event_offset")).cast("int")))
+            events = events.select(*EVENTS.names).unionByName(ranged.select(*EVENTS.names))
+        events = events.select(*EVENTS.names)
         out_files = max(1, min(parallelism * 2, len(good)))
         events.repartition(out_files, "trace").sortWithinPartitions("trace", "event") \
             .write.mode("overwrite").parquet(str(out / "events"))
+        shutil.rmtree(out / "_staging_whole", ignore_errors=True)
         shutil.rmtree(staging, ignore_errors=True)
 
         ticker.phase = "conformance"
@@ -164,11 +256,7 @@ def run_spark(spark: Any, files: list[str], out: Path, *, dialect: str, stuck_af
 
         ticker.phase = "ledger"
         progress("ledger and anomalies")
-        events = spark.read.schema(spark_schema(EVENTS)).parquet(str(out / "events"))
-        ledger_df = (events.select(*batches.LEDGER_INPUT).repartition(out_files, "trace")
-                     .sortWithinPartitions("trace", "event")
-                     .mapInArrow(batches.ledger_batches, spark_schema(LEDGER)))
-        ledger_df.write.mode("overwrite").parquet(str(out / "ledger"))
+        ledger_stage(spark, out / "events", out / "ledger")
         ledger_df = spark.read.schema(spark_schema(LEDGER)).parquet(str(out / "ledger"))
         anomalies = ledger_df.mapInArrow(
             functools.partial(batches.anomaly_batches, stuck_after_ms=stuck_after_ms,

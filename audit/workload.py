@@ -41,11 +41,12 @@ from typing import Any, Protocol
 from xspec.models import ManualClock, Server
 from xspec.spec.dialect import get_dialect
 from xspec.spec.resp import Array, Bulk, Error, Int, NullArray, Reply
-from xspec.spec.trace_format import Call, Close, Header, Note, Trace, dump
+from xspec.spec.trace_format import Header, Note, Trace, dump
+from xspec.traces.tutorial.build import START_MS
+from xspec.traces.tutorial.build import ModelDriver as ScriptDriver
 
 ALGORITHMS = ("correct", "crash-before-ack", "crash-unclaimed", "ack-before-processing", "short-claimer", "poison",
               "poison-limit", "trimmed", "replayed")
-MODEL_EPOCH_MS = 1_700_000_000_000
 
 
 class WorkloadError(ValueError):
@@ -63,30 +64,22 @@ class Driver(Protocol):
     def stop(self) -> None: ...
 
 
-class ModelDriver:
-    """The model on a virtual clock: ``call`` events carrying ``now``."""
+class ModelDriver(ScriptDriver):
+    """The model on a virtual clock (the tutorial's driver, for any dialect): ``call`` events carrying ``now``."""
 
     def __init__(self, dialect: str = "redis-7.0", title: str = "") -> None:
+        super().__init__()
         d = get_dialect(dialect)
-        self.server = Server(d, ManualClock(MODEL_EPOCH_MS), dict(d.config_defaults))
+        self.server = Server(d, ManualClock(START_MS), dict(d.config_defaults))
         self.clock: ManualClock = self.server.clock  # type: ignore[assignment]
         self.header = Header(server_name=d.server, server_version=d.version, clock="virtual",
                              config=dict(d.config_defaults), title=title or None, source="generated",
                              extra={"target": f"model:{d.name}"})
-        self.events: list[Any] = []
 
-    def call(self, c: int, *args: bytes) -> Reply:
-        out = self.server.execute(c, list(args))
-        assert out.reply is not None and not out.blocked, "workloads never block"
-        self.events.append(Call(c=c, cmd=list(args), reply=out.reply, now=self.clock.ms))
-        return out.reply
-
-    def close(self, c: int) -> None:
-        self.server.close(c)
-        self.events.append(Close(c=c, by="client"))
-
-    def sleep(self, ms: int) -> None:
-        self.clock.advance(ms)
+    def call(self, c: int, *args: str | bytes | int) -> Reply:
+        reply = super().call(c, *args)
+        assert isinstance(reply, Reply)
+        return reply
 
     def now_us(self) -> int:
         return self.clock.ms * 1000
@@ -479,6 +472,101 @@ class Workload:
         return sorted(out, key=lambda a: (a["kind"], a["key"], a["group"], a["id"]))
 
 
+# ---------------------------------------------------------------------------------------------
+# Failover drills (trace/2): what a promotion loses, and the IDs the new primary gives again
+
+
+class FailoverDrill:
+    """Producers and readers on a primary and its replica, a partition and a promotion (``cluster:<server>``).
+
+    Each stream has no group. Its first entries reach the replica; then the link is held and the
+    producer adds more on the primary, some of which a reader reads (``XREAD``) there. The replica
+    is promoted and the old primary resynchronises from it, so what was added during the partition
+    is in no node's stream any more: an entry that was read is a ``phantom``, one nobody read is
+    ``lost`` (group-less, spec/audit.md "trace/2"). The producer then adds, on the new primary,
+    entries under some of those IDs with other payloads (``id-reuse``, and no longer absent).
+    Every stream is read whole on both nodes at the end.
+    """
+
+    def __init__(self, server: str, params: Params, seed: int = 0, title: str = "") -> None:
+        from xspec.traces.cluster.harness import Cluster
+        from xspec.traces.cluster.nodes import KNOWN_SERVERS, find_server
+        if server not in KNOWN_SERVERS:
+            raise WorkloadError(f"cluster:{server}: unknown server; known: {', '.join(KNOWN_SERVERS)}")
+        try:
+            kind = find_server(server)
+        except FileNotFoundError as e:
+            raise WorkloadError(f"cluster:{server}: {e}") from None
+        self.params = params
+        self.rng = random.Random(seed)
+        self.cluster = Cluster(kind, ("a", "b"), title=title or None, tags=["workload", "failover"])
+        self.caused: list[dict[str, Any]] = []
+
+    def run(self) -> None:
+        h = self.cluster
+        rng = self.rng
+        keys = [f"drill:{n}".encode() for n in range(self.params.streams)]
+        h.replicaof("b", "a")
+        producer, reader = h.client("a"), h.client("a")
+        last_read = dict.fromkeys(keys, b"0-0")
+        for key in keys:
+            for i in range(1, rng.randint(1, 3) + 1):
+                producer.call("XADD", key, f"{i}-1", "n", str(i), "phase", "replicated")
+        h.settle("b")
+        h.hold("a", "b")
+        unreplicated: dict[bytes, list[str]] = {}
+        for key in keys:
+            top = 3
+            ids = []
+            for i in range(top + 1, top + 1 + rng.randint(1, max(1, self.params.messages // 10))):
+                producer.call("XADD", key, f"{i}-1", "n", str(i), "phase", "partitioned")
+                ids.append(f"{i}-1")
+            unreplicated[key] = ids
+        read: set[tuple[bytes, str]] = set()
+        for key in keys:
+            k = rng.randint(0, len(unreplicated[key]))  # the reader gets this far before the partition ends
+            if k == 0:
+                continue
+            reply = reader.call("XREAD", "COUNT", str(k + 3), "STREAMS", key, last_read[key])
+            for entry_id, fields in _stream_entries(reply):
+                if fields is not None:
+                    read.add((key, entry_id))
+        h.promote("b")
+        h.flow("a", "b")
+        h.replicaof("a", "b")
+        producer2 = h.client("b")
+        for key in keys:
+            reissued = [i for i in unreplicated[key] if rng.random() < 0.4]
+            for entry_id in reissued:
+                producer2.call("XADD", key, entry_id, "n", entry_id, "phase", "after the promotion")
+                self.caused.append({"kind": "id-reuse", "key": key.decode(), "group": None, "id": entry_id})
+            for entry_id in unreplicated[key]:
+                if entry_id in reissued:
+                    continue
+                kind = "phantom" if (key, entry_id) in read else "lost"
+                self.caused.append({"kind": kind, "key": key.decode(), "group": None, "id": entry_id})
+        h.settle("a")
+        final_b, final_a = h.client("b"), h.client("a")
+        for key in keys:
+            final_b.call("XRANGE", key, "-", "+")
+            final_a.call("XRANGE", key, "-", "+")
+
+    def expected(self) -> list[dict[str, Any]]:
+        return sorted(self.caused, key=lambda a: (a["kind"], a["key"], a["id"]))
+
+
+def _drill(target: str, params: Params, seed: int, title: str) -> tuple[Trace, list[dict[str, Any]]]:
+    drill = FailoverDrill(target[len("cluster:"):], params, seed, title)
+    from xspec.traces.cluster.harness import HarnessError
+    try:
+        with drill.cluster:
+            drill.run()
+            trace = drill.cluster.trace()
+    except (HarnessError, OSError) as e:
+        raise WorkloadError(f"{target}: {e}") from None
+    return trace, drill.expected()
+
+
 def generate(target: str, out: Path, *, traces: int = 1, params: Params | None = None, seed: int = 0,
              allow_flush: bool = False, gzip: bool = False) -> Iterator[tuple[Path, list[dict[str, Any]]]]:
     """Run ``traces`` workloads on ``target``; write each trace and its ``.expected.json`` into ``out``."""
@@ -486,6 +574,10 @@ def generate(target: str, out: Path, *, traces: int = 1, params: Params | None =
     out.mkdir(parents=True, exist_ok=True)
     for n in range(traces):
         title = f"workload {n} (seed {seed + n})"
+        if target.startswith("cluster:"):
+            trace, expected = _drill(target, params, seed + n, title)
+            yield _write(out, n, trace, expected, params, gzip)
+            continue
         driver = driver_for(target, title, allow_flush)
         try:
             w = Workload(driver, params, seed + n)
@@ -496,9 +588,14 @@ def generate(target: str, out: Path, *, traces: int = 1, params: Params | None =
             driver.stop()
         trace.header.tags = ["workload"]
         trace.events.insert(0, Note(text=f"xspec workload: {', '.join(s.algorithm for s in w.streams)}"))
-        path = out / f"workload-{n:04d}.jsonl{'.gz' if gzip else ''}"
-        dump(trace, path)
-        expected_path = out / f"workload-{n:04d}.expected.json"
-        expected_path.write_text(json.dumps({"trace": str(path), "stuck_after_ms": params.stuck_after_ms,
-                                             "poison_deliveries": 5, "anomalies": expected}, indent=1) + "\n")
-        yield path, expected
+        yield _write(out, n, trace, expected, params, gzip)
+
+
+def _write(out: Path, n: int, trace: Trace, expected: list[dict[str, Any]], params: Params,
+           gzip: bool) -> tuple[Path, list[dict[str, Any]]]:
+    path = out / f"workload-{n:04d}.jsonl{'.gz' if gzip else ''}"
+    dump(trace, path)
+    expected_path = out / f"workload-{n:04d}.expected.json"
+    expected_path.write_text(json.dumps({"trace": str(path), "stuck_after_ms": params.stuck_after_ms,
+                                         "poison_deliveries": 5, "anomalies": expected}, indent=1) + "\n")
+    return path, expected

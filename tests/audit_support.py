@@ -73,6 +73,17 @@ def ledger_and_anomalies(trace: Trace, stuck_after_ms: int = 60_000,
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def file_ledger(path: Path, stuck_after_ms: int = 60_000,
+                poison: int = 5) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The ledger and anomalies of one trace file (header row included: a trace/2 header names the nodes)."""
+    from xspec.audit.ingest import read_files
+    from xspec.audit.ledger import LEDGER_INPUT
+    events, _, quarantine = read_files([str(path)])
+    assert quarantine.num_rows == 0, quarantine.to_pylist()
+    ledger = ledger_of(str(path), events.select(list(LEDGER_INPUT)).to_pylist())
+    return ledger, anomalies_from(ledger, stuck_after_ms, poison)
+
+
 def kinds(anomalies: list[dict[str, Any]]) -> set[tuple[str, str]]:
     """(kind, id) of each anomaly."""
     return {(a["kind"], a["id"]) for a in anomalies}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.audit_support import Script, kinds, ledger_and_anomalies
+from tests.audit_support import Script, file_ledger, kinds, ledger_and_anomalies
 from xspec.audit.schema import TABLES, type_text
 from xspec.audit.split import check_split, plan_split
 from xspec.cli import main
@@ -332,6 +332,9 @@ def test_bad_workload_target_gets_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["workload", "--target", "nowhere", "--out", str(tmp_path)])
     assert result.exit_code == 2 and "is not a target" in result.output and result.exception is not None
     assert "Traceback" not in result.output
+    result = CliRunner().invoke(main, ["workload", "--target", "cluster:redis-1.0", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "cluster:redis-1.0: unknown server" in result.output
+    assert "Traceback" not in result.output
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,3 +379,152 @@ def test_live_workloads_on_redis_are_audited_exactly(tmp_path: Path, redis_serve
     assert status == 0 and summary["conformance"]["conform"] == 1
     assert found_in(summary) == expected_of(tmp_path / "w")
     assert load(next((tmp_path / "w").glob("*.jsonl"))).header.server_version == "7.0.15"
+
+
+# ---------------------------------------------------------------------------------------------
+# trace/2: phantom, id-reuse, group-less lost
+
+
+FAILOVER_ANOMALIES = {
+    "acked-pending-again": {"redelivered-after-ack"},
+    "last-delivered-regressed": {"redelivered-after-ack"},
+    "acked-xadd-lost": {"lost"},
+    "wait-timed-out-then-lost": {"lost"},
+    "wait-met-by-the-other-replica": {"lost"},
+    "id-reissued-stale-ack": {"id-reuse"},
+}
+"""The anomalies each failover trace shows (spec/audit.md, "trace/2"); the others show none."""
+
+
+@pytest.mark.parametrize("server", sorted(p.name for p in (ROOT / "traces" / "replication").iterdir()
+                                           if (p / "failover").is_dir()))
+def test_failover_traces_show_their_tagged_anomalies(server: str) -> None:
+    from xspec.audit.ledger import ANOMALY_KINDS
+    files = find_traces([ROOT / "traces" / "replication" / server / "failover"])
+    assert len(files) >= 15
+    for f in files:
+        _, anomalies = file_ledger(f)
+        got = {a["kind"] for a in anomalies}
+        name = f.name.removesuffix(".jsonl")
+        assert got == FAILOVER_ANOMALIES.get(name, set()), f
+        # every tag that names an audit anomaly shows, except double-processing where no consumer acked (spec)
+        tags = set(load(f).header.tags or []) & set(ANOMALY_KINDS)
+        assert tags - {"double-processing"} <= got, f
+
+
+def test_a_node_the_trace_says_nothing_about_counts_as_holding_the_entry(tmp_path: Path) -> None:
+    source = ROOT / "traces" / "replication" / "redis-7.0.15" / "failover" / "acked-xadd-lost.jsonl"
+    _, anomalies = file_ledger(source)
+    assert [(a["kind"], a["id"], a["group"], a["events"]) for a in anomalies] == [("lost", "2-1", None, [9])]
+    lines = source.read_text().splitlines()
+    for drop, left in ((["XRANGE"], set()), ([], {"lost"})):
+        # without the final reads no node is known to lack 2-1; with only b's read, a (resynchronised from b) lacks it
+        kept = [ln for ln in lines if not any(w in ln for w in drop)] if drop else \
+            [ln for ln in lines if '"node":"a","cmd":["XRANGE"' not in ln]
+        cut = tmp_path / f"cut{len(kept)}.jsonl"
+        cut.write_text("\n".join(kept) + "\n")
+        assert {a["kind"] for a in file_ledger(cut)[1]} == left
+
+
+def test_failover_drills_anomalies_are_exactly_the_generators(tmp_path: Path) -> None:
+    from xspec.audit.run import AuditOptions, audit
+    try:
+        from xspec.traces.cluster.nodes import find_server
+        find_server("redis-7.0.15")
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    result = CliRunner().invoke(main, ["workload", "--target", "cluster:redis-7.0.15", "--out", str(tmp_path / "w"),
+                                       "--traces", "2", "--streams", "4", "--seed", "0"])
+    assert result.exit_code == 0, result.output
+    expected = expected_of(tmp_path / "w")
+    assert {k[1] for k in expected} == {"phantom", "id-reuse", "lost"}
+    status, summary = audit([tmp_path / "w"], tmp_path / "a", AuditOptions(master="none"), lambda _: None)
+    assert summary["conformance"]["conform"] == 2 and status == 0
+    assert found_in(summary) == expected
+    # each anomaly links to its trace's xspec view page at a line (the format in xspec.audit.report.view_link)
+    page = (tmp_path / "a" / "report.html").read_text()
+    trace = str(tmp_path / "w" / "workload-0000.jsonl").lstrip("/").removesuffix(".jsonl")
+    assert re.search(f"href='view/{re.escape(trace)}.html#line=[0-9]+'", page)
+
+
+def test_report_links_name_the_view_page_and_line() -> None:
+    from xspec.audit.report import view_link
+    assert view_link("traces/a/b.jsonl", 24) == "view/traces/a/b.html#line=24"
+    assert view_link("/tmp/w/x.jsonl.gz", 3) == "view/tmp/w/x.html#line=3"
+    assert view_link("t.jsonl") == "view/t.html"
+
+
+# ---------------------------------------------------------------------------------------------
+# Ingest in byte ranges (what Spark does with a big plain file)
+
+
+def _ranges_of(path: Path, parts: int) -> tuple[object, object, bool]:
+    """The events table and TRACES row of a file read in ``parts`` byte ranges, offsets added as the driver does."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from xspec.audit.ingest import RangeResult, read_range
+    from xspec.audit.schema import EVENTS
+    size = path.stat().st_size
+    cuts = [size * k // parts for k in range(parts + 1)]
+    tables, lines, events, row = [], 0, 0, None
+    for k in range(parts):
+        got = RangeResult()
+        t = pa.Table.from_batches(list(read_range(path, cuts[k], cuts[k + 1], got)), EVENTS)
+        if got.whole:
+            return None, None, True
+        t = t.set_column(1, "line", pc.add(t["line"], lines).cast("int32"))
+        tables.append(t.set_column(2, "event", pc.add(t["event"], events).cast("int32")))
+        lines, events = lines + got.lines, events + got.events
+        row = row or got.trace
+    return pa.concat_tables(tables), {**row, "events": events}, False  # type: ignore[dict-item]
+
+
+def test_a_file_read_in_byte_ranges_gives_the_rows_of_the_file_read_whole(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from xspec.audit.ingest import FileResult, read_file
+    from xspec.audit.schema import EVENTS
+    from xspec.audit.workload import Params, generate
+    (path, _), = generate("model:redis-7.0", tmp_path, params=Params(streams=3, messages=10), seed=2)
+    files = [path, *find_traces([ROOT / "traces" / "tutorial"])[:6]]
+    for f in files:
+        result = FileResult()
+        whole = pa.Table.from_batches(list(read_file(f, result)), EVENTS)
+        for parts in (2, 5):
+            table, row, fell_back = _ranges_of(f, parts)
+            assert not fell_back and table.equals(whole) and row == result.trace, (f, parts)  # type: ignore[union-attr]
+    # lines paired across ranges (send/recv) or checked across lines (trace/2): the file is read whole instead
+    for f in (ROOT / "traces" / "findings" / "fakeredis-2.40.0" / "large-block-timeout.jsonl",
+              ROOT / "traces" / "replication" / "redis-7.0.15" / "failover" / "two-owners.jsonl"):
+        assert _ranges_of(f, 3)[2], f
+
+
+def test_the_ledger_steps_arrow_batches_equal_the_plain_fold(tmp_path: Path) -> None:
+    """The batch step skips polls that delivered nothing (Arrow compute); its ledger is the plain fold's."""
+    import pyarrow as pa
+
+    from xspec.audit.batches import ledger_batches
+    from xspec.audit.ingest import read_files
+    from xspec.audit.ledger import LEDGER_INPUT, ledger_of
+    from xspec.audit.schema import LEDGER
+    from xspec.audit.workload import Params, generate
+    s = Script()
+    s(1, "XGROUP", "CREATE", "s", "streams", "$", "MKSTREAM")  # a group named like the keyword
+    s(2, "XREADGROUP", "GROUP", "streams", "alice", "STREAMS", "s", ">")  # nothing yet: a silent poll
+    s(1, "XADD", "s", "1-1", "f", "v")
+    s(3, "XREADGROUP", "GROUP", "streams", "bob", "STREAMS", "s", ">")
+    s(2, "XREADGROUP", "COUNT", "5", "GROUP", "streams", "carol", "STREAMS", "s", ">")
+    s(3, "XAUTOCLAIM", "s", "streams", "dave", "0", "0")
+    s(3, "XACK", "s", "streams", "1-1")
+    from xspec.spec.trace_format import dump
+    dump(s.trace(), tmp_path / "corner.jsonl")
+    list(generate("model:redis-7.0", tmp_path, traces=1, params=Params(streams=9, messages=8), seed=4))
+    events, _, _ = read_files([str(f) for f in sorted(tmp_path.glob("*.jsonl"))])
+    events = events.sort_by([("trace", "ascending"), ("event", "ascending")]).select(list(LEDGER_INPUT))
+    batched = pa.Table.from_batches(list(ledger_batches(iter(events.to_batches(max_chunksize=500)))), LEDGER)
+    plain: list[dict[str, object]] = []
+    for trace in sorted(set(events.column("trace").to_pylist())):
+        plain += ledger_of(trace, [r for r in events.to_pylist() if r["trace"] == trace])
+    assert batched.to_pylist() == plain
+    assert any(r["acks"] and r["acks"][0]["consumer"] == b"dave" for r in plain)  # its last XAUTOCLAIM

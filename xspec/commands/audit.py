@@ -38,7 +38,7 @@ def audit_command(paths: tuple[Path, ...], master: str, out: Path, stuck_after_m
                   split_min_events: int, dialect: str, fail_on_anomaly: bool, quiet: bool) -> None:
     """Audit traces (files, or every trace under folders): conformance to the model, the delivery ledger of every
     consumer group, and its anomalies (lost, stuck, poison, double-processing, deleted-while-pending,
-    redelivered-after-ack).
+    redelivered-after-ack; across the nodes of a trace/2 also phantom and id-reuse).
 
     Writes OUT/summary.json, OUT/report.html and the tables as Parquet (events, traces, verdicts, ledger,
     anomalies, quarantine). Exit status 0 when every trace meets its header's expectation and every file could be

@@ -13,8 +13,9 @@ from xspec.commands.options import writable_folder
 
 @click.command("workload")
 @click.option("--target", default="model:redis-7.0", show_default=True,
-              help="model:<dialect> (virtual clock), redis://host:port (a live server, flushed), or embedded: "
-                   "(xspec serve, started for the run).")
+              help="model:<dialect> (virtual clock), redis://host:port (a live server, flushed), embedded: "
+                   "(xspec serve, started for the run), or cluster:<server> (a failover drill on a primary and a "
+                   "replica of redis-7.0.15, redis-6.2.14 or valkey-9.1.2, recorded as trace/2).")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("xspec-workload"),
               show_default=True, help="Folder for the traces and their .expected.json files.")
 @click.option("--traces", type=click.IntRange(min=1), default=1, show_default=True, help="How many traces.")
