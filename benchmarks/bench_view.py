@@ -18,6 +18,7 @@ opens it in Debian's Chromium through Playwright, and prints:
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import tempfile
@@ -94,6 +95,7 @@ def main() -> None:
     parser.add_argument("--page", type=Path, default=None,
                         help="Measure this page (written by an earlier --out) instead of building one.")
     args = parser.parse_args()
+    print("machine load (1, 5, 15 min): {:.1f} {:.1f} {:.1f} on {} cores".format(*os.getloadavg(), os.cpu_count()))
 
     from xspec.viewer.pages import write_trace_page
 
@@ -103,10 +105,10 @@ def main() -> None:
     else:
         trace = make_trace(args.events, args.seed)
         out = args.out or Path(tempfile.mkdtemp(prefix="bench-view-")) / "bench.html"
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         written = write_trace_page(trace, out)
-        built = time.perf_counter() - started
-        print(f"trace: {len(trace.events)} events; page built in {built:.1f} s ({written.status})")
+        built, cpu = time.perf_counter() - started, time.process_time() - cpu
+        print(f"trace: {len(trace.events)} events; page built in {built:.1f} s ({cpu:.1f} s of CPU; {written.status})")
     print(f"page size: {out.stat().st_size / 1e6:.2f} MB (target <= 5 MB)")
 
     from playwright.sync_api import sync_playwright
@@ -136,6 +138,7 @@ def main() -> None:
     print(f"step time: p95 {percentile(steps, 95):.1f} ms, median {statistics.median(steps):.1f} ms over "
           f"{len(steps)} next-step key presses (target p95 <= 50 ms)")
     print(f"jump to a random step: p95 {percentile(jumps, 95):.1f} ms, median {statistics.median(jumps):.1f} ms")
+    print("machine load at the end: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from xspec.cli import main
 from xspec.spec.resp import Array, Bulk, Error, Int
-from xspec.spec.trace_format import load
+from xspec.spec.trace_format import dump, load
 from xspec.traces import CORPUS_DIR
 from xspec.traces.check.report import (
     BaselineError,
@@ -22,8 +22,8 @@ from xspec.traces.check.report import (
     group_by_root_cause,
     load_baseline,
 )
-from xspec.traces.job.checkjob import Divergence, Report
-from xspec.viewer import check_report
+from xspec.traces.job.checkjob import Divergence, Report, group_report, run_check, write_report
+from xspec.viewer.pages import write_page_of_file
 
 FAKEREDIS = CORPUS_DIR / "findings" / "fakeredis-2.40.0"
 
@@ -59,9 +59,16 @@ def _report(tmp_path: Path, copies: int = 3) -> Report:
     return report
 
 
+def _grouped(report: Report, folder: Path, baseline: list[RootCause] | None = None) -> list:
+    """The report grouped, with the viewer's pages, and written in its four forms (as ``xspec check`` does)."""
+    groups = group_report(report, folder, baseline or [], write_page_of_file)
+    write_report(report, folder)
+    return groups
+
+
 def test_groups_forms_and_views(tmp_path: Path) -> None:
     report = _report(tmp_path)
-    groups = check_report.write_grouped_report(report, tmp_path / "r")
+    groups = _grouped(report, tmp_path / "r")
     assert sum(len(g.members) for g in groups) == 5 and len(groups) < 5
     utf8 = next(g for g in groups if len(g.members) == 3)
     assert utf8.view is not None and (tmp_path / "r" / utf8.view).is_file()
@@ -81,11 +88,11 @@ def test_groups_forms_and_views(tmp_path: Path) -> None:
 def test_a_baseline_accepts_known_root_causes(tmp_path: Path) -> None:
     report = _report(tmp_path)
     report.errors = []
-    first = check_report.write_grouped_report(report, tmp_path / "r")
+    first = _grouped(report, tmp_path / "r")
     baseline = tmp_path / "baseline.json"
     baseline.write_text(json.dumps([g["key"] for g in json.loads((tmp_path / "r" / "report.json").read_text())["groups"]]))
-    groups = check_report.write_grouped_report(report, tmp_path / "r2", load_baseline(baseline))
-    assert all(g.known for g in groups) and check_report.passed(report, groups)
+    groups = _grouped(report, tmp_path / "r2", load_baseline(baseline))
+    assert all(g.known for g in groups) and report.passed
     assert "PASS: nothing new diverged" in (tmp_path / "r2" / "report.md").read_text()
     assert ET.parse(tmp_path / "r2" / "junit.xml").getroot().findall(".//skipped")
     partial = group_by_root_cause([(d, g.smallest) for g in first for d in g.members], [first[0].cause])
@@ -113,3 +120,31 @@ def test_baseline_keys_may_be_objects(tmp_path: Path) -> None:
     assert load_baseline(path) == [RootCause("XCLAIM", "XCLAIM-3", "error text")]
     result = CliRunner().invoke(main, ["check", "--baseline", str(tmp_path / "none.json")])
     assert result.exit_code == 2 and "none.json" in result.output
+
+
+def test_every_caller_of_the_job_gets_the_grouped_report(tmp_path: Path) -> None:
+    """``run_check`` itself writes the grouped forms (no viewer needed; pages only with a page writer)."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for n in range(3):  # one root cause, three traces: one group
+        trace = load(FAKEREDIS / "binary-key-utf8-error.jsonl")
+        # Recorded from redis 7.0.15, it says, and expected to conform: a corpus divergence.
+        trace.header.expect, trace.header.server_name, trace.header.server_version = None, "redis", "7.0.15"
+        dump(trace, corpus / f"utf8-{n}.jsonl")
+    report = run_check("model:redis-7.0", None, 5, tmp_path / "r", corpora=[corpus])
+    assert len(report.divergences) == 3 and len(report.groups) == 1 and report.groups[0].view is None
+    assert not report.passed and report.verdict.startswith("FAIL: 1 new root causes (3 divergences)")
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert md.count("### 1. XCLAIM") == 1 and "trace says:   (error) ERR utf-8" in md
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert [g["divergences"] for g in data["groups"]] == [3] and len(data["divergences"]) == 3
+    assert data["groups"][0]["smallest"]["view"] is None
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert html.count('class="group"') == 1
+    # JUnit: the three corpus traces fail in the corpus suite; a corpus-only root cause is not counted twice.
+    assert len(ET.parse(tmp_path / "r" / "junit.xml").getroot().findall(".//failure")) == 3
+    with_pages = run_check("model:redis-7.0", None, 5, tmp_path / "p", corpora=[corpus], page_writer=write_page_of_file)
+    assert with_pages.groups[0].view and (tmp_path / "p" / with_pages.groups[0].view).is_file()
+    baseline = [with_pages.groups[0].cause]
+    known = run_check("model:redis-7.0", None, 5, tmp_path / "k", corpora=[corpus], baseline=baseline)
+    assert known.groups[0].known and not known.passed  # the corpus traces still fail: they are the model's

@@ -20,7 +20,7 @@ from xspec.spec.rule_index import load_index
 from xspec.spec.trace_format import load
 from xspec.traces import CORPUS_DIR
 from xspec.traces.check.checker import check_trace, trace_dialect
-from xspec.traces.check.explain import state_rows
+from xspec.traces.check.state_tables import state_rows
 from xspec.traces.check.witness import WitnessReplay
 from xspec.viewer.pages import write_trace_page
 from xspec.viewer.trace_data import row_id
@@ -146,7 +146,7 @@ def test_open_at_a_step_then_next_key_shows_the_models_next_state(page: Any, cla
         f"pending|orders|workers|{i}": v for i, v in pel_of(CLAIM, k).items()}
     page.keyboard.press("j")
     assert page.evaluate("document.body.dataset.step") == str(k + 1)
-    assert "step=4" in page.evaluate("location.hash")
+    page.wait_for_function("location.hash.includes('step=4')", timeout=5000)  # written once the key is handled
     pel = pel_of(CLAIM, k + 1)
     assert pel == {"1-0": ("bob", 2)}
     assert {r: (c["owner"], int(c["deliveries"])) for r, c in dom_table(page, "pending").items()} == {
@@ -163,7 +163,7 @@ def test_open_at_a_step_then_next_key_shows_the_models_next_state(page: Any, cla
     # The rule that fired, linked to its text from the rule index.
     page.click("#step .rules:not(.checked) a[data-rule='XAUTOCLAIM-9']")
     assert load_index().rules["XAUTOCLAIM-9"].text[:40] in page.inner_text("#ruletext")
-    assert "rule=XAUTOCLAIM-9" in page.evaluate("location.hash")
+    page.wait_for_function("location.hash.includes('rule=XAUTOCLAIM-9')", timeout=5000)
     # And back: the previous step's state again, with its own marks.
     page.keyboard.press("k")
     assert dom_table(page, "pending")["pending|orders|workers|1-0"]["owner"] == "alice"
@@ -235,7 +235,96 @@ def test_graph_page_marks_violations_and_shows_the_shortest_trace(page: Any, tmp
     steps = page.locator("#path li").all_inner_texts()
     assert steps == [s.describe(system.process_names) for s, _ in report.result.path(violation)]
     page.click("#graph [data-state='3']")
-    assert page.evaluate("document.body.dataset.state") == "3" and "state=3" in page.evaluate("location.hash")
+    assert page.evaluate("document.body.dataset.state") == "3"
+    page.wait_for_function("location.hash.includes('state=3')", timeout=5000)
     assert "PEL 1-0→c1×1" in page.inner_text("#label")
     page.screenshot(path=str(tmp_path / "graph.png"))
     assert (tmp_path / "graph.png").stat().st_size > 10_000
+
+
+# -- trace/2: a lane per node ------------------------------------------------------------------------
+
+LESSON = CORPUS_DIR / "replication" / "lessons" / "consumer-group-across-failover.jsonl"
+CRASH = CORPUS_DIR / "replication" / "redis-7.0.15" / "failover" / "primary-crash-promote.jsonl"
+
+
+def test_trace2_page_steps_through_the_nodes_states(page: Any, tmp_path: Path) -> None:
+    """A trace/2 page: two node lanes in SVG; opened at a step, the next-step key shows the
+    deployment's state the model reaches after the next step (an ``apply`` on the replica moves
+    its offset), and the diff marks exactly the rows that changed."""
+    from xspec.traces.check.explain_multinode import explain_multinode
+    from xspec.viewer.trace_data import node_row_id
+
+    e = explain_multinode(load(LESSON))
+    k = next(n for n, s in enumerate(e.steps, 1) if s.kind == "internal" and s.mark == "apply" and n > 5) - 1
+    out = tmp_path / "lesson.html"
+    write_trace_page(load(LESSON), out)
+    page.goto(out.as_uri() + f"#step={k}")
+    heads = [" ".join(t.split()) for t in page.locator("#lanes-head > div").all_inner_texts()]
+    assert heads == ["node a redis 7.0.15", "node b redis 7.0.15"]
+    assert page.locator("#lanes-svg").count() == 1 and page.locator(".box").count() == 0
+    page.keyboard.press("j")
+    assert page.evaluate("document.body.dataset.step") == str(k + 1)
+    before, after = e.steps[k - 1].state, e.steps[k].state
+    nodes = dom_table(page, "nodes")
+    assert {r: int(c["offset"]) for r, c in nodes.items()} == {
+        node_row_id(r): v[3] for r, v in after.items() if r[0] == "nodes"}
+    changed = {node_row_id(r) for r in set(before) | set(after) if before.get(r) != after.get(r)}
+    marks = dom_marks(page)
+    assert set(marks) == changed and "nodes|b" in marks and "offset" in marks["nodes|b"][1]
+    # The selected step is the replica applying its primary's stream: an arrow from lane a to lane b.
+    selected = page.locator(f"#lanes-svg g[data-step='{k + 1}']")
+    assert selected.get_attribute("class").split()[:1] == ["st"] and "m-apply" in selected.get_attribute("class")
+    x1, x2 = (float(selected.locator("line.arrow2").get_attribute(a) or 0) for a in ("x1", "x2"))
+    lanes = page.evaluate("[...document.querySelectorAll('#lanes-head > div')].map((d) => d.getBoundingClientRect().x)")
+    assert x1 < x2 and lanes[0] < lanes[1]  # a is left of b
+    assert "b: apply" in page.inner_text("#step")
+    assert "REPL-12" in page.locator("#step .rules.checked").inner_text()  # the rules the replica's apply ran
+    page.screenshot(path=str(tmp_path / "lesson.png"))
+    assert (tmp_path / "lesson.png").stat().st_size > 20_000
+
+
+def test_trace2_crash_mark_and_divergence_on_its_node(page: Any, tmp_path: Path) -> None:
+    from tests.test_view import lost_write_claimed
+
+    out = tmp_path / "crash.html"
+    write_trace_page(load(CRASH), out)
+    page.goto(out.as_uri())
+    page.keyboard.press("/")
+    page.keyboard.type("crash")
+    page.keyboard.press("Enter")
+    step = page.evaluate("document.body.dataset.step")
+    mark = page.locator(f"#lanes-svg g[data-step='{step}'] .mark")
+    assert mark.text_content() == "✕"
+    assert page.locator("#lanes-svg rect.down").count() >= 1  # the crashed node's lane is shaded while down
+    out = tmp_path / "claimed.html"
+    write_trace_page(load(lost_write_claimed(tmp_path)), out)
+    page.goto(out.as_uri())  # a divergence opens at its step
+    diverge = page.locator("#lanes-svg g.diverge")
+    assert diverge.count() == 1
+    assert "node a · client 7 · the trace diverges" in page.inner_text("#headline")
+    box = float(diverge.locator("rect").get_attribute("x") or 0)
+    assert box < 40 + 280  # on lane a, the first
+    assert "never replicated" in page.inner_text("#divergence .says pre")
+    assert "never replicated" not in page.inner_text("#divergence .allows")
+
+
+def test_line_fragment_opens_the_step_of_a_trace_line(page: Any, claim_page: Path, tmp_path: Path) -> None:
+    """``#line=L`` (the audit report's links) selects the step of line L of the trace file, or the next."""
+    from xspec.viewer.trace_data import trace_page_data
+
+    steps = trace_page_data(load(CLAIM))["steps"]
+    for k, s in enumerate(steps, 1):
+        if s["l"] is not None:
+            page.goto(claim_page.as_uri() + f"#line={s['l']}")
+            assert page.evaluate("document.body.dataset.step") == str(k), s
+    page.goto(claim_page.as_uri() + "#line=1")  # the header: the first step
+    assert page.evaluate("document.body.dataset.step") == "1"
+    out = tmp_path / "owners.html"
+    two_owners = CORPUS_DIR / "replication" / "redis-7.0.15" / "failover" / "two-owners.jsonl"
+    write_trace_page(load(two_owners), out)
+    data = trace_page_data(load(two_owners))
+    lines = [s["l"] for s in data["steps"]]
+    line = max(x for x in lines if x is not None)
+    page.goto(out.as_uri() + f"#line={line}")
+    assert page.evaluate("document.body.dataset.step") == str(lines.index(line) + 1)

@@ -19,7 +19,7 @@ import networkx as nx
 from xspec.explore.abstraction import BASE_MS, Abstraction
 from xspec.explore.engine import Result
 from xspec.explore.labels import process_summary, server_summary
-from xspec.traces.check.explain import KEY_COLUMNS, TABLES, TIME_COLUMNS, TITLES, state_rows
+from xspec.traces.check.state_tables import KEY_COLUMNS, TABLES, TIME_COLUMNS, TITLES, state_rows
 from xspec.viewer.trace_data import TABLE_ORDER, row_cells, row_id
 
 MAX_STATES = 2000

@@ -16,9 +16,11 @@ from xspec.spec.trace_format import Trace, find_traces, load
 from xspec.traces import CORPUS_DIR
 from xspec.traces.check.witness import Witness
 from xspec.viewer.html import write_page
-from xspec.viewer.trace_data import trace_page_data
+from xspec.viewer.trace_data import is_multinode, trace_page_data
 
 TUTORIAL_DIR = CORPUS_DIR / "tutorial"
+FAILOVER_LESSONS = CORPUS_DIR / "replication" / "lessons"
+"""The traces of spec/tutorial.md's failover chapter (trace/2: a primary and a replica)."""
 
 
 @dataclass
@@ -37,17 +39,19 @@ class NotViewable(ValueError):
 
 
 def write_trace_page(trace: Trace, out: Path, dialect: str | None = None, witness: Witness | None = None) -> Written:
-    """The page of one trace (a recording, a divergence, a counterexample) at ``out``.
-
-    A trace/2 trace with several nodes is refused (:class:`NotViewable`): its replay needs the
-    multi-node model, and a single-server replay would show wrong states.
-    """
-    if trace.header.nodes is not None and len(trace.header.nodes) > 1:
-        raise NotViewable(f"{trace.path}: a trace/2 trace of {len(trace.header.nodes)} nodes; xspec view shows "
-                          "single-server traces (trace/1, or trace/2 with one node) for now")
+    """The page of one trace (a recording, a divergence, a counterexample, a trace/2 trace of
+    several nodes: a lane per node) at ``out``."""
+    if witness is not None and is_multinode(trace):
+        raise NotViewable(f"{trace.path}: a given execution is for single-server traces; a trace/2 trace of "
+                          "several nodes is shown along the checker's own")
     data = trace_page_data(trace, dialect, witness)
     size = write_page(out, data, "trace.js")
     return Written(out, trace.path, str(data["title"]), str(data["verdict"]["status"]), size)
+
+
+def write_page_of_file(trace_file: Path, out: Path) -> None:
+    """The page of the trace in ``trace_file`` at ``out``: the check job's page writer for its report's groups."""
+    write_trace_page(load(trace_file), out)
 
 
 def page_name(path: Path, root: Path) -> str:
@@ -77,17 +81,20 @@ def write_folder(folder: Path, out: Path, dialect: str | None = None, title: str
 
 
 def write_tutorial(out: Path, on_page: Callable[[Written], None] | None = None) -> list[Written]:
-    """spec/tutorial.md's lessons as pages: the model's traces (``out/<lesson>.html``) and the
-    recordings from a real Redis (``out/recorded/<lesson>.html``), with an index."""
+    """spec/tutorial.md's lessons as pages: the model's traces (``out/<lesson>.html``), the
+    recordings from a real Redis (``out/recorded/<lesson>.html``) and the failover chapter's
+    recordings of a primary and a replica (``out/failover/<trace>.html``), with an index."""
     written = []
-    for f in find_traces([TUTORIAL_DIR]):
-        w = write_trace_page(load(f), out / page_name(f, TUTORIAL_DIR))
-        written.append(w)
-        if on_page is not None:
-            on_page(w)
+    for folder, under in ((TUTORIAL_DIR, out), (FAILOVER_LESSONS, out / "failover")):
+        for f in find_traces([folder]):
+            w = write_trace_page(load(f), under / page_name(f, folder))
+            written.append(w)
+            if on_page is not None:
+                on_page(w)
     write_index(out / "index.html", "Tutorial: delivery semantics of consumer groups, by counterexample", written,
                 "Each lesson of spec/tutorial.md step by step: the model's trace (virtual clock), then the same "
-                "commands recorded from a real Redis 7.0.15.")
+                "commands recorded from a real Redis 7.0.15; last, the failover chapter's recordings of a primary "
+                "and a replica, a lane per node.")
     return written
 
 

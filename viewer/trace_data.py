@@ -9,8 +9,15 @@ between steps and never evaluates a command.
 The data is one JSON object (:func:`trace_page_data`):
 
 * ``lanes``: one lane per client, each on a ``node`` (``nodes`` lists them; a single-server
-  trace has one node, ``server``, and no ``links``). A multi-node trace adds nodes, lanes per
-  node and ``links`` between steps (replication, faults) without changing the rest.
+  trace has one node, ``server``). A trace/2 trace of several nodes (``format`` ``trace/2``,
+  :func:`multinode_page_data`) has one lane per node instead: its steps carry their node
+  (``nd``), the node an arrow goes to (``to``: a replication step, a ``repl`` or ``link``
+  event), a mark (``m``: crash, restart, pause, resume, link, repl, apply, ack...) and what
+  happened (``w``); ``down`` lists the steps during which a node was paused or down; the
+  state adds a ``nodes`` table (role, replication ID, offset, backlog) and a ``links`` table
+  (phase, held, commands not yet applied, acknowledged offset), and every other table is
+  keyed by node first. A step's ``ch`` are the rules its model lines cited (about it); the
+  attribution of each change to its rules (``ru``, per row) that a single-server page has is not made.
 * ``tables``: per state table its title and columns (key columns first); ``time`` lists
   the columns that hold absolute times (shown relative to the step's clock).
 * ``steps``: per step its kind, client (lane), trace line, clock (ms since the first
@@ -31,19 +38,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from xspec.spec import trace_format as tf
 from xspec.spec.resp import show
 from xspec.spec.rule_index import load_index
 from xspec.spec.trace_format import Call, Send, Trace
-from xspec.traces.check.explain import (
-    KEY_COLUMNS,
-    TABLES,
-    TIME_COLUMNS,
-    TITLES,
-    Change,
-    Explanation,
-    Step,
-    explain,
+from xspec.traces.check.explain import Change, Explanation, Step, explain
+from xspec.traces.check.explain_multinode import (
+    NODE_KEY_COLUMNS,
+    NODE_TABLES,
+    NODE_TITLES,
+    MultiExplanation,
+    NodeStep,
+    explain_multinode,
+    harness_place,
 )
+from xspec.traces.check.state_tables import KEY_COLUMNS, TABLES, TIME_COLUMNS, TITLES
 from xspec.traces.check.witness import Witness
 
 REPLY_CHARS = 4000
@@ -275,8 +284,228 @@ def _divergence(e: Explanation, rules: _Rules, dialect: str | None) -> dict[str,
 
 def trace_page_data(trace: Trace, dialect: str | None = None, witness: Witness | None = None) -> dict[str, Any]:
     """Replay ``trace`` on the model along the checker's witness (or ``witness``, an execution known
-    to explain it) and return the page data."""
+    to explain it) and return the page data; a trace/2 trace of several nodes gets
+    :func:`multinode_page_data`."""
+    if is_multinode(trace):
+        return multinode_page_data(explain_multinode(trace, dialect, rules=True))
     return explanation_data(explain(trace, dialect, witness), dialect)
 
 
-__all__ = ["explanation_data", "row_cells", "row_id", "trace_page_data"]
+def is_multinode(trace: Trace) -> bool:
+    return trace.header.nodes is not None and len(trace.header.nodes) > 1
+
+
+# ---------------------------------------------------------------------------------------------
+# trace/2: a lane per node
+
+
+def node_row_id(row: tuple[Any, ...]) -> str:
+    """``nodes|a``, ``links|a|b``, ``clients|a|3``, ``pending|a|orders|workers|1-0``."""
+    table = row[0]
+    if table in NODE_TABLES or table == "clients":
+        return "|".join(str(r) for r in row)
+    return f"{table}|{row[1]}|" + row_id((table, *row[2:])).partition("|")[2]
+
+
+def node_row_cells(row: tuple[Any, ...], values: tuple[Any, ...], start: int) -> list[Any]:
+    if row[0] in NODE_TABLES:
+        return [("yes" if v else "no") if isinstance(v, bool) else v for v in values]
+    return row_cells(row, values, start)
+
+
+def _plain_diff(before: dict[tuple[Any, ...], tuple[Any, ...]], after: dict[tuple[Any, ...], tuple[Any, ...]],
+                start: int) -> list[list[Any]]:
+    """The rows a step added, removed or changed (no rules: the multi-node replay does not trace them)."""
+    out: list[list[Any]] = []
+    moved = [r for r, v in after.items() if before.get(r) != v] + [r for r in before if r not in after]
+    for row in sorted(moved, key=repr):
+        old, new = before.get(row), after.get(row)
+        rid = node_row_id(row)
+        if old is None:
+            assert new is not None
+            out.append([rid, "+", node_row_cells(row, new, start), None, [], []])
+        elif new is None:
+            out.append([rid, "-", None, node_row_cells(row, old, start), [], []])
+        else:
+            changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+            out.append([rid, "~", node_row_cells(row, new, start), node_row_cells(row, old, start), changed, []])
+    return out
+
+
+def _node_tables() -> dict[str, Any]:
+    tables: dict[str, Any] = {t: {"title": NODE_TITLES[t], "keys": list(NODE_KEY_COLUMNS[t]), "columns": list(c),
+                                  "time": []} for t, c in NODE_TABLES.items()}
+    for t in TABLE_ORDER:
+        tables[t] = {"title": TITLES[t], "keys": ["node", *KEY_COLUMNS[t]],
+                     "columns": [TIME_COLUMNS.get(c, c) for c in TABLES[t]],
+                     "time": [i for i, c in enumerate(TABLES[t]) if c in TIME_COLUMNS]}
+    return tables
+
+
+def event_node(trace: Trace, index: int) -> tuple[str | None, int | None]:
+    """(node, client) of the event at ``index`` (0-based): a client's node, or the node a harness event is about."""
+    e: Any = trace.events[index]
+    if isinstance(e, (Call, Send, tf.Connect)):
+        return e.node, e.c
+    if isinstance(e, (tf.Recv, tf.Close, tf.Push)):
+        return trace.client_nodes().get(e.c), e.c
+    if isinstance(e, (tf.Crash, tf.Restart, tf.Pause, tf.Resume)):
+        return e.node, None
+    if isinstance(e, tf.ReplAck):
+        return e.replica, None
+    if isinstance(e, (tf.Link, tf.ReplCmd, tf.ReplSync)):
+        return e.primary, None
+    return None, None
+
+
+def _node_step(s: NodeStep, start: int, rules: _Rules) -> dict[str, Any]:
+    item: dict[str, Any] = {"k": s.kind, "nd": s.node, "c": s.client,
+                            "l": None if s.event is None else s.event + 2,
+                            "t": None if s.now is None else s.now - start, "w": s.what}
+    if s.argv is not None and s.kind == "command":
+        item["cmd"] = command_text(s.argv)
+    if s.blocked:
+        item["b"] = 1
+    elif s.reply is not None:
+        item["r"] = _cut(show(s.reply))
+    if s.served:
+        item["sv"] = [[cid, _cut(show(reply)), None] for cid, reply in s.served]
+    if s.to is not None:
+        item["to"] = s.to
+    if s.mark is not None:
+        item["m"] = s.mark
+    if s.rules:
+        item["ch"] = rules(s.rules)  # checked: which of them changed what is not traced here
+    return item
+
+
+def _file_order_steps(trace: Trace) -> list[dict[str, Any]]:
+    """The trace's events as steps, in the file's order, without states (for a trace no execution was found for)."""
+    out = []
+    for p, e in enumerate(trace.events):
+        node, client = event_node(trace, p)
+        item: dict[str, Any] = {"k": "event", "nd": node, "c": client, "l": p + 2, "t": None,
+                                "w": event_text(e), "d": []}
+        if isinstance(e, (Call, Send)) and e.cmd is not None:
+            item["k"], item["cmd"] = "command", command_text(e.cmd)
+        if isinstance(e, (Call, tf.Recv)):
+            item["r"] = _cut(show(e.reply))
+        _, to, mark = harness_place(e)
+        item.update({k: v for k, v in (("to", to), ("m", mark)) if v is not None})
+        out.append(item)
+    return out
+
+
+def event_text(e: Any) -> str:
+    """What a trace/2 event says, in a few words (for a trace shown without its execution)."""
+    if isinstance(e, (Call, Send)):
+        return f"c{e.c}: " + (command_text(e.cmd) if e.cmd is not None else "(raw bytes)")
+    if isinstance(e, tf.Recv):
+        return f"c{e.c} receives"
+    if isinstance(e, (tf.Crash, tf.Restart, tf.Pause, tf.Resume)):
+        return f"{e.node}: {type(e).__name__.lower()}"
+    if isinstance(e, tf.Link):
+        return f"link {e.primary}→{e.replica}: {e.state}" + (" (by the server)" if e.by == "server" else "")
+    if isinstance(e, tf.ReplCmd):
+        return f"repl {e.primary}→{e.replica}: {command_text(e.cmd)}"
+    if isinstance(e, tf.ReplSync):
+        return f"repl {e.primary}→{e.replica}: {e.sync} sync" + ("" if e.offset is None else f" at offset {e.offset}")
+    if isinstance(e, tf.ReplAck):
+        return f"{e.replica}: ack {e.ack}"
+    return type(e).__name__.lower()
+
+
+def multinode_page_data(e: MultiExplanation) -> dict[str, Any]:
+    """The page data of a trace/2 trace of several nodes (see the module docstring)."""
+    trace, verdict = e.trace, e.verdict
+    specs = trace.header.node_specs()
+    times = [s.now for s in e.steps if s.now is not None]
+    start = min(times) if times else 0
+    steps: list[dict[str, Any]] = []
+    before: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    spans: list[list[Any]] = []
+    blocked_at: dict[int, tuple[str | None, int]] = {}
+    down: list[list[Any]] = []
+    down_since: dict[str, tuple[int, str]] = {}
+    rules = _Rules()
+    for n, s in enumerate(e.steps):
+        item = _node_step(s, start, rules)
+        item["d"] = _plain_diff(before, s.state, start)
+        before = s.state
+        if s.blocked and s.client is not None:
+            blocked_at[s.client] = (s.node, n)
+        for cid in [*([s.client] if s.kind == "timeout" and s.client is not None else []),
+                    *(cid for cid, _ in s.served)]:
+            if cid in blocked_at:
+                node, at = blocked_at.pop(cid)
+                spans.append([node, at, n, cid])
+        for name in specs:
+            row = s.state.get(("nodes", name))
+            now = "up" if row is None else row[0]
+            was = down_since.get(name)
+            if was is not None and was[1] != now:
+                down.append([name, was[0], n, was[1]])
+                del down_since[name]
+            if now != "up" and name not in down_since:
+                down_since[name] = (n, now)
+        steps.append(item)
+    for cid, (node, at) in blocked_at.items():
+        spans.append([node, at, len(steps), cid])
+    for name, (at, what) in down_since.items():
+        down.append([name, at, len(steps), what])
+    note = "order, clock readings and internal steps as the conformance checker explained the trace"
+    if not e.steps:
+        steps = _file_order_steps(trace)
+        note = f"no execution of the model to replay ({verdict.status}): the events in the file's order, no states"
+    elif verdict.status == "diverge" and verdict.event is not None:
+        note += (f"; replayed up to event {verdict.event - 1} (line {verdict.event}); event {verdict.event} "
+                 f"(line {verdict.event + 1}) is where the trace diverges")
+    data: dict[str, Any] = {
+        "kind": "trace",
+        "title": trace.header.title or Path(trace.path).name,
+        "path": trace.path,
+        "server": " · ".join(f"{name}: {n.server_name} {n.server_version}" for name, n in specs.items()),
+        "clock": trace.header.clock,
+        "format": "trace/2",
+        "note": note,
+        "verdict": {"status": verdict.status, "event": verdict.event, "message": verdict.message,
+                    "text": verdict.describe()},
+        "nodes": [{"id": name, "label": f"{n.server_name} {n.server_version}"} for name, n in specs.items()],
+        "lanes": [{"id": name, "node": name, "label": f"node {name}"} for name in specs],
+        "links": [],
+        "tables": _node_tables(),
+        "steps": steps,
+        "spans": spans,
+        "down": down,
+        "divergence": _node_divergence(e),
+    }
+    data["rules"] = rules.ids
+    data["rule_text"] = rules.texts()
+    return data
+
+
+def _node_divergence(e: MultiExplanation) -> dict[str, Any] | None:
+    v = e.verdict
+    if v.status == "conform":
+        return None
+    d = v.witness.divergence if v.witness is not None else None
+    event = v.event
+    node = client = None
+    argv = d.argv if d is not None else None
+    if event is not None and 0 < event <= len(e.trace.events):
+        node, client = event_node(e.trace, event - 1)
+        ev = e.trace.events[event - 1]
+        if argv is None and isinstance(ev, (Call, Send)):
+            argv = ev.cmd
+    says = None if d is None or d.got is None else show(d.got)
+    if says is None and v.got is not None:
+        says = show(v.got)
+    allows = list(d.allowed_text or [show(a) for a in d.allowed]) if d is not None else list(
+        v.allowed_text or [show(a) for a in v.allowed])
+    return {"status": v.status, "event": event, "line": None if event is None else event + 1, "client": client,
+            "node": node, "cmd": command_text(argv), "message": v.message, "says": says, "allows": allows,
+            "where": "", "rules": []}
+
+
+__all__ = ["event_node", "explanation_data", "is_multinode", "multinode_page_data", "node_row_id", "row_cells",
+           "row_id", "trace_page_data"]

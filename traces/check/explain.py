@@ -29,18 +29,19 @@ reuses it for counterexamples); ``--json`` gives the same content for tools.
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import re
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from types import CodeType, FrameType
 from typing import Any, TextIO
 
-from xspec.models import Server
-from xspec.models import lag as lag_rules
-from xspec.models.state import Stream, type_name, value_size
 from xspec.spec.dialect import Dialect
 from xspec.spec.environment import environment_matches
 from xspec.spec.resp import Reply, arg_to_json, show, to_json
@@ -48,7 +49,25 @@ from xspec.spec.rule_index import Levels, load_index
 from xspec.spec.trace_format import Call, Close, Connect, Note, Recv, Send, Trace
 from xspec.traces.check import checker
 from xspec.traces.check.explain_multinode import explain_multinode_trace
-from xspec.traces.check.witness import StepResult, Witness, WitnessReplay, WitnessStep
+from xspec.traces.check.state_tables import (
+    KEY_COLUMNS,
+    TABLES,
+    TIME_COLUMNS,
+    TITLES,
+    EntryRows,
+    Snapshot,
+    state_rows,
+    text,
+)
+from xspec.traces.check.witness import (
+    RuleTracer,
+    StepResult,
+    Witness,
+    WitnessReplay,
+    WitnessStep,
+    rule_filter,
+    step_families,
+)
 
 # ---------------------------------------------------------------------------
 # The rules: which file defines each, which ids a text cites (from the rule index)
@@ -78,7 +97,6 @@ def cited_rules(text: str) -> tuple[str, ...]:
     return load_index().cited_rules(text)
 
 
-Snapshot = dict[tuple[Any, ...], tuple[Any, ...]]
 
 
 @dataclass
@@ -102,6 +120,11 @@ class _ChangeRecorder:
     state is snapshotted then and compared with the previous snapshot, and the differences
     are attributed to the levels that governed until then. Snapshots stop when
     :data:`SNAPSHOT_BUDGET` is spent (see there).
+
+    The tracer (:class:`_WriteWatcher`) marks the recorder ``dirty`` when a line that may change
+    the state (:func:`writing_lines`) starts; a move while nothing may have changed since the
+    last snapshot takes none: that snapshot would equal the last one (and as many rows are
+    counted against the budget).
     """
 
     def __init__(self, snapshot: Callable[[], Snapshot]) -> None:
@@ -111,6 +134,7 @@ class _ChangeRecorder:
         self.last = snapshot()
         self.budget = SNAPSHOT_BUDGET
         self.unsettled: list[Levels] = []  # levels in force since the budget ran out
+        self.dirty = True  # a line that may write ran since the last snapshot
 
     def moved(self, active: Levels) -> None:
         if self.budget > 0:
@@ -124,82 +148,138 @@ class _ChangeRecorder:
 
     def _settle(self) -> None:
         """Attribute what changed since the last snapshot to the levels that governed meanwhile."""
+        if not self.dirty:
+            self.budget -= len(self.last)
+            return
+        self.dirty = False
         now = self.snapshot()
         self.budget -= len(now)
         governing = [self.active, *(u for u in self.unsettled if u != self.active)]
         if now != self.last:
-            for row in sorted(set(self.last) | set(now), key=repr):
-                old, new = self.last.get(row), now.get(row)
-                if old != new:
-                    self.changes.append(RawChange(row, old, new, governing))
+            last = self.last
+            moved = [row for row, values in now.items() if last.get(row) != values]
+            moved += [row for row in last if row not in now]
+            for row in sorted(moved, key=repr):  # only the rows that changed are ordered
+                self.changes.append(RawChange(row, last.get(row), now.get(row), governing))
             self.last = now
 
 
-# ---------------------------------------------------------------------------
-# The state that matters, as rows of tables
+_WRITING_NODES = (ast.AugAssign, ast.Delete, ast.With, ast.AsyncWith, ast.Await, ast.Yield, ast.YieldFrom)
 
-TABLES: dict[str, tuple[str, ...]] = {
-    "keys": ("type", "length", "last-generated-id", "entries-added", "max-deleted-id", "first-id"),
-    "entries": ("fields",),
-    "groups": ("last-delivered-id", "entries-read", "lag", "pending", "consumers"),
-    "pending": ("owner", "delivery-time", "deliveries"),
-    "consumers": ("pending", "seen-time"),
-    "clients": ("blocked-on", "command", "deadline", "transaction"),
-}
-"""Each table's value columns. A row is keyed ``(table, ...)``: keys by (db, key), entries by
-(db, key, id), groups by (db, key, group), pending entries by (db, key, group, id), consumers
-by (db, key, group, name), clients by (client id,)."""
+READING_BUILTINS = frozenset("""abs all any bool bytes callable chr dict divmod enumerate filter float format
+    frozenset getattr hasattr hash id int isinstance issubclass iter len list map max min next ord range repr
+    reversed round set slice sorted str sum tuple type zip""".split())
+"""Built-in functions that change nothing they are given (``next`` resumes a generator, whose lines are traced)."""
 
-KEY_COLUMNS: dict[str, tuple[str, ...]] = {
-    "keys": ("key",), "entries": ("key", "id"), "groups": ("key", "group"),
-    "pending": ("key", "group", "id"), "consumers": ("key", "group", "consumer"), "clients": ("client",),
-}
-TITLES = {"keys": "Keys", "entries": "Entries", "groups": "Groups", "pending": "Pending entries (PEL)",
-          "consumers": "Consumers", "clients": "Clients"}
-TIME_COLUMNS = {"delivery-time": "idle", "seen-time": "seen", "deadline": "deadline"}
-"""Absolute times, shown relative to the step's clock (idle = now - delivery time)."""
+CONTAINER_WRITES = frozenset("""add append appendleft clear discard extend extendleft insert move_to_end pop popitem
+    popleft remove reverse rotate setdefault sort update""".split())
+"""Methods by which the containers the model keeps its state in change (never taken for model code)."""
 
 
-def text(b: bytes) -> str:
-    return b.decode("utf-8", "backslashreplace")
-
-
-def state_rows(server: Server) -> Snapshot:
-    """The state of ``server`` that explain shows, as {row key: column values}."""
-    rows: Snapshot = {}
-    for db, keys in enumerate(server.dbs):
-        for key, value in keys.items():
-            if not isinstance(value, Stream):
-                rows[("keys", db, key)] = (type_name(value), value_size(value), None, None, None, None)
-                continue
-            s = value
-            rows[("keys", db, key)] = ("stream", s.length, str(s.last_id), s.entries_added,
-                                       str(s.max_deleted_id), str(s.first_id))
-            for entry_id, fields in s.entries.items():
-                rows[("entries", db, key, entry_id)] = (fields,)
-            for gname, g in s.groups.items():
-                rows[("groups", db, key, gname)] = (str(g.last_id), None if g.entries_read == -1 else g.entries_read,
-                                                    lag_rules.group_lag(s, g), len(g.pel), len(g.consumers))
-                for entry_id, nack in g.pel.items():
-                    owner = None if nack.consumer is None else text(nack.consumer.name)
-                    rows[("pending", db, key, gname, entry_id)] = (owner, nack.delivery_time, nack.delivery_count)
-                for cname, c in g.consumers.items():
-                    rows[("consumers", db, key, gname, cname)] = (len(c.pel), c.seen_time)
-    for cid, client in sorted(server.clients.items()):
-        b = client.blocked
-        transaction = None
-        if client.in_multi:
-            transaction = f"MULTI, {len(client.multi_queue)} queued" + (" (will abort)" if client.multi_error else "")
-        elif client.watched:
-            transaction = "WATCH " + " ".join(text(k) for _, k in client.watched) + (
-                " (touched)" if client.dirty_cas else "")
-        if b is None and transaction is None:
+@cache
+def model_functions() -> frozenset[str]:
+    """The names of every function and method defined in the modules whose lines the tracer follows
+    (the rule index's model modules): a call to one of them is watched line by line as it runs."""
+    names: set[str] = set()
+    for module in load_index().module_paths:
+        path = getattr(importlib.import_module(module), "__file__", None)
+        if path is None:
             continue
-        blocked_on = None if b is None else " ".join(text(k) for k in dict.fromkeys(b.keys))
-        command = None if b is None else " ".join(text(a) for a in b.argv)
-        deadline = None if b is None else b.deadline
-        rows[("clients", cid)] = (blocked_on, command, deadline, transaction)
-    return rows
+        for node in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+    return frozenset(names - CONTAINER_WRITES)
+
+
+def _call_may_write(call: ast.Call) -> bool:
+    """A call may write unless it calls a built-in that only reads or a function of the model by its name
+    (a model function's own lines are watched as they run)."""
+    f = call.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+    if name is None or name in CONTAINER_WRITES:
+        return True
+    if isinstance(f, ast.Name) and name in READING_BUILTINS:
+        return False
+    return name not in model_functions()
+
+
+def _may_write(node: ast.AST) -> bool:
+    """Whether running ``node`` may change state: a call that may run code other than the model's
+    (:func:`_call_may_write`), a store into an attribute or an item, an augmented assignment,
+    ``del``, ``with``, a ``yield`` (the consumer runs)."""
+    for n in ast.walk(node):
+        if isinstance(n, _WRITING_NODES):
+            return True
+        if isinstance(n, ast.Call) and _call_may_write(n):
+            return True
+        if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            return True
+    return False
+
+
+def _headers(stmt: ast.stmt) -> list[ast.AST]:
+    """The parts of a statement that run on its own lines (a compound statement's header, a simple one whole)."""
+    if isinstance(stmt, (ast.If, ast.While)):
+        return [stmt.test]
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return [stmt.target, stmt.iter]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [stmt]  # __enter__/__exit__ run on the header: always a possible write
+    if isinstance(stmt, ast.Match):
+        return [stmt.subject]
+    if isinstance(stmt, ast.Try):
+        return [h.type for h in stmt.handlers if h.type is not None]
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [*stmt.decorator_list, *getattr(stmt.args, "defaults", []), *getattr(stmt.args, "kw_defaults", [])] \
+            if not isinstance(stmt, ast.ClassDef) else [*stmt.decorator_list, *stmt.bases]
+    return [stmt]
+
+
+@cache
+def writing_lines(path: str) -> frozenset[int]:
+    """The lines of a source file on which a statement that may change state starts or runs
+    (:func:`_may_write`), every line a multi-line statement spans included."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        for part in _headers(node):
+            if part is not None and _may_write(part):
+                end = getattr(part, "end_lineno", None) or part.lineno  # type: ignore[attr-defined]
+                first = node.lineno if part is node else min(node.lineno, part.lineno)  # type: ignore[attr-defined]
+                out.update(range(first, end + 1))
+    return frozenset(out)
+
+
+class _WriteWatcher(RuleTracer):
+    """A :class:`RuleTracer` that also marks its recorder ``dirty`` when a line that may change the
+    state is about to run (:func:`writing_lines`), after the move that line's event may make.
+
+    Code whose source is not its module's file (a dataclass's generated ``__init__``) counts
+    as writing on every line.
+    """
+
+    def __init__(self, index: Any, on_move: Callable[[Levels], None] | None, recorder: _ChangeRecorder) -> None:
+        super().__init__(index, on_move)
+        self.recorder = recorder
+        self.lines: dict[CodeType, frozenset[int] | None] = {}
+
+    def _writes(self, frame: FrameType) -> bool:
+        code = frame.f_code
+        try:
+            lines = self.lines[code]
+        except KeyError:
+            module = sys.modules.get(frame.f_globals.get("__name__", ""))
+            path = getattr(module, "__file__", None)
+            lines = self.lines[code] = writing_lines(path) if path and path == code.co_filename else None
+        return lines is None or frame.f_lineno in lines
+
+    def _local(self, frame: FrameType, event: str, arg: Any) -> Any:
+        out = super()._local(frame, event, arg)  # the move happens before the line runs
+        if event == "line" and not self.recorder.dirty and self._writes(frame):
+            self.recorder.dirty = True
+        return out
 
 
 # ---------------------------------------------------------------------------
@@ -303,21 +383,42 @@ def _values(table_name: str, values: tuple[Any, ...] | None) -> dict[str, Any] |
 
 
 
+class _WatchedReplay(WitnessReplay):
+    """A :class:`WitnessReplay` that follows the rules with a :class:`_WriteWatcher` for a recorder."""
+
+    def run(self, step: WitnessStep, on_move: Callable[[Levels], None] | None = None,  # type: ignore[override]
+            recorder: _ChangeRecorder | None = None) -> StepResult:
+        if recorder is None:  # a step that changes no state worth recording (a connection opening)
+            return super().run(step, on_move)
+        self.clock.load(step.readings)
+        self.choices = deque(step.model_choices)
+        assert self.index is not None
+        keep = rule_filter(self.index, step_families(self.index, self.server, step), self.server.dialect.name)
+        tracer = _WriteWatcher(self.index, on_move, recorder)
+        with tracer:
+            result = self._run(step)
+        result.rules = tuple(r for r in tracer.checked if keep(r))
+        result.error_levels = tracer.error_levels
+        result.keep = keep
+        return result
+
+
 class _Replayer:
     """Runs steps on a fresh model (:class:`WitnessReplay`), following rules and collecting the state after each."""
 
     def __init__(self, trace: Trace, dialect: Dialect, first_reading: int = 0) -> None:
         self.trace = trace
-        self.replay = WitnessReplay(trace, dialect, first_reading, rules=True)
+        self.replay = _WatchedReplay(trace, dialect, first_reading, rules=True)
         self.server = self.replay.server
         self.clock = self.replay.clock
         self.steps: list[Step] = []
         self.notes: list[str] = []
         self.blocked: dict[int, tuple[Step, int | None, Reply | None]] = {}  # client -> step, recv line, reply
+        self.entries = EntryRows()  # the streams' entries rows, between snapshots
 
     def run(self, step: Step, action: WitnessStep) -> StepResult:
-        recorder = _ChangeRecorder(lambda: state_rows(self.server))
-        result = self.replay.run(action, recorder.moved)
+        recorder = _ChangeRecorder(lambda: state_rows(self.server, self.entries))
+        result = self.replay.run(action, recorder.moved, recorder)
         recorder.finish()
         keep = result.keep
         assert keep is not None

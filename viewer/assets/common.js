@@ -40,10 +40,15 @@ function readFragment() {
   return out;
 }
 
+// The address follows the selection, written once the page is idle again: history.replaceState costs
+// several milliseconds, too much to pay inside every key press of a fast stepper.
+let pendingFragment = null;
 function writeFragment(values) {
   const parts = Object.entries(values).filter(([, v]) => v !== null && v !== undefined && v !== "")
     .map(([k, v]) => encodeURIComponent(k) + "=" + encodeURIComponent(v));
-  history.replaceState(null, "", "#" + parts.join("&"));
+  const first = pendingFragment === null;
+  pendingFragment = "#" + parts.join("&");
+  if (first) setTimeout(() => { const f = pendingFragment; pendingFragment = null; history.replaceState(null, "", f); }, 0);
 }
 
 function typing(ev) {

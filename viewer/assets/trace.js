@@ -1,13 +1,16 @@
 "use strict";
-// The trace page: a time-space diagram (a lane per client, per node), the selected step, the state panel.
-// Every state shown was computed in Python; this script applies the embedded row differences
-// to move between steps and draws them.
+// The trace page: a time-space diagram (a lane per client; for a trace/2 trace of several nodes an
+// SVG with a lane per node, replication steps as arrows between lanes, faults marked), the selected
+// step, the state panel. Every state shown was computed in Python; this script applies the embedded
+// row differences to move between steps and draws them.
 (function () {
   const D = XSPEC;
   const steps = D.steps;
   const N = steps.length + (D.divergence ? 1 : 0);  // the divergence is a step of its own, after the last
-  const ROW = 42, LANE = 190, LEFT = 40;
+  const MULTI = D.format === "trace/2";  // a lane per node
+  const ROW = 42, LANE = MULTI ? 280 : 190, LEFT = 40;
   const laneIndex = new Map(D.lanes.map((l, i) => [l.id, i]));
+  document.documentElement.style.setProperty("--lane", LANE + "px");
   const state = new Map();  // row id -> cells, after step `cur`
   let cur = 0;              // steps applied
   let sel = 0;              // selected step, 1..N
@@ -46,10 +49,12 @@
   const rowsEl = document.getElementById("rows");
   const head = document.getElementById("lanes-head");
   head.style.paddingLeft = LEFT + "px";
+  const nodeLabel = new Map(D.nodes.map((n) => [n.id, n.label]));
   for (const lane of D.lanes) {
-    const node = D.nodes.length > 1 ? el("div", {class: "node"}, lane.node) : null;
+    const node = MULTI ? el("div", {class: "node"}, nodeLabel.get(lane.node))
+      : D.nodes.length > 1 ? el("div", {class: "node"}, lane.node) : null;
     const h = el("div", {"data-lane": lane.id}, lane.label);
-    if (node) { h.prepend(node, el("br")); }
+    if (node) { if (MULTI) h.append(el("br"), node); else h.prepend(node, el("br")); }
     head.append(h);
   }
   const width = LEFT + D.lanes.length * LANE + 10;
@@ -58,15 +63,16 @@
   head.style.width = width + "px";
   diagram.style.width = Math.min(width + 20, window.innerWidth * 0.52) + "px";
 
-  function laneX(client) { return LEFT + (laneIndex.has(client) ? laneIndex.get(client) : 0) * LANE; }
+  function laneX(lane) { return LEFT + (laneIndex.has(lane) ? laneIndex.get(lane) : 0) * LANE; }
 
   // ---- drawing the visible rows of the diagram ---------------------------------------------------
   let drawn = [-1, -1];
   function drawDiagram(force, scrolled) {
     const top = scrolled === undefined ? diagram.scrollTop : scrolled, h = viewHeight;
     const first = Math.max(0, Math.floor(top / ROW) - 15), last = Math.min(rows.length, Math.ceil((top + h) / ROW) + 15);
-    if (!force && first === drawn[0] && last === drawn[1]) return;
+    if (!force && first === drawn[0] && last === drawn[1]) return false;
     drawn = [first, last];
+    if (MULTI) { drawNodeLanes(first, last); return true; }
     const out = [];
     for (let i = 0; i < D.lanes.length; i++) {
       const line = el("div", {class: "lane-line"});
@@ -97,6 +103,13 @@
       for (const b of stepBoxes(k)) { b.style.top = (r * ROW + 3) + "px"; out.push(b); }
     }
     rowsEl.replaceChildren(...out);
+    return true;
+  }
+
+  // The selection moved within the rows drawn: move its mark, without drawing them again.
+  function markSelected(prev) {
+    for (const e of rowsEl.querySelectorAll('[data-step="' + prev + '"]')) e.classList.remove("sel");
+    for (const e of rowsEl.querySelectorAll('[data-step="' + sel + '"]')) e.classList.add("sel");
   }
 
   function stepBoxes(k) {
@@ -139,6 +152,98 @@
     return out;
   }
 
+  // ---- trace/2: one lane per node, drawn in SVG ---------------------------------------------------
+  const MARKS = {crash: "✕", restart: "↻", pause: "⏸", resume: "▶"};
+  function cut(text, n) { text = String(text); return text.length > n ? text.slice(0, n - 1) + "…" : text; }
+  function mid(node) { return laneX(node) + LANE / 2; }
+  function stepClass(s, k) {
+    let cls = "st";
+    if (s.k === "timeout") cls += " timeout";
+    else if (s.b) cls += " blocked";
+    else if (s.r !== undefined && !s.r.startsWith("(error)")) cls += " ok";
+    if (s.d.length) cls += " changed";
+    if (k === sel) cls += " sel";
+    if (matches.length && matches.includes(k)) cls += " hit";
+    return cls;
+  }
+  function nodeStepShapes(k, y) {
+    if (k > steps.length) {
+      const d = D.divergence;
+      const x = laneX(d.node) + 6;
+      return [svg("g", {"data-step": k, class: "st diverge" + (k === sel ? " sel" : "")},
+        svg("title", {text: "diverges here: " + d.message}),
+        svg("rect", {x, y: y + 3, width: LANE - 12, height: ROW - 6, rx: 4}),
+        svg("text", {x: x + 6, y: y + 17, text: cut("✗ " + (d.cmd || d.message), 38)}),
+        svg("text", {x: x + 6, y: y + 31, class: "r", text: cut("trace: " + (d.says === null ? "-" : d.says), 38)}))];
+    }
+    const s = steps[k - 1];
+    const g = svg("g", {"data-step": k, "data-kind": s.k, class: stepClass(s, k) + (s.m ? " m-" + s.m.split(" ")[0] : "")},
+                  svg("title", {text: (s.w || s.cmd || s.k) + (s.r !== undefined ? "\n‹ " + s.r : "")}));
+    const x = laneX(s.nd);
+    if (s.k === "command" || s.k === "timeout" || s.k === "close" || s.k === "connect") {
+      const top = s.k === "timeout" ? "⏱ c" + s.c + " times out" : (s.c === null ? "" : "c" + s.c + " ") + (s.cmd || s.k);
+      const bottom = s.b ? "… blocks" : s.r !== undefined ? "‹ " + s.r : "";
+      g.append(svg("rect", {x: x + 6, y: y + 3, width: LANE - 12, height: ROW - 6, rx: 4}),
+               svg("text", {x: x + 12, y: y + 17, text: cut(top, 36)}),
+               svg("text", {x: x + 12, y: y + 31, class: "r", text: cut(bottom, 36)}));
+      for (const [client, reply] of s.sv || []) {
+        g.append(svg("text", {x: x + LANE - 10, y: y + 17, class: "served", "text-anchor": "end", text: "serves c" + client}));
+      }
+      return [g];
+    }
+    // a step of the servers or of the harness: a mark on its lane, an arrow to the other end
+    const cx = mid(s.nd), cy = y + ROW / 2;
+    if (s.to !== undefined && laneIndex.has(s.to)) {
+      const tx = mid(s.to), dir = tx > cx ? 1 : -1;
+      const line = svg("line", {x1: cx + dir * 8, y1: y + 8, x2: tx - dir * 8, y2: y + ROW - 8, class: "arrow2",
+                                "marker-end": "url(#head)"});
+      if (s.m && s.m.startsWith("link")) line.setAttribute("stroke-dasharray", "4 3");
+      g.append(line);
+    }
+    const sign = MARKS[s.m];
+    if (sign) g.append(svg("text", {x: cx, y: cy + 6, class: "mark", "text-anchor": "middle", text: sign}));
+    else g.append(svg("circle", {cx, cy, r: 5}));
+    const label = s.w ? s.w.replace(/^[^:]*: /, "") : s.m || s.k;
+    // beside the mark, away from the arrow where the lane leaves room (about 7 px a character)
+    const right = s.to === undefined || mid(s.to) < cx || cx - LEFT < 150;
+    const room = right ? (s.to !== undefined && mid(s.to) > cx ? (mid(s.to) - cx) / 2 : LANE / 2 + 100) : cx - LEFT;
+    g.append(svg("text", {x: right ? cx + 12 : cx - 12, y: right && s.to !== undefined && mid(s.to) > cx ? y + 10 : cy + 4,
+                          class: "label", "text-anchor": right ? "start" : "end", text: cut(label, Math.max(8, Math.floor(room / 7)))}));
+    return [g];
+  }
+  const svgRoot = svg("svg", {id: "lanes-svg", width, height: rows.length * ROW});
+  if (MULTI) rowsEl.append(svgRoot);
+  function drawNodeLanes(first, last) {
+    const out = [svg("defs", null, svg("marker", {id: "head", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7,
+      markerHeight: 7, orient: "auto-start-reverse"}, svg("path", {d: "M0,0 L10,5 L0,10 z"})))];
+    for (const [node, from, to, what] of D.down || []) {
+      const a = rowOfStep[from + 1], b = to < steps.length ? rowOfStep[to + 1] : rows.length;
+      if (b < first || a > last) continue;
+      out.push(svg("rect", {class: "down " + what, x: laneX(node) + 2, y: a * ROW, width: LANE - 4, height: (b - a) * ROW},
+        svg("title", {text: "node " + node + " " + what})));
+    }
+    for (let i = 0; i < D.lanes.length; i++) {
+      const x = LEFT + i * LANE + LANE / 2;
+      out.push(svg("line", {class: "lane", x1: x, x2: x, y1: first * ROW, y2: last * ROW}));
+    }
+    for (const [node, from, to, client] of D.spans) {
+      const a = rowOfStep[from + 1], b = to < steps.length ? rowOfStep[to + 1] : rows.length;
+      if (b < first || a > last) continue;
+      out.push(svg("rect", {class: "span2", x: laneX(node) + 1, y: a * ROW + ROW / 2, width: 4,
+                            height: Math.max(4, (b - a) * ROW)}, svg("title", {text: "client " + client + " blocked"})));
+    }
+    for (let r = first; r < last; r++) {
+      const row = rows[r], y = r * ROW;
+      if (row.note !== undefined) {
+        out.push(svg("text", {class: "note", x: LEFT, y: y + 24, text: cut("# " + row.note, 80)}));
+        continue;
+      }
+      out.push(svg("text", {class: "num", x: 34, y: y + 24, "text-anchor": "end", text: String(row.step)}));
+      out.push(...nodeStepShapes(row.step, y));
+    }
+    svgRoot.replaceChildren(...out);
+  }
+
   function place(box, client) {
     box.style.left = (laneX(client) + 6) + "px";
     box.style.width = (LANE - 12) + "px";
@@ -179,8 +284,8 @@
   function showStep() {
     if (sel > steps.length) {
       const d = D.divergence;
-      headline.textContent = "Step " + sel + " of " + N + " · line " + d.line + (d.client === null ? "" : " · client " + d.client) +
-        " · the trace diverges";
+      headline.textContent = "Step " + sel + " of " + N + " · line " + d.line + (d.node ? " · node " + d.node : "") +
+        (d.client === null ? "" : " · client " + d.client) + " · the trace diverges";
       const allowed = d.allows.length ? d.allows.map((a) => el("pre", null, a)) : [el("pre", null, "(no reply at all)")];
       detail.replaceChildren(...[
         d.cmd ? el("div", {class: "cmdline"}, "> " + d.cmd) : null,
@@ -194,8 +299,10 @@
       return;
     }
     const s = steps[sel - 1];
-    headline.textContent = "Step " + sel + " of " + N + (s.l ? " · line " + s.l : "") + " · client " + s.c + when(s.t);
+    headline.textContent = "Step " + sel + " of " + N + (s.l ? " · line " + s.l : "") + (MULTI ? " · node " + s.nd : "") +
+      (s.c === null || s.c === undefined ? "" : " · client " + s.c) + when(s.t);
     const parts = [];
+    if (MULTI && !s.cmd) parts.push(el("div", {class: "cmdline"}, s.w + (s.to ? "  (" + s.nd + " → " + s.to + ")" : "")));
     for (const n of s.n || []) parts.push(el("div", {class: "notes"}, "# " + n));
     if (s.cmd) parts.push(el("div", {class: "cmdline"}, "> " + s.cmd));
     if (s.k === "timeout") parts.push(el("div", {class: "reply"}, "client " + s.c + " times out (BLOCK-8)"));
@@ -244,9 +351,46 @@
   }
 
   // ---- the state panel ---------------------------------------------------------------------------
-  const SHOWN = 60;
+  const SHOWN = 40;
   const collator = new Intl.Collator(undefined, {numeric: true});
   const stateEl = document.getElementById("state");
+
+  // Each table is drawn once and kept: a step changes only the rows whose text or mark changed,
+  // so the rows it leaves alone are neither rebuilt nor laid out again.
+  const drawnTables = new Map();  // table name -> {h2, table, rows: Map(row id -> {tr, sig})}
+  const emptyEl = el("div", {class: "empty"}, "empty: no keys, no blocked clients");
+
+  function tableOf(name, t) {
+    let d = drawnTables.get(name);
+    if (!d) {
+      const table = el("table", {class: "state", "data-table": name});
+      table.append(el("tr", null, ...t.keys.map((k) => el("th", {class: "key"}, k)), ...t.columns.map((c) => el("th", null, c))));
+      d = {h2: el("h2", null, t.title), table, rows: new Map(), title: t.title};
+      drawnTables.set(name, d);
+    }
+    return d;
+  }
+
+  function rowOf(name, t, id, cells, mark, now) {
+    const kind = mark ? mark[0] : null;
+    const texts = cells.map((value, i) => show(name, i, value, now));
+    const was = kind === "~" ? mark[2].map((i) => [i, show(name, i, mark[1][i], now)]) : [];
+    return [kind, texts, was];
+  }
+
+  function buildRow(id, name, t, kind, texts, was) {
+    const tr = el("tr", {"data-row": id, "data-mark": kind === "+" ? "add" : kind === "-" ? "del" : kind === "~" ? "chg" : null,
+                         class: kind === "+" ? "add" : kind === "-" ? "del" : null});
+    for (const k of id.split("|").slice(1)) tr.append(el("td", {class: "key"}, k));
+    const wasAt = new Map(was);
+    texts.forEach((text, i) => {
+      const changed = wasAt.has(i);
+      const td = el("td", {"data-col": t.columns[i], class: changed ? "chg" : null}, text);
+      if (changed) td.append(" ", el("span", {class: "was"}, "(was " + wasAt.get(i) + ")"));
+      tr.append(td);
+    });
+    return tr;
+  }
 
   function drawState() {
     const s = sel <= steps.length ? steps[sel - 1] : null;
@@ -269,26 +413,32 @@
         list = changed.concat(rest);
       }
       list.sort((a, b) => collator.compare(a[0], b[0]));
-      const table = el("table", {class: "state", "data-table": name});
-      table.append(el("tr", null, ...t.keys.map((k) => el("th", {class: "key"}, k)), ...t.columns.map((c) => el("th", null, c))));
+      const d = tableOf(name, t);
+      const title = t.title + (hidden ? " (" + hidden + " unchanged rows not shown)" : "");
+      if (d.h2.textContent !== title) d.h2.textContent = title;
+      const keep = new Map();
+      let at = d.table.rows[0];
       for (const [id, cells] of list) {
-        const mark = marks.get(id);
-        const kind = mark ? mark[0] : null;
-        const tr = el("tr", {"data-row": id, "data-mark": kind === "+" ? "add" : kind === "-" ? "del" : kind === "~" ? "chg" : null,
-                             class: kind === "+" ? "add" : kind === "-" ? "del" : null});
-        for (const k of id.split("|").slice(1)) tr.append(el("td", {class: "key"}, k));
-        cells.forEach((value, i) => {
-          const changed = kind === "~" && mark[2].includes(i);
-          const td = el("td", {"data-col": t.columns[i], class: changed ? "chg" : null}, show(name, i, value, now));
-          if (changed) td.append(" ", el("span", {class: "was"}, "(was " + show(name, i, mark[1][i], now) + ")"));
-          tr.append(td);
-        });
-        table.append(tr);
+        const [kind, texts, was] = rowOf(name, t, id, cells, marks.get(id), now);
+        const sig = (kind || "") + "\u0002" + was.join("\u0001");  // the row's mark: rebuilt when it changes
+        let r = d.rows.get(id);
+        if (r && r.sig === sig) {  // the same mark: only the cells whose text changed (idle times move every step)
+          texts.forEach((text, i) => { if (r.texts[i] !== text) { r.cells[i].firstChild.data = text; r.texts[i] = text; } });
+        } else {
+          const tr = buildRow(id, name, t, kind, texts, was);
+          r = {tr, sig, texts, cells: [...tr.querySelectorAll("td[data-col]")]};
+        }
+        keep.set(id, r);
+        if (at.nextSibling !== r.tr) at.after(r.tr);
+        at = r.tr;
       }
-      out.push(el("h2", null, t.title + (hidden ? " (" + hidden + " unchanged rows not shown)" : "")), table);
+      for (const [id, r] of d.rows) if (keep.get(id) !== r) r.tr.remove();
+      d.rows = keep;
+      out.push(d.h2, d.table);
     }
-    if (!out.length) out.push(el("div", {class: "empty"}, "empty: no keys, no blocked clients"));
-    stateEl.replaceChildren(...out);
+    if (!out.length) out.push(emptyEl);
+    const current = stateEl.children;
+    if (current.length !== out.length || out.some((e, i) => current[i] !== e)) stateEl.replaceChildren(...out);
   }
 
   // ---- selection, keyboard, search, fragment ----------------------------------------------------------
@@ -296,6 +446,7 @@
   window.addEventListener("resize", () => { viewHeight = diagram.clientHeight || 800; drawDiagram(true); });
 
   function select(k, keepRule) {
+    const prev = sel;
     sel = Math.max(1, Math.min(N, k));
     // Scroll first, while the layout is clean: reading it after the panels change would lay the page out twice.
     const top = rowOfStep[sel] * ROW, h = viewHeight;
@@ -307,7 +458,7 @@
     moveTo(sel);
     showStep();
     drawState();
-    drawDiagram(true, scroll);
+    if (!drawDiagram(false, scroll)) markSelected(prev);
     if (!keepRule) rulebox.hidden = true;
     writeFragment({step: sel, rule: keepRule || null});
     document.body.dataset.step = String(sel);
@@ -316,7 +467,7 @@
   function searchText(k) {
     if (k > steps.length) { const d = D.divergence; return [d.cmd, d.says, ...d.allows].join(" ").toLowerCase(); }
     const s = steps[k - 1];
-    return [s.cmd, s.r, s.x, ...(s.sv || []).map((e) => e[1]), ...s.d.map((d) => d[0].replace(/\|/g, " ")),
+    return [s.cmd, s.r, s.x, s.w, ...(s.sv || []).map((e) => e[1]), ...s.d.map((d) => d[0].replace(/\|/g, " ")),
             ...(s.n || [])].filter(Boolean).join(" ").toLowerCase();
   }
   function runSearch() {
@@ -364,15 +515,29 @@
     writeFragment({step: sel, rule: a.dataset.rule});
   });
 
+  // "#line=L" (an audit report's link): the step of the trace file's line L (a command's call or
+  // send, or the recv of a blocked command it serves), else the first step after it.
+  function stepOfLine(line) {
+    let after = null;
+    for (let k = 1; k <= steps.length; k++) {
+      const s = steps[k - 1];
+      if (s.l === line || (s.sv || []).some((e) => e[2] === line)) return k;
+      if (after === null && s.l !== null && s.l !== undefined && s.l > line) after = k;
+    }
+    if (D.divergence && D.divergence.line !== null && D.divergence.line <= line) return N;
+    return after === null ? N : after;
+  }
+
   function fromFragment() {
     const f = readFragment();
-    const k = Number(f.step);
+    let k = Number(f.step);
+    if (!(Number.isFinite(k) && k >= 1) && Number.isFinite(Number(f.line)) && Number(f.line) >= 1) k = stepOfLine(Number(f.line));
     select(Number.isFinite(k) && k >= 1 ? k : (D.divergence ? N : 1), f.rule);
     if (f.rule) ruleBox(rulebox, f.rule);
   }
   window.addEventListener("hashchange", () => {
     const f = readFragment();
-    if (Number(f.step) !== sel) fromFragment();
+    if (f.line !== undefined || Number(f.step) !== sel) fromFragment();
   });
   if (!N) {
     document.getElementById("headline").textContent = "No steps: " + (D.note || "");
@@ -380,5 +545,5 @@
   } else {
     fromFragment();
   }
-  window.xspecView = {select, get step() { return sel; }, steps: N, readyAt: performance.now()};
+  window.xspecView = {select, stepOfLine, get step() { return sel; }, steps: N, readyAt: performance.now()};
 })();

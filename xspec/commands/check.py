@@ -15,7 +15,7 @@ import click
 
 from xspec.commands.options import dialect_option, writable_folder
 from xspec.traces.harness.targets import LiveTarget, TargetError, parse_target
-from xspec.traces.job.checkjob import DEFAULT_BUDGET, DEFAULT_REPORT, run_check
+from xspec.traces.job.checkjob import DEFAULT_BUDGET, DEFAULT_REPORT, run_check, to_markdown
 
 
 def _refuse_unusable_target(url: str, dialect: str | None, allow_flush: bool) -> None:
@@ -70,12 +70,10 @@ def check_command(target_url: str | None, dialect: str | None, budget: float, re
     if target_url is not None:
         _refuse_unusable_target(target_url, dialect, allow_flush)
     progress = None if quiet else (lambda text: click.echo(f"[{time.strftime('%H:%M:%S')}] {text}", err=True))
-    report = run_check(target_url, dialect, budget, report_dir, allow_flush, progress, seed=seed)
-    from xspec.viewer import check_report
+    from xspec.viewer.pages import write_page_of_file
 
-    if progress is not None and report.divergences:
-        progress(f"grouping {len(report.divergences)} divergences by root cause")
-    groups = check_report.write_grouped_report(report, report_dir, baseline)
-    click.echo(check_report.to_markdown(report, groups))
+    report = run_check(target_url, dialect, budget, report_dir, allow_flush, progress, seed=seed, baseline=baseline,
+                       page_writer=write_page_of_file)
+    click.echo(to_markdown(report))
     click.echo(f"report written to {report_dir}/ (report.md, report.html, report.json, junit.xml, views/)", err=True)
-    raise SystemExit(0 if check_report.passed(report, groups) and all(r.met for r in report.corpus) else 1)
+    raise SystemExit(0 if report.passed else 1)
