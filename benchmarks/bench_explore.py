@@ -1,6 +1,16 @@
 """Explorer speed: distinct states per second, and the time to explore whole configurations.
 
     python benchmarks/bench_explore.py [--skip-standard] [--rounds 3] [--breakdown]
+    python benchmarks/bench_explore.py --failover    # section 4 only
+
+0. The compact engine (explore/compact.py, explore/fastwalk.py) beside today's model-driven engine, in
+   the same run: ``compact`` (best of ``--rounds``, a fresh system each round: nothing carried over) and
+   ``standard``, states, transitions, depth, CPU time, distinct states (symmetry representatives) per CPU
+   second, bytes per state, and the speed-up. Targets: compact >= 50,000 states per CPU second (10x the
+   model engine), standard under 5 s. The two engines must give the same numbers.
+
+Sections 1-3 measure the model-driven engine (``--engine model``); section 4 (``--failover``) the
+replication configurations of ``xspec explore --protocol failover`` (target: each under 60 s on one core).
 
 1. ``compact`` (2 consumers x 3 entries: read, ack, claim, autoclaim, delete, crash, clock),
    explored whole with symmetry reduction: states, transitions, depth, and distinct
@@ -34,8 +44,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from xspec.explore.compact import CompactConfig  # noqa: E402
 from xspec.explore.config import NAMED, ConfigSystem  # noqa: E402
 from xspec.explore.engine import Result, explore  # noqa: E402
+from xspec.explore.fastwalk import CompactResult, walk  # noqa: E402
 from xspec.explore.protocols import PROTOCOLS  # noqa: E402
 from xspec.explore.report import check_protocol, explore_configuration  # noqa: E402
 
@@ -100,14 +112,45 @@ def breakdown() -> None:
           f"{floor.rate():,.0f} states/s")
 
 
+def compact_line(name: str, r: CompactResult) -> str:
+    return (f"{name:<24} {len(r.states):>9,} states {r.transitions:>10,} transitions  depth {r.max_depth:>3}  "
+            f"wall {r.seconds:7.2f} s  CPU {r.cpu_seconds:7.3f} s ({r.rate():>8,.0f} states/s)  "
+            f"{r.bytes_per_state:.0f} bytes/state")
+
+
+def compact_engines(rounds: int, standard: bool) -> None:
+    """Section 0 of the module docstring."""
+    print("0. compact engine beside the model engine (targets: compact >= 50,000 states/CPU s, standard < 5 s)")
+    for name in ("compact", "standard") if standard else ("compact",):
+        config = NAMED[name]
+        fast = min((walk(CompactConfig(config))[0] for _ in range(rounds if name == "compact" else 1)),
+                   key=lambda r: r.cpu_seconds)
+        print("   " + compact_line(f"{name} (compact engine)", fast))
+        runs = [explore_configuration(config) for _ in range(rounds if name == "compact" else 1)]
+        report, system = min(runs, key=lambda run: run[0].result.cpu_seconds)
+        model = report.result
+        assert isinstance(model, Result)
+        print("   " + line(f"{name} (model engine)", model, system.executor.executed))
+        same = (len(fast.states), fast.transitions, fast.max_depth) == (len(model.states), model.transitions,
+                                                                         model.max_depth)
+        print(f"   {name}: {fast.rate() / model.rate():.1f}x the model engine's states per CPU second; "
+              f"same numbers: {'yes' if same else 'NO'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-standard", action="store_true")
     parser.add_argument("--breakdown", action="store_true", help="also time one compact run by part")
+    parser.add_argument("--failover", action="store_true", help="only section 4: the replication configurations")
     args = parser.parse_args()
+    if args.failover:
+        failover_configurations()
+        return
 
-    print("1. compact configuration (target >= 20,000 states/s)")
+    compact_engines(args.rounds, not args.skip_standard)
+
+    print("1. compact configuration, model engine (target >= 20,000 states/s)")
     runs = []
     for _ in range(args.rounds):
         report, system = explore_configuration(NAMED["compact"])
@@ -137,6 +180,17 @@ def main() -> None:
         verdicts = ", ".join(f"{p.name}: {'holds' if p.holds else 'violated'}" for p in preport.properties[1:])
         print("   " + line(name, preport.result, psystem.executor.executed))
         print(f"      {verdicts}{'' if preport.ok() else '  [NOT AS EXPECTED]'}")
+
+
+def failover_configurations() -> None:
+    """Section 4: every replication configuration of ``--protocol failover`` (target: each under 60 s on one core)."""
+    from xspec.explore.failover import NAMED as FAILOVER
+    from xspec.explore.failover_report import check_failover
+
+    print("4. replication configurations (target: each under 60 CPU s)")
+    for config in FAILOVER.values():
+        r = check_failover(config).result
+        print("   " + compact_line(config.name, r))
 
 
 if __name__ == "__main__":

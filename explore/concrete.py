@@ -20,7 +20,9 @@ explain`` shows it step by step without searching for one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from xspec.explore.abstraction import BASE_MS, Abstraction, Key, invert
 from xspec.explore.engine import Result, Step, System, concrete_steps
@@ -51,8 +53,18 @@ def concretize(system: System, result: Result, target: int, initial_perm: tuple[
     See the module docstring (EXPLORE-CEX-1).
     """
     abstraction = system.abstraction
-    names: tuple[bytes | None, ...] = abstraction.names
-    server = Server(abstraction.dialect, ManualClock(BASE_MS), dict(abstraction.config))
+    return replay(abstraction.names, abstraction.dialect, dict(abstraction.config), system.setup(), system.tick_ms,
+                  system.process_names, result.path(target) if path is None else path, initial_perm, title,
+                  lambda server, mapping: _check_abstraction(abstraction, server, result.states[target][0], mapping))
+
+
+def replay(names: tuple[bytes | None, ...], dialect: Any, config: dict[str, str],
+           setup: list[tuple[int, tuple[bytes, ...]]], tick_ms: int, process_names: tuple[str, ...],
+           path: list[tuple[Step, tuple[int, ...] | None]], initial_perm: tuple[int, ...] | None, title: str,
+           check: Callable[[Server, dict[int, int]], None]) -> Concrete:
+    """Replay an abstract ``path`` on one model server from the empty state (EXPLORE-CEX-1); ``check`` is given
+    the server at the end and the mapping from the path's labels to concrete processes."""
+    server = Server(dialect, ManualClock(BASE_MS), dict(config))
     clock = server.clock
     assert isinstance(clock, ManualClock)
     events: list[Call | Close | Connect | Note] = []
@@ -75,11 +87,10 @@ def concretize(system: System, result: Result, target: int, initial_perm: tuple[
     for proc in range(len(names)):
         server.connect(proc + 1)
         connection_step("connect", proc)
-    for proc, argv in system.setup():
+    for proc, argv in setup:
         run(proc, argv)
     real_steps: list[Step] = []
-    steps, final_mapping = concrete_steps(result.path(target) if path is None else path, len(names),
-                                          initial_perm)
+    steps, final_mapping = concrete_steps(path, len(names), initial_perm)
     for step, mapping in steps:
         proc = mapping[step.proc] if step.proc >= 0 else -1
         rename: dict[bytes, bytes] = {}
@@ -93,10 +104,10 @@ def concretize(system: System, result: Result, target: int, initial_perm: tuple[
         if step.kind == "command":
             run(proc, argv)
         elif step.kind == "tick":
-            clock.advance(system.tick_ms)
-            events.append(Note(f"clock +{system.tick_ms} ms"))
+            clock.advance(tick_ms)
+            events.append(Note(f"clock +{tick_ms} ms"))
         elif step.kind in ("crash", "local-crash"):
-            events.append(Note(real.describe(system.process_names)))
+            events.append(Note(real.describe(process_names)))
             server.close(proc + 1)
             connection_step("close", proc)
             connection[proc] = next_connection
@@ -104,9 +115,9 @@ def concretize(system: System, result: Result, target: int, initial_perm: tuple[
             server.connect(proc + 1)
             connection_step("connect", proc)
         else:
-            events.append(Note(real.describe(system.process_names)))
-    _check_abstraction(abstraction, server, result.states[target][0], final_mapping)
-    header = Header(clock="virtual", config=dict(abstraction.config), title=title, source="generated",
+            events.append(Note(real.describe(process_names)))
+    check(server, final_mapping)
+    header = Header(clock="virtual", config=dict(config), title=title, source="generated",
                     tags=["explore"])
     return Concrete(Trace(header, list(events)), real_steps, Witness.of(executed, len(events)))
 

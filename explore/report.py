@@ -19,6 +19,7 @@ from typing import TextIO
 from xspec.explore.concrete import Concrete, concretize
 from xspec.explore.config import ConfigSystem, Configuration
 from xspec.explore.engine import INVARIANTS, Progress, Result, explore
+from xspec.explore.fastwalk import CompactResult
 from xspec.explore.liveness import enabled_processes, find_violation
 from xspec.explore.protocols import LIVENESS, Protocol, ProtocolSystem
 from xspec.spec.resp import show
@@ -43,7 +44,7 @@ class PropertyResult:
 @dataclass
 class Report:
     title: str
-    result: Result
+    result: Result | CompactResult
     properties: list[PropertyResult] = field(default_factory=list)
 
     def ok(self) -> bool:
@@ -139,8 +140,9 @@ def render_statistics(report: Report, out: TextIO) -> None:
     """One line of EXPLORE-3's statistics, marked incomplete when the state bound stopped the walk."""
     r = report.result
     rate = f"{r.rate():,.0f}" if r.cpu_seconds > 0 else "-"
+    memory = f", {r.bytes_per_state:.0f} bytes/state" if isinstance(r, CompactResult) else ""
     out.write(f"{report.title}: {len(r.states):,} states, {r.transitions:,} transitions, depth {r.max_depth}, "
-              f"{r.seconds:.2f} s ({r.cpu_seconds:.2f} s CPU, {rate} states/s)"
+              f"{r.seconds:.2f} s ({r.cpu_seconds:.2f} s CPU, {rate} states/s{memory})"
               f"{'' if r.complete else ' [state bound reached: incomplete]'}\n")
 
 

@@ -540,7 +540,7 @@ def test_cli_explains_counterexamples_with_the_explain_renderer() -> None:
 
 def test_the_compact_configuration_is_fully_explored_and_every_invariant_holds() -> None:
     """The CI gate: the compact configuration, walked to the end (EXPLORE-1, EXPLORE-2)."""
-    out = CliRunner().invoke(explore_command, ["--config", "compact"])
+    out = CliRunner().invoke(explore_command, ["--config", "compact", "--engine", "model"])
     assert out.exit_code == 0, out.output
     assert "configuration compact: 2,312 states" in out.output
     assert "invariants of models/invariants.py: holds" in out.output

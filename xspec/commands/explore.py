@@ -13,8 +13,13 @@ import networkx as nx
 
 from xspec.commands.options import writable_file, writable_folder
 from xspec.explore.abstraction import Abstraction
+from xspec.explore.compact import CompactConfig, supported
+from xspec.explore.compact_run import explore_compact
 from xspec.explore.config import NAMED, load_configuration
-from xspec.explore.engine import write_dot
+from xspec.explore.engine import Result, write_dot
+from xspec.explore.failover import NAMED as FAILOVER_CONFIGS
+from xspec.explore.failover import REGIMES, FailoverConfig
+from xspec.explore.failover_report import check_failover, configurations, render_failover
 from xspec.explore.labels import state_labels
 from xspec.explore.protocols import PROTOCOLS
 from xspec.explore.report import Report, check_protocol, explore_configuration, live_progress, render_report
@@ -25,9 +30,15 @@ from xspec.spec.trace_format import dump
 @click.option("--config", "config_spec", metavar="NAME|FILE",
               help=f"A configuration to explore: {', '.join(NAMED)}, or a JSON file.")
 @click.option("--protocol", metavar="NAME",
-              help=f"A consumer protocol to check: {', '.join(PROTOCOLS)}, or 'all'.")
+              help=f"A consumer protocol to check: {', '.join(PROTOCOLS)}; or the delivery properties across "
+                   f"failures: 'failover' (every replication configuration), a regime ({', '.join(REGIMES)}) or "
+                   f"one configuration ({', '.join(FAILOVER_CONFIGS)}); or 'all' (both).")
 @click.option("--list", "list_only", is_flag=True, help="List the configurations and protocols.")
 @click.option("--no-symmetry", is_flag=True, help="Explore without symmetry reduction.")
+@click.option("--engine", type=click.Choice(["auto", "compact", "model"]), default="auto", show_default=True,
+              help="compact: the compact transition system (fast; checked against the model by refinement); "
+                   "model: every step run by the executable model (the reference). auto: compact for "
+                   "configurations it supports, unless a state graph is asked for.")
 @click.option("--max-states", type=click.IntRange(min=1), default=None, help="Stop after this many states (marked incomplete).")
 @click.option("--graphml", type=click.Path(dir_okay=False, path_type=Path), help="Write the state graph as GraphML.")
 @click.option("--dot", type=click.Path(dir_okay=False, path_type=Path), help="Write the state graph as DOT.")
@@ -39,7 +50,7 @@ from xspec.spec.trace_format import dump
                    "marked, a click shows a state and the shortest trace to it (several runs: one page each, "
                    "numbered).")
 def explore_command(config_spec: str | None, protocol: str | None, list_only: bool, no_symmetry: bool,
-                    max_states: int | None, graphml: Path | None, dot: Path | None, trace_dir: Path | None,
+                    engine: str, max_states: int | None, graphml: Path | None, dot: Path | None, trace_dir: Path | None,
                     no_explain: bool, view_page: Path | None) -> None:
     """Walk every reachable state of a bounded configuration, or check a consumer protocol's guarantees.
 
@@ -52,6 +63,8 @@ def explore_command(config_spec: str | None, protocol: str | None, list_only: bo
             click.echo(f"config   {c.name:<22} {c.description}")
         for proto in PROTOCOLS.values():
             click.echo(f"protocol {proto.name:<22} {proto.description}")
+        for fc in FAILOVER_CONFIGS.values():
+            click.echo(f"protocol {fc.name:<22} {fc.description} (regime {fc.regime})")
         return
     if (config_spec is None) == (protocol is None):
         raise click.UsageError("give exactly one of --config and --protocol (or --list)")
@@ -61,38 +74,62 @@ def explore_command(config_spec: str | None, protocol: str | None, list_only: bo
     if trace_dir is not None:
         writable_folder(trace_dir, "--traces")
     runs: list[tuple[Report, tuple[str, ...], Abstraction]] = []
+    failover: list[FailoverConfig] = []
     if config_spec is not None:
         try:
             config = load_configuration(config_spec)
         except (ValueError, TypeError, OSError) as e:
             raise click.BadParameter(str(e), param_hint="--config") from None
+        graph_wanted = graphml is not None or dot is not None or view_page is not None
+        why = supported(config)
+        if engine == "compact" and (why is not None or graph_wanted):
+            raise click.UsageError(f"--engine compact: {'a state graph needs --engine model' if graph_wanted else why}")
+        if engine == "compact" or (engine == "auto" and why is None and not graph_wanted):
+            with live_progress(f"configuration {config.name}") as progress:
+                report = explore_compact(CompactConfig(config, symmetry=not no_symmetry), max_states=max_states,
+                                         progress=progress)
+            render_report(report, CompactConfig(config).process_names, sys.stdout, explain=not no_explain)
+            _write_traces(report, trace_dir)
+            if not report.ok():
+                sys.exit(1)
+            return
         with live_progress(f"configuration {config.name}") as progress:
             report, system = explore_configuration(config, symmetry=not no_symmetry, max_states=max_states,
                                                    progress=progress)
         runs.append((report, system.process_names, system.abstraction))
     else:
         assert protocol is not None
-        names = list(PROTOCOLS) if protocol == "all" else [protocol]
-        for name in names:
-            if name not in PROTOCOLS:
-                raise click.UsageError(f"no protocol {name!r} (known: {', '.join(PROTOCOLS)})")
+        if protocol == "all":
+            names = list(PROTOCOLS)
+            failover = configurations("failover")
+        elif protocol in PROTOCOLS:
+            names = [protocol]
+        else:
+            try:
+                failover = configurations(protocol)
+            except KeyError:
+                raise click.UsageError(f"no protocol {protocol!r} (known: {', '.join(PROTOCOLS)}, failover, "
+                                       f"{', '.join(REGIMES)}, {', '.join(FAILOVER_CONFIGS)})") from None
+            names = []
+        if failover and (graphml is not None or dot is not None or view_page is not None):
+            raise click.UsageError("the replication configurations have no state graph output")
         for name in names:
             with live_progress(f"protocol {name}") as progress:
                 report, psystem = check_protocol(PROTOCOLS[name], progress=progress)
             runs.append((report, psystem.process_names, psystem.abstraction))
     ok = True
+    for fc in failover:
+        with live_progress(f"failover {fc.name}") as progress:
+            freport = check_failover(fc, progress=progress)
+        render_failover(freport, sys.stdout, counterexamples=not no_explain)
+        sys.stdout.write("\n")
     for n, (report, process_names, abstraction) in enumerate(runs, 1):
         render_report(report, process_names, sys.stdout, explain=not no_explain)
         sys.stdout.write("\n")
         ok = ok and report.ok()
-        if trace_dir is not None:  # EXPLORE-CEX-2
-            for p in report.properties:
-                if p.counterexample is not None:
-                    slug = "-".join(report.title.split()[1:] + p.name.split())
-                    path = trace_dir / f"{slug}.jsonl"
-                    dump(p.counterexample.trace, path)
-                    click.echo(f"wrote {path}")
+        _write_traces(report, trace_dir)
         if graphml is not None or dot is not None:  # EXPLORE-4
+            assert isinstance(report.result, Result)
             graph = report.result.graph(process_names, state_labels(abstraction, report.result, process_names))
             if graphml is not None:
                 nx.write_graphml(graph, graphml)
@@ -105,8 +142,21 @@ def explore_command(config_spec: str | None, protocol: str | None, list_only: bo
             from xspec.viewer.html import write_page
             page = view_page if len(runs) == 1 else view_page.with_name(f"{view_page.stem}-{n}{view_page.suffix}")
             messages = {p.name: "holds" if p.holds else f"violated: {p.message}" for p in report.properties}
+            assert isinstance(report.result, Result)
             data = graph_page_data(report.title, report.result, abstraction, process_names, messages)
             write_page(page, data, "graph.js")
             click.echo(f"wrote {page}")
     if not ok:
         sys.exit(1)
+
+
+def _write_traces(report: Report, trace_dir: Path | None) -> None:
+    """Every counterexample of ``report`` as a trace file in ``trace_dir`` (EXPLORE-CEX-2)."""
+    if trace_dir is None:
+        return
+    for p in report.properties:
+        if p.counterexample is not None:
+            slug = "-".join(report.title.split()[1:] + p.name.split())
+            path = trace_dir / f"{slug}.jsonl"
+            dump(p.counterexample.trace, path)
+            click.echo(f"wrote {path}")
