@@ -158,6 +158,9 @@ def execute(ctx: Context, session: Session, argv: list[bytes]) -> list[Reply]:
     if not _arity_ok(arity, len(argv)):
         return [_err_arity(name)]
     if session.subscribed and session.proto == 2 and name not in SUBSCRIBER_COMMANDS:
+        sub = argv[1].decode(errors="replace").lower() if len(argv) > 1 else ""
+        if (name == "sentinel" and sub in SUBCOMMAND_ARITY) or (name == "client" and sub.encode() in CLIENT_ARITY):
+            name = f"{name}|{sub}"  # a subcommand is named by its full name
         return [Error(f"ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
                       "are allowed in this context")]
     if name == "ping":

@@ -75,6 +75,7 @@ def _monitored(now: int = T, replicas: tuple[tuple[int, int, int, str], ...] = (
 
 
 def test_replicas_are_chosen_by_priority_then_offset_then_run_id():
+    """SENTINEL-SELECT-1, SENTINEL-SELECT-2."""
     s, _, r = _monitored(replicas=((7001, 100, 50, "b" * 40), (7002, 50, 10, "c" * 40), (7003, 50, 10, "a" * 40),
                                    (7004, 0, 99, "0" * 40)))
     master = s.masters["m"]
@@ -88,6 +89,10 @@ def test_replicas_are_chosen_by_priority_then_offset_then_run_id():
 
 
 def test_down_then_failover_from_the_state_machine():
+    """SENTINEL-DOWN-1, SENTINEL-DOWN-2, SENTINEL-DOWN-3, SENTINEL-INFO-1, SENTINEL-INFO-3, SENTINEL-INFO-7,
+    SENTINEL-INFO-8, SENTINEL-FAILOVER-1, SENTINEL-FAILOVER-2, SENTINEL-FAILOVER-3, SENTINEL-FAILOVER-4,
+    SENTINEL-FAILOVER-6, SENTINEL-FAILOVER-7, SENTINEL-FAILOVER-8, SENTINEL-FAILOVER-9,
+    SENTINEL-SLAVEOF-1, SENTINEL-SWITCH-1, SENTINEL-TIMER-1, SENTINEL-EVENT-1."""
     s, events, r = _monitored(replicas=((7001, 100, 5, "b" * 40), (7002, 100, 9, "c" * 40)))
     master = s.masters["m"]
     master.link.act_ping_time = T + 10  # a PING sent at 10 ms and never answered
@@ -115,6 +120,7 @@ def test_down_then_failover_from_the_state_machine():
 
 
 def test_objective_down_needs_the_quorum_and_the_leader_a_majority():
+    """SENTINEL-DOWN-3, SENTINEL-VOTE-1, SENTINEL-VOTE-3, SENTINEL-VOTE-4, SENTINEL-HELLO-2."""
     s, events, _ = _monitored()
     master = s.masters["m"]
     master.quorum = 2
@@ -139,6 +145,7 @@ def test_objective_down_needs_the_quorum_and_the_leader_a_majority():
 
 
 def test_a_newer_configuration_from_hello_switches_the_primary():
+    """SENTINEL-HELLO-2, SENTINEL-HELLO-3, SENTINEL-SWITCH-1."""
     s, events, _ = _monitored(replicas=((7001, 100, 0, "b" * 40),))
     s.on_hello(f"127.0.0.1,26380,{'d' * 40},3,m,127.0.0.1,7001,3", T + 50)
     master = s.masters["m"]
@@ -150,6 +157,65 @@ def test_a_newer_configuration_from_hello_switches_the_primary():
     s.on_hello("garbage", T + 70)
     s.on_hello(f"127.0.0.1,26380,{'d' * 40},3,unknown,127.0.0.1,7000,9", T + 70)
     assert master.address == ("127.0.0.1", 7001)
+
+
+def test_info_reboot_convert_and_fix_config():
+    """SENTINEL-INFO-2 (a new run id), SENTINEL-INFO-5 (a replica claiming primary is converted back) and
+    SENTINEL-INFO-6 (a replica of another address is repointed), each only after its waiting time."""
+    s, events, r = _monitored(replicas=((7001, 100, 0, "b" * 40),))
+    master, replica = s.masters["m"], r[7001]
+    s.on_info(master, f"run_id:{'f' * 40}\r\nrole:master\r\n", T + 10)
+    assert events[-1] == ("+reboot", "master m 127.0.0.1 7000")
+    assert s.on_info(replica, "role:master\r\n", T + 20) == []  # it just changed role: wait 8 s
+    assert ("-role-change", "slave 127.0.0.1:7001 127.0.0.1 7001 @ m 127.0.0.1 7000 new reported role is master") \
+        in events
+    s.on_info(master, "role:master\r\n", T + 8030)
+    requests = s.on_info(replica, "role:master\r\n", T + 8040)
+    assert [q.argv[1:] for q in requests if q.argv[0] == "SLAVEOF"] == [("127.0.0.1", "7000")]
+    assert events[-1][0] == "+convert-to-slave"
+    s.on_info(replica, _replica_info(7999), T + 8050)  # now replicating from an address nobody configured
+    s.on_info(master, "role:master\r\n", T + 8050 + master.failover_timeout)
+    requests = s.on_info(replica, _replica_info(7999), T + 8060 + master.failover_timeout)
+    assert [q.argv[1:] for q in requests if q.argv[0] == "SLAVEOF"] == [("127.0.0.1", "7000")]
+    assert events[-1][0] == "+fix-slave-config"
+
+
+def test_a_promotion_that_never_shows_aborts():
+    """SENTINEL-FAILOVER-5: waiting longer than failover-timeout for the promotion aborts the failover, and
+    SENTINEL-RESET-1: a reset forgets the replicas and the failover."""
+    s, events, r = _monitored(replicas=((7001, 100, 0, "b" * 40),))
+    master = s.masters["m"]
+    master.failover_timeout = 5000
+    s.start_failover(master, T)
+    master.flags |= Flag.FORCE_FAILOVER
+    for t in (T + 10, T + 20, T + 30):
+        s.tick(t)
+    assert master.failover_state == FailoverState.WAIT_PROMOTION
+    s.tick(T + 30 + 5001)
+    assert ("-failover-abort-slave-timeout", "master m 127.0.0.1 7000") in events
+    assert master.failover_state == FailoverState.NONE and master.promoted is None
+    assert not r[7001].flags & Flag.PROMOTED
+    assert s.reset_matching("m*", T + 6000) == 1 and master.slaves == {}
+    assert events[-1] == ("+reset-master", "master m 127.0.0.1 7000")
+
+
+def test_subscriber_mode_as_redis_sentinel(real_binary: str):
+    """SENTINEL-CMD-2: what a RESP2 subscriber may send, compared with redis-sentinel's answers."""
+    workdir = tempfile.mkdtemp(prefix="xspec-sentinel-")
+    real_proc, real_port = _start_real_sentinel(real_binary, workdir, free_port(), 1)
+    try:
+        with SentinelThread(port=0) as ours:
+            answers = []
+            for port in (real_port, ours.port):
+                c = RespConnection("127.0.0.1", port)
+                got = [c.call([b"UNSUBSCRIBE"]), c.call([b"SUBSCRIBE", b"a"]), c.call([b"GET", b"x"]),
+                       c.call([b"PING"]), c.call([b"PING", b"hi"]), c.call([b"PSUBSCRIBE", b"+*"]),
+                       c.call([b"UNSUBSCRIBE", b"a"]), c.call([b"SENTINEL", b"myid"])]
+                c.close()
+                answers.append(got)
+            assert answers[0] == answers[1]
+    finally:
+        stop_process(real_proc)
 
 
 # -- real deployments ----------------------------------------------------------------------------------------
@@ -289,6 +355,8 @@ def _failover_phase(events: list[str]) -> list[str]:
 
 
 def test_the_same_failover_as_redis_sentinel(real_binary: str, deployments: tuple[Deployment, Deployment]):
+    """The whole failover against redis-sentinel's: SENTINEL-EVENT-1, SENTINEL-LINK-1, SENTINEL-LINK-2,
+    SENTINEL-TIMER-2, SENTINEL-INFO-4, SENTINEL-SELECT-2, SENTINEL-FAILOVER-7, SENTINEL-CMD-3."""
     real_dep, xspec_dep = deployments
     real_proc, real_port = _start_real_sentinel(real_binary, real_dep.workdir, real_dep.primary[1], 1)
     with SentinelThread(monitors=(("mymaster", "127.0.0.1", xspec_dep.primary[1], 1),), port=0,
@@ -328,6 +396,8 @@ _SAME_REPLIES = (
 
 
 def test_replies_equal_redis_sentinels(real_binary: str, deployments: tuple[Deployment, Deployment]):
+    """SENTINEL-CMD-1, SENTINEL-CMD-3, SENTINEL-CMD-8, SENTINEL-CMD-9, SENTINEL-CMD-11, SENTINEL-CMD-12,
+    SENTINEL-CMD-13, SENTINEL-REPLY-1, SENTINEL-REPLY-3, SENTINEL-RESET-2."""
     real_dep, xspec_dep = deployments
     real_proc, real_port = _start_real_sentinel(real_binary, real_dep.workdir, real_dep.primary[1], 1)
     try:
@@ -362,7 +432,8 @@ def _field_names(reply: object) -> list[list[bytes]]:
 
 
 def test_a_real_and_an_xspec_sentinel_agree(real_binary: str, deployments: tuple[Deployment, Deployment]):
-    """Quorum 2 with one Sentinel of each kind: hello discovery, the down vote and the leader election."""
+    """Quorum 2 with one Sentinel of each kind: hello discovery, the down vote and the leader election
+    (SENTINEL-HELLO-1, SENTINEL-HELLO-2, SENTINEL-VOTE-1, SENTINEL-VOTE-2, SENTINEL-VOTE-3, SENTINEL-VOTE-4)."""
     dep = deployments[0]
     real_proc, real_port = _start_real_sentinel(real_binary, dep.workdir, dep.primary[1], 2)
     try:
@@ -393,7 +464,8 @@ def test_a_real_and_an_xspec_sentinel_agree(real_binary: str, deployments: tuple
 
 
 def test_redis_py_follows_a_sentinel_failover(real_binary: str, deployments: tuple[Deployment, Deployment]):
-    """Within 5 s of SENTINEL FAILOVER, redis-py's Sentinel names the new primary and a consumer group runs on it.
+    """Within 5 s of SENTINEL FAILOVER, redis-py's Sentinel names the new primary and a consumer group runs on it
+    (SENTINEL-CMD-5).
 
     The old primary is not stopped by SENTINEL FAILOVER (as with redis-sentinel, SENTINEL-CMD-5): a connection
     redis-py already holds to it keeps writing there until Sentinel turns it into a replica, so the client
@@ -432,7 +504,7 @@ def test_redis_py_follows_a_sentinel_failover(real_binary: str, deployments: tup
 
 def test_on_a_virtual_clock_the_failover_waits_for_the_clock(real_binary: str,
                                                            deployments: tuple[Deployment, Deployment]):
-    """SENTINEL-CMD-14: a stopped primary is not down until the Sentinel's clock passes down-after."""
+    """SENTINEL-CMD-14, SENTINEL-TIMING: a stopped primary is not down until the Sentinel's clock passes down-after."""
     dep = deployments[0]
     with SentinelThread(monitors=(("mymaster", "127.0.0.1", dep.primary[1], 1),), port=0, clock=VirtualClock(),
                         down_after_ms=DOWN_AFTER, failover_timeout_ms=FAILOVER_TIMEOUT) as ours:
@@ -461,6 +533,49 @@ def test_on_a_virtual_clock_the_failover_waits_for_the_clock(real_binary: str,
     with SentinelThread(port=0) as wall:
         assert RespConnection("127.0.0.1", wall.port).call([b"XSPEC.CLOCK", b"ADVANCE", b"1"]) == Error(
             "ERR XSPEC.CLOCK SET and ADVANCE need a server started with --clock virtual")
+
+
+def _lone_primary_events(binary: str, argv: list[str], workdir: str) -> list[str]:
+    """A real Sentinel watching a lone primary started by ``argv``: its events from a stop to a resume."""
+    port = free_port()
+    proc = subprocess.Popen([*argv, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                RespConnection("127.0.0.1", port, timeout=1).call([b"PING"])
+                break
+            except OSError:
+                assert time.monotonic() < deadline, f"{argv} did not start"
+                time.sleep(0.05)
+        sentinel, sentinel_port = _start_real_sentinel(binary, workdir, port, 1)
+        log = EventLog(sentinel_port)
+        try:
+            time.sleep(1.5)
+            master = RespConnection("127.0.0.1", sentinel_port).call([b"SENTINEL", b"master", b"mymaster"])
+            fields = dict(zip(master.items[::2], master.items[1::2], strict=True))  # type: ignore[union-attr]
+            assert fields[Bulk(b"flags")] == Bulk(b"master") and len(fields[Bulk(b"runid")].value) == 40  # type: ignore[union-attr]
+            os.kill(proc.pid, signal.SIGSTOP)
+            assert log.wait_for("-failover-abort-no-good-slave", 15), log.events
+            os.kill(proc.pid, signal.SIGCONT)
+            assert log.wait_for("-odown", 15), log.events
+            return _normalised(log.events, {port: "P"})
+        finally:
+            log.close()
+            stop_process(sentinel)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        stop_process(proc)
+
+
+def test_a_real_sentinel_watches_xspec_serve_as_a_real_primary(real_binary: str):
+    """redis-sentinel 7.0.15 monitors ``xspec serve`` (INFO, PING, the hello channel) as it does a real primary:
+    the same events when the lone primary stops and comes back."""
+    workdir = tempfile.mkdtemp(prefix="xspec-sentinel-")
+    real = _lone_primary_events(real_binary, [real_binary, "--save", "", "--appendonly", "no"], workdir)
+    ours = _lone_primary_events(real_binary, [sys.executable, "-m", "xspec", "serve"], workdir)
+    assert ours == real
+    assert real[:2] == ["+sdown master mymaster 127.0.0.1 P", "+odown master mymaster 127.0.0.1 P #quorum 1/1"]
 
 
 # -- the command line ----------------------------------------------------------------------------------------
