@@ -15,11 +15,11 @@ ends); handlers see the core's context and client as ``Any``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from xspec.reference.api import ReplyError
 from xspec.reference.protocol import Pushed, encode_into
+from xspec.reference.values import Handler, handler_table
 from xspec.spec.errors import subcommand_syntax
 from xspec.spec.glob import pattern_matches
 from xspec.spec.pubsub import (
@@ -36,16 +36,7 @@ from xspec.spec.pubsub import (
 )
 from xspec.spec.resp import Array, Bulk, Int, NullBulk, Push, Reply, Simple
 
-Handler = Callable[[Any], Any]
-HANDLERS: dict[str, Handler] = {}
-
-
-def _handler(name: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        HANDLERS[name] = fn
-        return fn
-
-    return register
+HANDLERS, _handler = handler_table()
 
 
 class Subscriptions:

@@ -20,7 +20,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xspec.spec.resp import Array, Bulk, Parser, Reply, encode_command
 from xspec.spec.trace_format import Trace, dumps
@@ -220,3 +220,51 @@ def play_steps(port: int, script: Sequence[Sequence[object]], proto: int,
         for x in conns.values():
             x.close()
     return out
+
+
+def keyspace_state(r: Any, dbs: Sequence[int], *, ranges: bool = False,
+                   ignored: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Every key of databases ``dbs`` as redis-py's commands show it: a stream by XINFO STREAM FULL and each
+    group's XPENDING (and XRANGE with ``ranges``), a list by LRANGE, a set sorted, a string by GET; map
+    fields named in ``ignored`` (times a load or a clock sets) are left out."""
+    def plain(x: Any) -> Any:
+        if isinstance(x, dict):
+            named = {(k.decode("latin-1") if isinstance(k, bytes) else str(k)): v for k, v in x.items()}
+            return {k: plain(v) for k, v in named.items() if k not in ignored}
+        if isinstance(x, list | tuple):
+            return [plain(v) for v in x]
+        return x
+
+    out: dict[str, Any] = {}
+    for db in dbs:
+        r.execute_command("SELECT", db)
+        for k in sorted(r.keys()):
+            kind = r.type(k)
+            name = f"{db}:{k!r}"
+            if kind == b"stream":
+                pending = {g["name"]: r.xpending_range(k, g["name"], "-", "+", 1000) for g in r.xinfo_groups(k)}
+                out[name] = (r.xinfo_stream(k, full=True), pending, *([r.xrange(k)] if ranges else []))
+            elif kind == b"list":
+                out[name] = r.lrange(k, 0, -1)
+            elif kind == b"set":
+                out[name] = sorted(r.smembers(k))
+            else:
+                out[name] = r.get(k)
+    r.execute_command("SELECT", 0)
+    return plain(out)
+
+
+def wait_for_ping(port: int, timeout: float = 10.0, host: str = "127.0.0.1") -> None:
+    """Return once the server at ``host:port`` answers PING; AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn = RespConnection(host, port, timeout=1)
+            try:
+                conn.call([b"PING"])
+                return
+            finally:
+                conn.close()
+        except OSError:
+            assert time.monotonic() < deadline, f"{host}:{port} did not answer PING within {timeout} s"
+            time.sleep(0.05)

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import redis as redis_py
 
+from tests.support import keyspace_state
 from xspec.reference.server import ServerThread
 from xspec.traces.harness.servers import find_redis_server
 from xspec.traces.scenarios.runner import free_port, stop_process
@@ -32,34 +33,9 @@ _TIMES = {"seen-time", "active-time", "inactive", "time_since_delivered", "idle"
           "radix-tree-nodes"}
 
 
-def _plain(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {(k.decode() if isinstance(k, bytes) else str(k)): _plain(v) for k, v in x.items()
-                if (k.decode() if isinstance(k, bytes) else k) not in _TIMES}
-    if isinstance(x, list | tuple):
-        return [_plain(v) for v in x]
-    return x
-
-
 def state(r: redis_py.Redis) -> dict[str, Any]:
     """Databases 0 and 3 as commands show them; consumers' seen-times left out (loading sets them)."""
-    out: dict[str, Any] = {}
-    for db in (0, 3):
-        r.execute_command("SELECT", db)
-        for k in sorted(r.keys()):
-            kind = r.type(k)
-            name = f"{db}:{k!r}"
-            if kind == b"stream":
-                pending = {g["name"]: r.xpending_range(k, g["name"], "-", "+", 1000) for g in r.xinfo_groups(k)}
-                out[name] = (r.xinfo_stream(k, full=True), pending)
-            elif kind == b"list":
-                out[name] = r.lrange(k, 0, -1)
-            elif kind == b"set":
-                out[name] = sorted(r.smembers(k))
-            else:
-                out[name] = r.get(k)
-    r.execute_command("SELECT", 0)
-    return _plain(out)
+    return keyspace_state(r, (0, 3), ignored=frozenset(_TIMES))
 
 
 def without_times(st: dict[str, Any]) -> dict[str, Any]:

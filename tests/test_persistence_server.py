@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import redis as redis_py
 
+from tests.support import wait_for_ping
 from xspec.reference.server import ServerThread
 from xspec.spec import rdb_file
 from xspec.traces.harness.servers import find_redis_server
@@ -59,13 +60,7 @@ def test_the_commands_answer_as_redis_does(tmp_path: Path) -> None:
                              "--logfile", str(tmp_path / "real" / "log")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        client = redis_py.Redis(port=port)
-        for _ in range(200):
-            try:
-                client.ping()
-                break
-            except redis_py.ConnectionError:
-                time.sleep(0.05)
+        wait_for_ping(port)
         theirs = _replies(port)
     finally:
         stop_process(proc)

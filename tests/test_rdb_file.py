@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.real_servers import SERVER_FIXTURES, RealRedis
+from tests.support import keyspace_state
 from xspec.reference.server import ServerThread
 from xspec.spec import rdb, rdb_file
 from xspec.traces.harness.servers import find_redis_server
@@ -53,34 +54,10 @@ def fill(r: redis_py.Redis, groups_with_entries_read: bool = True) -> None:
     r.execute_command("SELECT", 0)
 
 
-def _plain(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items() if k != "time_since_delivered"}
-    if isinstance(x, list | tuple):
-        return [_plain(v) for v in x]
-    return x
-
-
 def state(r: redis_py.Redis) -> dict[str, Any]:
     """Every key of databases 0 and 5 as the commands show it: streams by XINFO STREAM FULL, XPENDING
     of each group (without idle times) and XRANGE."""
-    out: dict[str, Any] = {}
-    for db in (0, 5):
-        r.execute_command("SELECT", db)
-        for k in sorted(r.keys()):
-            kind = r.type(k)
-            name = f"{db}:{k!r}"
-            if kind == b"stream":
-                pending = {g["name"]: r.xpending_range(k, g["name"], "-", "+", 1000) for g in r.xinfo_groups(k)}
-                out[name] = (r.xinfo_stream(k, full=True), pending, r.xrange(k))
-            elif kind == b"list":
-                out[name] = r.lrange(k, 0, -1)
-            elif kind == b"set":
-                out[name] = sorted(r.smembers(k))
-            else:
-                out[name] = r.get(k)
-    r.execute_command("SELECT", 0)
-    return _plain(out)
+    return keyspace_state(r, (0, 5), ranges=True, ignored=frozenset({"time_since_delivered"}))
 
 
 def values_by_key(f: rdb_file.RdbFile) -> dict[tuple[int, bytes], bytes]:

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import wait_for_ping
+
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "run-redis-suite"
 CANNOT_RUN = 2
 
@@ -195,16 +197,8 @@ def test_needs_debug_tests_pass_on_xspec_serve_as_on_redis(tmp_path: Path) -> No
         servers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         ports[side] = port
     try:
-        import redis as redis_py
         for port in ports.values():
-            client = redis_py.Redis(port=port)
-            for _ in range(200):
-                try:
-                    client.ping()
-                    break
-                except redis_py.ConnectionError:
-                    import time
-                    time.sleep(0.05)
+            wait_for_ping(port)
         # one side's units one after the other (they share the server), both sides at once
         results: dict[str, dict[str, object]] = {"real": {}, "xspec": {}}
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import redis_binary
+from tests.support import wait_for_ping
 from xspec.reference.clock import VirtualClock
 from xspec.reference.sentinel_server import SentinelThread
 from xspec.reference.sentinel_state import FailoverState, Flag, Instance, Sentinel
@@ -271,15 +272,12 @@ def _start_real_sentinel(binary: str, workdir: str, master_port: int, quorum: in
                     f"sentinel down-after-milliseconds mymaster {DOWN_AFTER}\n"
                     f"sentinel failover-timeout mymaster {FAILOVER_TIMEOUT}\n")
     proc = subprocess.Popen([binary, str(conf), "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            RespConnection("127.0.0.1", port, timeout=1).call([b"PING"])
-            return proc, port
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("redis-sentinel did not start")
+    try:
+        wait_for_ping(port)
+    except AssertionError:
+        stop_process(proc)
+        raise
+    return proc, port
 
 
 class EventLog:
@@ -540,14 +538,7 @@ def _lone_primary_events(binary: str, argv: list[str], workdir: str) -> list[str
     port = free_port()
     proc = subprocess.Popen([*argv, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                RespConnection("127.0.0.1", port, timeout=1).call([b"PING"])
-                break
-            except OSError:
-                assert time.monotonic() < deadline, f"{argv} did not start"
-                time.sleep(0.05)
+        wait_for_ping(port, 20)
         sentinel, sentinel_port = _start_real_sentinel(binary, workdir, port, 1)
         log = EventLog(sentinel_port)
         try:
