@@ -208,3 +208,35 @@ def test_a_trace_2_recorded_by_another_recorder_conforms() -> None:
     text = "\n".join(json.dumps(line) for line in [header, *lines]) + "\n"
     verdict = check_trace(loads(text))
     assert verdict.status == "conform", verdict.describe() + "\n" + text
+
+
+WAITAOF_TRACES = sorted((Path(__file__).resolve().parent.parent / "traces" / "replication" / "waitaof").rglob("*.jsonl"))
+
+
+@pytest.mark.parametrize("path", WAITAOF_TRACES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_waitaof_counts_the_fsynced_acknowledgements(path: Path) -> None:
+    """WAITAOF-2: the replicas' FACKs decide WAITAOF's count; the trace conforms, and its first WAITAOF
+    reply changed is rejected at that event."""
+    from xspec.spec.resp import Array, Int
+    from xspec.spec.trace_format import Call, Recv, Send, load
+
+    trace = load(path)
+    assert check_trace(trace).status == "conform"
+    at, waiting = None, set()
+    for i, e in enumerate(trace.events):  # the first WAITAOF reply: a call's, or the recv after a send
+        if isinstance(e, Call) and e.cmd[0].upper() == b"WAITAOF" and isinstance(e.reply, Array):
+            at = i
+            break
+        if isinstance(e, Send) and e.cmd is not None and e.cmd[0].upper() == b"WAITAOF":
+            waiting.add(e.c)
+        elif isinstance(e, Recv) and e.c in waiting and isinstance(e.reply, Array):
+            at = i
+            break
+    assert at is not None
+    event = trace.events[at]
+    assert isinstance(event, Call | Recv) and isinstance(event.reply, Array)
+    local, replicas = event.reply.items
+    assert isinstance(replicas, Int)
+    trace.events[at] = type(event)(**{**event.__dict__, "reply": Array((local, Int(replicas.value + 1)))})
+    verdict = check_trace(trace)
+    assert verdict.status == "diverge" and verdict.event == at + 1, verdict.describe()  # events count from 1

@@ -241,6 +241,8 @@ class _MultiSearch(_Search):
                 raise _Failure(p, f"node {e.replica} acknowledges offset {e.ack}, but the model has it at "
                                   f"{replica.offset}")
             link.ack = max(link.ack, e.ack)
+            if e.fack is not None:  # WAITAOF-2: the replica's fsynced offset
+                link.fack = max(link.fack, e.fack)
             self._served(d._serve_waiting(d.nodes[e.primary]).served)
 
     def _observed_by(self, e: Any) -> list[str]:
