@@ -313,18 +313,25 @@ def test_line_fragment_opens_the_step_of_a_trace_line(page: Any, claim_page: Pat
     """``#line=L`` (the audit report's links) selects the step of line L of the trace file, or the next."""
     from xspec.viewer.trace_data import trace_page_data
 
+    def opens(url: str, step: int) -> bool:
+        """Go to ``url``; True once the page shows ``step`` (a same-page fragment change is handled by a
+        hashchange event after goto returns)."""
+        page.goto(url)
+        try:
+            page.wait_for_function(f"document.body.dataset.step === '{step}'", timeout=3000)
+        except Exception:
+            return False
+        return True
+
     steps = trace_page_data(load(CLAIM))["steps"]
     for k, s in enumerate(steps, 1):
         if s["l"] is not None:
-            page.goto(claim_page.as_uri() + f"#line={s['l']}")
-            assert page.evaluate("document.body.dataset.step") == str(k), s
-    page.goto(claim_page.as_uri() + "#line=1")  # the header: the first step
-    assert page.evaluate("document.body.dataset.step") == "1"
+            assert opens(claim_page.as_uri() + f"#line={s['l']}", k), (s, page.evaluate("document.body.dataset.step"))
+    assert opens(claim_page.as_uri() + "#line=1", 1)  # the header: the first step
     out = tmp_path / "owners.html"
     two_owners = CORPUS_DIR / "replication" / "redis-7.0.15" / "failover" / "two-owners.jsonl"
     write_trace_page(load(two_owners), out)
     data = trace_page_data(load(two_owners))
     lines = [s["l"] for s in data["steps"]]
     line = max(x for x in lines if x is not None)
-    page.goto(out.as_uri() + f"#line={line}")
-    assert page.evaluate("document.body.dataset.step") == str(lines.index(line) + 1)
+    assert opens(out.as_uri() + f"#line={line}", lines.index(line) + 1)
