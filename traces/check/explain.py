@@ -34,7 +34,6 @@ import importlib
 import json
 import re
 import sys
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -65,8 +64,6 @@ from xspec.traces.check.witness import (
     Witness,
     WitnessReplay,
     WitnessStep,
-    rule_filter,
-    step_families,
 )
 
 # ---------------------------------------------------------------------------
@@ -386,21 +383,21 @@ def _values(table_name: str, values: tuple[Any, ...] | None) -> dict[str, Any] |
 class _WatchedReplay(WitnessReplay):
     """A :class:`WitnessReplay` that follows the rules with a :class:`_WriteWatcher` for a recorder."""
 
+    recorder: _ChangeRecorder | None = None
+
     def run(self, step: WitnessStep, on_move: Callable[[Levels], None] | None = None,  # type: ignore[override]
             recorder: _ChangeRecorder | None = None) -> StepResult:
-        if recorder is None:  # a step that changes no state worth recording (a connection opening)
+        self.recorder = recorder  # None: a step with no state worth recording (a connection opening)
+        try:
             return super().run(step, on_move)
-        self.clock.load(step.readings)
-        self.choices = deque(step.model_choices)
+        finally:
+            self.recorder = None
+
+    def tracer(self, on_move: Callable[[Levels], None] | None) -> RuleTracer:
+        if self.recorder is None:
+            return super().tracer(on_move)
         assert self.index is not None
-        keep = rule_filter(self.index, step_families(self.index, self.server, step), self.server.dialect.name)
-        tracer = _WriteWatcher(self.index, on_move, recorder)
-        with tracer:
-            result = self._run(step)
-        result.rules = tuple(r for r in tracer.checked if keep(r))
-        result.error_levels = tracer.error_levels
-        result.keep = keep
-        return result
+        return _WriteWatcher(self.index, on_move, self.recorder)
 
 
 class _Replayer:

@@ -183,13 +183,18 @@ class WitnessReplay:
         if self.index is None:
             return self._run(step)
         keep = rule_filter(self.index, step_families(self.index, self.server, step), self.server.dialect.name)
-        tracer = RuleTracer(self.index, on_move)
+        tracer = self.tracer(on_move)
         with tracer:
             result = self._run(step)
         result.rules = tuple(r for r in tracer.checked if keep(r))
         result.error_levels = tracer.error_levels
         result.keep = keep
         return result
+
+    def tracer(self, on_move: Callable[[Levels], None] | None) -> RuleTracer:
+        """The rule tracer a step runs under (a subclass may watch more than the rules)."""
+        assert self.index is not None
+        return RuleTracer(self.index, on_move)
 
     def _run(self, step: WitnessStep) -> StepResult:
         server = self.server
