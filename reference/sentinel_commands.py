@@ -7,6 +7,7 @@ caller (``reference/sentinel_server.py``) encodes them for the client's protocol
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import platform
 from dataclasses import dataclass, field
@@ -463,8 +464,6 @@ def _monitor(ctx: Context, args: list[str], now: int) -> Reply:
 
 
 def _is_ip(host: str) -> bool:
-    import ipaddress
-
     try:
         ipaddress.ip_address(host)
     except ValueError:

@@ -104,7 +104,8 @@ class SentinelServer:
         self._timer: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
         self.started_ms = 0
-        self.events: list[tuple[int, str, str]] = []  # (ms, channel, message): what was published
+        # (ms, channel, message): the latest events published, for tests and tools; bounded, as the server runs long
+        self.events: deque[tuple[int, str, str]] = deque(maxlen=10_000)
 
     # -- life cycle ---------------------------------------------------------------------------------------
 
@@ -370,7 +371,6 @@ class SentinelServer:
                     self._answer(ctx, session, writer, argv)
                     if session.close_after_reply:
                         break
-                self._step()  # act on what the commands changed now, as Redis's timer would shortly
                 await writer.drain()
         except (OSError, asyncio.IncompleteReadError):
             pass

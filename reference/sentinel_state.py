@@ -70,11 +70,8 @@ class FailoverState(enum.IntEnum):
     UPDATE_CONFIG = 6
 
 
-FAILOVER_STATE_NAMES = {
-    FailoverState.NONE: "none", FailoverState.WAIT_START: "wait_start",
-    FailoverState.SELECT_SLAVE: "select_slave", FailoverState.SEND_SLAVEOF_NOONE: "send_slaveof_noone",
-    FailoverState.WAIT_PROMOTION: "wait_promotion", FailoverState.RECONF_SLAVES: "reconf_slaves",
-    FailoverState.UPDATE_CONFIG: "update_config"}
+# How SENTINEL MASTER names a failover's state ("wait_start", "select_slave", …).
+FAILOVER_STATE_NAMES = {state: state.name.lower() for state in FailoverState}
 
 
 @dataclass
@@ -245,8 +242,7 @@ class Sentinel:
         master.promoted = None
         master.runid = None
         master.slave_master_host = None
-        master.link = Link(act_ping_time=now, last_avail_time=now, last_pong_time=now)
-        master.role_reported_time = now
+        self._fresh_link(master, now)
         master.role_reported = Flag.MASTER
         if event:
             self.event("+reset-master", master)
