@@ -1,7 +1,7 @@
 """The reference server beside Redis 7.0.15 and fakeredis, measured in one run.
 
     python benchmarks/server.py [--requests 200000] [--runs 5] [--xadd-only | --group-only] [--only NAME,...]
-                                [--skip-fakeredis]
+                                [--skip-fakeredis] [--types] [--durability]
 
 Starts, each on a free loopback port, a real redis-server 7.0.15, fakeredis's
 ``TcpFakeServer`` (Redis 7.0 mode, in a subprocess of its own) and the
@@ -44,6 +44,11 @@ Python by default, or with its hot modules compiled by mypyc after
 (setup.py); the first line printed says which. Remove ``reference/*.so`` (or
 reinstall without the variable) to go back.
 
+``--types`` measures the other data types instead (SET, GET, LPUSH, LPOP, HSET, ZADD, PUBLISH and
+EVALSHA from 50 clients, the servers taking turns; targets >= 0.6x Redis and >= 10x fakeredis);
+``--durability`` measures persistence and replication against Redis (benchmarks/server_durability.py
+says what).
+
 It prints each figure and the ratios reference/Redis and reference/fakeredis.
 Targets: >= 0.30x Redis on pipelined XADD, >= 0.6x not pipelined,
 >= 20x fakeredis on all of them, <= 200 bytes per entry, p99 wake-up <= 2 ms.
@@ -54,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import os
 import shutil
 import socket
@@ -102,6 +108,7 @@ class Peer:
     argv: list[str]
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
+    workdir: Path | None = None  # its working directory while it runs: where its RDB and AOF files go
     results: dict[str, float] = field(default_factory=dict)
 
 
@@ -143,6 +150,7 @@ def running(peer: Peer) -> Iterator[Peer]:
     peer.port = free_port()
     argv = [a.replace("{port}", str(peer.port)) for a in peer.argv]
     with tempfile.TemporaryDirectory() as tmp:
+        peer.workdir = Path(tmp)
         peer.proc = subprocess.Popen(argv, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             wait_ready(peer.port, peer.proc)
@@ -383,18 +391,28 @@ def main() -> int:
                     help="measure the consumer-group workload only, --runs times per server, servers taking turns")
     ap.add_argument("--skip-fakeredis", action="store_true")
     ap.add_argument("--only", help="comma-separated peer names to run (the ratios need xspec-serve)")
+    ap.add_argument("--types", action="store_true",
+                    help="measure the other data types' commands only (SET, GET, LPUSH, LPOP, HSET, ZADD, PUBLISH, "
+                         "EVALSHA from 50 clients), servers taking turns")
+    ap.add_argument("--durability", action="store_true",
+                    help="measure persistence and replication only (benchmarks/server_durability.py): appendfsync "
+                         "always, RDB size, XADD with a replica attached, full sync of --entries entries")
     args = ap.parse_args()
     if shutil.which("redis-benchmark") is None:
         print("error: redis-benchmark not found (apt-get install redis-tools)", file=sys.stderr)
         return 2
     print(f"xspec-serve: {reference_build()}", flush=True)
+    if args.durability:
+        import server_durability
+
+        return server_durability.run(args)
     table = peers(args.skip_fakeredis)
     if args.only:
         table = [p for p in table if p.name in args.only.split(",")]
     with contextlib.ExitStack() as stack:
         for peer in table:
             stack.enter_context(running(peer))
-            if args.group_only:
+            if args.group_only or args.types:
                 continue
             # Memory first, on the fresh process: a Python server keeps freed
             # memory in its arenas, so RSS would not grow after earlier loads.
@@ -403,6 +421,12 @@ def main() -> int:
         if args.group_only:
             interleaved_group_workload(table, args.seconds, args.runs)
             report(table)
+            return 0
+        if args.types:
+            for peer in table:
+                load_type_script(peer.port)
+            interleaved(table, args.requests, args.runs, TYPE_LOADS)
+            report(table, tuple(TYPE_LOADS))
             return 0
         interleaved(table, args.requests, args.runs, XADD_LOADS)
         if not args.xadd_only:
@@ -428,6 +452,27 @@ READ_LOADS: dict[str, tuple[str | None, list[str]]] = {
     "xrange count 10": (None, ["XRANGE", "s", "-", "+", "COUNT", "10"]),
     "xpending": (None, ["XPENDING", "s", "g"]),
 }
+# The script EVALSHA runs: one write, as the frameworks' scripts mostly are.
+TYPE_SCRIPT = b"return redis.call('INCR', KEYS[1])"
+# The other data types, from 50 clients (issue 19's figures; the target is >= 0.6x Redis, >= 10x fakeredis).
+TYPE_LOADS: dict[str, tuple[str | None, list[str]]] = {
+    "set -c 50": (None, ["-c", "50", "SET", "k", "v"]),
+    "get -c 50": (None, ["-c", "50", "GET", "k"]),
+    "lpush -c 50": ("l", ["-c", "50", "LPUSH", "l", "v"]),
+    "lpop -c 50": (None, ["-c", "50", "LPOP", "l"]),
+    "hset -c 50": ("h", ["-c", "50", "-r", "100000", "HSET", "h", "f__rand_int__", "v"]),
+    "zadd -c 50": ("z", ["-c", "50", "-r", "100000", "ZADD", "z", "__rand_int__", "m__rand_int__"]),
+    "publish -c 50": (None, ["-c", "50", "PUBLISH", "chan", "message"]),
+    "evalsha -c 50": ("n", ["-c", "50", "EVALSHA", hashlib.sha1(TYPE_SCRIPT).hexdigest(), "1", "n"]),
+}
+
+
+def load_type_script(port: int) -> None:
+    """SCRIPT LOAD the script TYPE_LOADS's EVALSHA runs (a server without scripting answers an error,
+    and its EVALSHA figure is then reported as not measured)."""
+    c = Conn(port)
+    c.call(b"SCRIPT", b"LOAD", TYPE_SCRIPT)
+    c.close()
 
 
 def requests_for(peer: Peer, requests: int) -> int:
@@ -518,14 +563,17 @@ def measure_the_rest(peer: Peer, args: argparse.Namespace) -> None:
         peer.results["wake p99 ms"] = p99
 
 
-def report(table: list[Peer]) -> None:
+STREAM_METRICS = ("xadd -P 16", "xadd -c 50", "xrange count 10", "xpending", "xreadgroup+xack")
+
+
+def report(table: list[Peer], metrics: tuple[str, ...] = STREAM_METRICS) -> None:
     """The ratios of the reference server's figures to the other servers'."""
     by = {p.name: p.results for p in table}
     if "xspec-serve" not in by:
         return
     ref = by["xspec-serve"]
     print("\nratios (xspec-serve / peer; throughput: higher is better)")
-    for metric in ("xadd -P 16", "xadd -c 50", "xrange count 10", "xpending", "xreadgroup+xack"):
+    for metric in metrics:
         if metric not in ref:
             continue
         row = f"  {metric:18}"
