@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from xspec.audit.ingest import FileResult, RangeResult, read_file, read_range
+from xspec.audit.ingest import Check, FileResult, RangeResult, read_file, read_range
 from xspec.audit.ledger import LEDGER_INPUT, LedgerFold, anomalies_of
 from xspec.audit.schema import ANOMALIES, EVENTS, LEDGER, VERDICTS
 
@@ -21,10 +21,12 @@ OUT_ROWS = 8_192
 META_TRACE = "_trace"
 META_QUARANTINE = "_quarantine"
 META_RANGE = "_range"
-META_EVS = (META_TRACE, META_QUARANTINE, META_RANGE)
+META_VERDICT = "_verdict"
+META_EVS = (META_TRACE, META_QUARANTINE, META_RANGE, META_VERDICT)
 """``ev`` of the rows the ingest step adds after a file's events: the file's TRACES row, one
-QUARANTINE row per malformed line, or what reading a byte range gave (:class:`RangeResult`'s
-fields); their fields are in ``text`` as JSON. They never reach the events table."""
+QUARANTINE row per malformed line, what reading a byte range gave (:class:`RangeResult`'s
+fields), or the file's VERDICTS row (when checked while read); their fields are in ``text`` as JSON. They never
+reach the events table."""
 
 STAGING = EVENTS.append(pa.field("part", pa.int32()))
 """The ingest step's output: EVENTS plus the byte range (``part``) a row was read in, -1 for a file read whole."""
@@ -46,9 +48,10 @@ def _staged(batch: pa.RecordBatch, part: int) -> pa.RecordBatch:
                                       schema=STAGING)
 
 
-def ingest_batches(paths: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def ingest_batches(paths: Iterator[pa.RecordBatch], check: Check | None = None) -> Iterator[pa.RecordBatch]:
     """Batches of ``path`` (and, for a byte range of a file, ``start``, ``end``, ``part`` >= 0) in, STAGING
-    batches out: the events, and the META rows of each file or range."""
+    batches out: the events, and the META rows of each file or range (with ``check``, a trace/1 file read whole
+    is also checked against the model, from the events just parsed: its verdict is a META row)."""
     import json
     for batch in paths:
         cols = batch.to_pydict()
@@ -64,11 +67,14 @@ def ingest_batches(paths: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                      "row": got.trace})})
             else:
                 result = FileResult()
-                for b in read_file(path, result):
+                for b in read_file(path, result, check=check):
                     yield _staged(b, part)
                 if result.trace is not None:
                     meta.append({"trace": path, "ev": META_TRACE, "line": 0, "event": -1,
                                  "text": json.dumps(result.trace)})
+                if result.verdict is not None:
+                    meta.append({"trace": path, "ev": META_VERDICT, "line": 0, "event": -1,
+                                 "text": json.dumps(result.verdict)})
                 for q in result.quarantine:
                     meta.append({"trace": path, "ev": META_QUARANTINE, "line": q["line"], "event": -1,
                                  "text": json.dumps(q)})
@@ -129,60 +135,124 @@ def _silent(batch: pa.RecordBatch) -> pa.Array:
     return pc.fill_null(mask, False)
 
 
-def ledger_batches(events: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """EVENTS batches sorted by (trace, event) in (whole traces per partition), LEDGER batches out.
+CHUNK_ROWS = 262_144
+"""Events the ledger step gathers before computing (it always computes whole traces: a trace's events wait for the
+next trace's first one, however many there are)."""
 
-    The fold carries its state across batch boundaries and emits a trace's rows when the next
-    trace starts, so a trace larger than memory's batch never needs to be one batch. The
-    batch is sorted out with Arrow compute first: each trace's largest timestamp, and the polls
-    that delivered nothing (:func:`_silent`), of which Python only reads four small columns;
-    only the other rows become Python rows.
-    """
-    fold: LedgerFold | None = None
-    out: list[dict[str, Any]] = []
+
+def _whole_traces(events: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """EVENTS batches (sorted by trace and event) regrouped into batches of whole traces of about CHUNK_ROWS rows."""
+    held: list[pa.RecordBatch] = []
+    rows = 0
     for batch in events:
         if batch.num_rows == 0:
             continue
-        times = pa.table({"trace": batch.column("trace"), "time": _event_times(batch)})
-        ends = dict(zip(*times.group_by("trace").aggregate([("time", "max")]).to_pydict().values(), strict=True))
-        silent = _silent(batch)
-        meta = pc.fill_null(pc.is_in(batch.column("ev"), _META_EVS), False)
-        full = pc.invert(pc.or_(silent, meta))
-        kinds = pc.add(pc.cast(silent, pa.int8()), pc.multiply(pc.cast(meta, pa.int8()), 2)).to_pylist()
-        quiet = batch.filter(silent)
-        polls = zip(quiet.column("client").to_pylist(), quiet.column("keys").to_pylist(),
-                    pc.list_element(quiet.column("cmd"), 2).to_pylist(),
-                    pc.list_element(quiet.column("cmd"), 3).to_pylist(), strict=True)
-        kept = batch.filter(full)
-        # column by column: Arrow's row-wise to_pylist is several times slower on nested columns
-        rows = [dict(zip(LEDGER_INPUT, values, strict=True))
-                for values in zip(*(kept.column(c).to_pylist() for c in LEDGER_INPUT), strict=True)]
-        traces = batch.column("trace").to_pylist()
-        if fold is not None:
-            fold.note_time(ends.get(fold.trace))
-        r = 0
-        for i, kind in enumerate(kinds):
-            if kind == 2:
-                continue
-            trace = traces[i]
-            if fold is None or fold.trace != trace:
-                if fold is not None:
-                    out += fold.ledger_rows()
-                    if len(out) >= OUT_ROWS:
-                        yield pa.RecordBatch.from_pylist(out, LEDGER)
-                        out = []
-                fold = LedgerFold(trace, times_given=True)
-                fold.note_time(ends.get(trace))
-            if kind == 1:
-                client, keys, group, consumer = next(polls)
-                fold.used_consumer(client, keys, group, consumer)
-            else:
-                fold.feed(rows[r])
-                r += 1
+        held.append(batch)
+        rows += batch.num_rows
+        if rows < CHUNK_ROWS:
+            continue
+        table = pa.Table.from_batches(held)
+        last = batch.column("trace")[-1]
+        cut = table.num_rows - pc.sum(pc.equal(table.column("trace"), last)).as_py()
+        if cut > 0:
+            yield from table.slice(0, cut).combine_chunks().to_batches()
+            held = table.slice(cut).to_batches()
+            rows = table.num_rows - cut
+    if held:
+        yield from pa.Table.from_batches(held).combine_chunks().to_batches()
+
+
+def _trace_ends(batch: pa.RecordBatch) -> dict[str, int | None]:
+    times = pa.table({"trace": batch.column("trace"), "time": _event_times(batch)})
+    return dict(zip(*times.group_by("trace").aggregate([("time", "max")]).to_pydict().values(), strict=True))
+
+
+def ledger_batches(events: Iterator[pa.RecordBatch], columns: bool = True) -> Iterator[pa.RecordBatch]:
+    """EVENTS batches sorted by (trace, event) in (whole traces per partition), LEDGER batches out.
+
+    Events are gathered into batches of whole traces. In each, :func:`xspec.audit.columns.split_ledger` computes
+    the rows of the keys it can read column by column and picks the events of the other keys, which
+    :func:`_fold` reads (``columns=False``: the fold reads everything).
+    """
+    from xspec.audit.columns import split_ledger
+    for batch in _whole_traces(events):
+        ends = _trace_ends(batch)
+        if not columns:
+            rows = _fold(batch, ends)
+        else:
+            table, rest, keep_keys, keep_traces = split_ledger(batch, ends)
+            yield from table.to_batches(max_chunksize=OUT_ROWS)
+            rows = [r for r in _fold(rest, ends) if r["trace"] in keep_traces or (r["trace"], r["key"]) in keep_keys]
+        for at in range(0, len(rows), OUT_ROWS):
+            yield pa.RecordBatch.from_pylist(rows[at: at + OUT_ROWS], LEDGER)
+
+
+def ledger_files(paths: Iterator[pa.RecordBatch], out: str, stuck_after_ms: int,
+                 poison_deliveries: int) -> Iterator[pa.RecordBatch]:
+    """Batches of a ``path`` column (events-table files: whole traces sorted by trace and event) in, ANOMALIES
+    batches out; each events file's ledger is written to ``out`` as a Parquet file of the same name.
+
+    The files are read and written here with pyarrow: through Spark, every nested event and ledger row would be
+    turned into a JVM row and back into Arrow, which costs more than the ledger itself. A task run again writes
+    the same files again.
+    """
+    import os
+
+    import pyarrow.parquet as pq
+    for batch in paths:
+        for path in batch.column("path").to_pylist():
+            source = pq.ParquetFile(path).iter_batches(batch_size=65_536, columns=list(LEDGER_INPUT))
+            name = os.path.basename(path)
+            partial = os.path.join(out, f"_{name}")  # a name readers skip until it is whole
+            with pq.ParquetWriter(partial, LEDGER) as writer:
+                for ledger in ledger_batches(source):
+                    writer.write_batch(ledger)
+                    yield from anomaly_batches(iter([ledger]), stuck_after_ms, poison_deliveries)
+            os.replace(partial, os.path.join(out, name))
+
+
+def _fold(batch: pa.RecordBatch, ends: dict[str, int | None]) -> list[dict[str, Any]]:
+    """The fold over a batch of whole traces (``ends``: each trace's largest timestamp).
+
+    The polls that delivered nothing (:func:`_silent`) only name the connection's consumer, so Python reads four
+    small columns of them; only the other rows become Python rows.
+    """
+    out: list[dict[str, Any]] = []
+    if batch.num_rows == 0:
+        return out
+    silent = _silent(batch)
+    meta = pc.fill_null(pc.is_in(batch.column("ev"), _META_EVS), False)
+    full = pc.invert(pc.or_(silent, meta))
+    kinds = pc.add(pc.cast(silent, pa.int8()), pc.multiply(pc.cast(meta, pa.int8()), 2)).to_pylist()
+    quiet = batch.filter(silent)
+    polls = zip(quiet.column("client").to_pylist(), quiet.column("keys").to_pylist(),
+                pc.list_element(quiet.column("cmd"), 2).to_pylist(),
+                pc.list_element(quiet.column("cmd"), 3).to_pylist(), strict=True)
+    kept = batch.filter(full)
+    # column by column: Arrow's row-wise to_pylist is several times slower on nested columns
+    rows = [dict(zip(LEDGER_INPUT, values, strict=True))
+            for values in zip(*(kept.column(c).to_pylist() for c in LEDGER_INPUT), strict=True)]
+    traces = batch.column("trace").to_pylist()
+    fold: LedgerFold | None = None
+    r = 0
+    for i, kind in enumerate(kinds):
+        if kind == 2:
+            continue
+        trace = traces[i]
+        if fold is None or fold.trace != trace:
+            if fold is not None:
+                out += fold.ledger_rows()
+            fold = LedgerFold(trace, times_given=True)
+            fold.note_time(ends.get(trace))
+        if kind == 1:
+            client, keys, group, consumer = next(polls)
+            fold.used_consumer(client, keys, group, consumer)
+        else:
+            fold.feed(rows[r])
+            r += 1
     if fold is not None:
         out += fold.ledger_rows()
-    if out:
-        yield pa.RecordBatch.from_pylist(out, LEDGER)
+    return out
 
 
 def _anomaly_candidates(batch: pa.RecordBatch, poison_deliveries: int) -> pa.Array:
@@ -226,5 +296,5 @@ def anomaly_batches(ledger: Iterator[pa.RecordBatch], stuck_after_ms: int,
             yield pa.RecordBatch.from_pylist(out, ANOMALIES)
 
 
-__all__ = ["LEDGER_INPUT", "canonical", "ingest_batches", "conformance_batches", "ledger_batches",
+__all__ = ["LEDGER_INPUT", "canonical", "ingest_batches", "conformance_batches", "ledger_batches", "ledger_files",
            "anomaly_batches"]

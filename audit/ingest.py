@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from xspec.audit.commands import command_keys, op_name
 from xspec.audit.schema import EVENTS, QUARANTINE, TRACES
 from xspec.spec import trace_format as tf
 from xspec.spec.resp import (
@@ -35,55 +36,6 @@ from xspec.spec.resp import (
 )
 
 BATCH_ROWS = 32_768
-
-# Commands whose first argument is the one key they touch.
-_FIRST_KEY = frozenset({
-    "XADD", "XACK", "XCLAIM", "XAUTOCLAIM", "XDEL", "XLEN", "XRANGE", "XREVRANGE", "XTRIM", "XSETID",
-    "XPENDING", "TYPE", "EXPIRE", "PEXPIRE", "TTL", "PTTL", "PERSIST", "OBJECT", "GET", "SET",
-})
-# Commands whose every argument is a key.
-_ALL_KEYS = frozenset({"DEL", "UNLINK", "EXISTS", "TOUCH"})
-_SUBCOMMAND = frozenset({"XGROUP", "XINFO", "CLIENT", "CONFIG", "OBJECT", "DEBUG", "COMMAND", "MEMORY"})
-
-
-def op_name(cmd: list[bytes] | None) -> str | None:
-    """``XADD``, ``XGROUP CREATE``...: the command's name in capitals, with its subcommand."""
-    if not cmd:
-        return None
-    name = cmd[0].decode("latin-1").upper()
-    if name in _SUBCOMMAND and len(cmd) > 1:
-        return f"{name} {cmd[1].decode('latin-1').upper()}"
-    return name
-
-
-def streams_keys(cmd: list[bytes]) -> list[bytes]:
-    """The keys of an XREAD/XREADGROUP: the first half of what follows STREAMS."""
-    for i, a in enumerate(cmd):
-        if i > 0 and a.upper() == b"STREAMS":
-            rest = cmd[i + 1:]
-            return list(rest[: len(rest) // 2])
-    return []
-
-
-def command_keys(cmd: list[bytes] | None) -> list[bytes] | None:
-    """The keys a command names, [] for a keyless command, None when the audit does not know."""
-    if not cmd:
-        return []
-    name = cmd[0].decode("latin-1").upper()
-    if name in _FIRST_KEY:
-        return [cmd[1]] if len(cmd) > 1 else []
-    if name in _ALL_KEYS:
-        return list(cmd[1:])
-    if name in ("XREAD", "XREADGROUP"):
-        return streams_keys(cmd)
-    if name in ("XGROUP", "XINFO"):
-        if len(cmd) > 2 and cmd[1].upper() != b"HELP":
-            return [cmd[2]]
-        return []
-    if name in ("RENAME", "RENAMENX", "COPY"):
-        return list(cmd[1:3])
-    return None
-
 
 def _entry(item: Reply, key: bytes | None) -> dict[str, Any] | None:
     """``[id, [field, value, ...]]`` (or ``[id, nil]``) as an entry row, None for anything else."""
@@ -194,6 +146,15 @@ class FileResult:
 
     trace: dict[str, Any] | None = None  # a TRACES row when the file was read whole
     quarantine: list[dict[str, Any]] = field(default_factory=list)
+    verdict: dict[str, Any] | None = None  # its VERDICTS row, when read with ``check`` (trace/1 files)
+
+
+@dataclass
+class Check:
+    """Check each trace/1 file against the model while it is read (its events are parsed once for both)."""
+
+    dialect: str = "auto"
+    split_min_events: int | None = None  # None: the default threshold
 
 
 _EMPTY_ROW = dict.fromkeys(EVENTS.names)
@@ -301,8 +262,10 @@ def _events_of(header: Any, path: Path, lines: Iterator[tuple[int, Any]]) -> Ite
             yield n, reader.event(obj, n), obj
 
 
-def read_file(path: str | Path, result: FileResult, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
-    """Stream one trace file as EVENTS batches; fills ``result`` (trace row or quarantine rows)."""
+def read_file(path: str | Path, result: FileResult, batch_rows: int = BATCH_ROWS,
+              check: Check | None = None) -> Iterator[pa.RecordBatch]:
+    """Stream one trace file as EVENTS batches; fills ``result`` (trace row or quarantine rows; with ``check``, the
+    verdict of a trace/1 file, from the very events the rows were made of)."""
     path = Path(path)
     name = str(path)
     rows: list[dict[str, Any]] = []
@@ -318,9 +281,12 @@ def read_file(path: str | Path, result: FileResult, batch_rows: int = BATCH_ROWS
                     text=dumps(first[1]))
         rows.append(head)
         pending: dict[int, list[tuple[int, list[bytes] | None]]] = {}
+        kept: list[Any] | None = [] if check is not None and getattr(header, "nodes", None) is None else None
         for n, e, obj in _events_of(header, path, lines):
             index += 1
             rows.append(_event_row(name, n, index, e, pending, obj))
+            if kept is not None:
+                kept.append(e)
             if len(rows) >= batch_rows:
                 yield pa.RecordBatch.from_pylist(rows, EVENTS)
                 rows = []
@@ -333,6 +299,10 @@ def read_file(path: str | Path, result: FileResult, batch_rows: int = BATCH_ROWS
     if rows:
         yield pa.RecordBatch.from_pylist(rows, EVENTS)
     result.trace = _trace_row(name, header, index, path)
+    if kept is not None and check is not None:
+        from xspec.audit.conformance import DEFAULT_SPLIT_MIN_EVENTS, check_loaded
+        threshold = DEFAULT_SPLIT_MIN_EVENTS if check.split_min_events is None else check.split_min_events
+        result.verdict = check_loaded(tf.Trace(header, kept, name), name, check.dialect, threshold)
 
 
 @dataclass

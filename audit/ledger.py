@@ -18,7 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from xspec.audit.ingest import op_name, reply_payload
+from xspec.audit.commands import op_name
+from xspec.audit.ingest import reply_payload
 from xspec.audit.nodes import NodeViews, id_order, xadd_parts
 from xspec.spec.resp import Array, Int, from_json, to_json
 

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from xspec.audit import batches
+from xspec.audit.ingest import Check
 from xspec.audit.schema import ANOMALIES, EVENTS, LEDGER, QUARANTINE, TRACES, VERDICTS, spark_schema
 
 LOG4J2 = """\
@@ -122,7 +124,13 @@ DEFAULT_INGEST_SPLIT_BYTES = 32 << 20
 
 
 def _paths_frame(spark: Any, files: list[str], slices: int, split_bytes: int | None = None) -> Any:
-    """The tasks' input: a row per file (``part`` -1), or per byte range of a big plain file (``part`` 0, 1, ...)."""
+    """The tasks' input: a row per file (``part`` -1), or per byte range of a big plain file (``part`` 0, 1, ...).
+
+    The rows are dealt into at most ``slices`` partitions by size, biggest first, each to the partition with the
+    least bytes so far (so the cores finish together), and the partitions are numbered heaviest first (Spark
+    starts tasks in that order). A plain ``createDataFrame(...).repartition(n)`` would deal rows at random: one
+    task could get two big traces while another gets none.
+    """
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
     rows: list[tuple[str, int, int, int, int]] = []
     for f in files:
@@ -133,32 +141,59 @@ def _paths_frame(spark: Any, files: list[str], slices: int, split_bytes: int | N
             rows += [(f, cuts[k + 1] - cuts[k], cuts[k], cuts[k + 1], k) for k in range(parts)]
         else:
             rows.append((f, size, 0, -1, -1))
-    rows.sort(key=lambda r: -r[1])  # biggest first: they start early and the small ones fill in
     schema = StructType([StructField("path", StringType()), StructField("size", LongType()),
                          StructField("start", LongType()), StructField("end", LongType()),
                          StructField("part", IntegerType())])
-    return spark.createDataFrame(rows, schema).repartition(max(1, min(slices, len(rows))))
+    bins = deal(rows, max(1, min(slices, len(rows))))
+    rdd = spark.sparkContext.parallelize(bins, len(bins)).flatMap(lambda b: b)
+    return spark.createDataFrame(rdd, schema)
+
+
+def deal(rows: list[tuple[str, int, int, int, int]], slices: int) -> list[list[tuple[str, int, int, int, int]]]:
+    """Rows (with their size second) dealt into ``slices`` bins: biggest first, each to the lightest bin; the bins
+    heaviest first."""
+    import heapq
+    heap = [(0, n) for n in range(slices)]
+    bins: list[list[tuple[str, int, int, int, int]]] = [[] for _ in range(slices)]
+    for row in sorted(rows, key=lambda r: -r[1]):
+        load, n = heapq.heappop(heap)
+        bins[n].append(row)
+        heapq.heappush(heap, (load + row[1], n))
+    return sorted((b for b in bins if b), key=lambda b: -sum(r[1] for r in b))
+
+
+@dataclass
+class _Ingested:
+    """What the ingest tasks wrote and reported."""
+
+    raw: Any  # the staging rows (events), as a DataFrame
+    traces: list[dict[str, Any]] = field(default_factory=list)
+    quarantine: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)  # of the files checked while read
+    ranges: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # what each byte range gave, by file
 
 
 def _ingest(spark: Any, files: list[str], staging: Path, slices: int, split_bytes: int | None,
-            ) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    """Run the ingest tasks into ``staging``: (its rows, TRACES rows, QUARANTINE rows, ranges read by file)."""
+            check: Check | None) -> _Ingested:
+    """Run the ingest tasks into ``staging`` (with ``check``, each trace/1 file read whole is checked in its task,
+    from the events it parsed)."""
     from pyspark.sql import functions as F
     _paths_frame(spark, files, slices, split_bytes).mapInArrow(
-        batches.ingest_batches, spark_schema(batches.STAGING)).write.mode("overwrite").parquet(str(staging))
+        functools.partial(batches.ingest_batches, check=check), spark_schema(batches.STAGING)).write.mode(
+        "overwrite").parquet(str(staging))
     raw = spark.read.schema(spark_schema(batches.STAGING)).parquet(str(staging))
-    traces: list[dict[str, Any]] = []
-    quarantine: list[dict[str, Any]] = []
-    ranges: dict[str, list[dict[str, Any]]] = {}
+    got = _Ingested(raw.filter(~F.col("ev").isin(*batches.META_EVS)))
     for r in raw.filter(F.col("ev").isin(*batches.META_EVS)).select("trace", "ev", "text").collect():
         data = json.loads(r.text)
         if r.ev == batches.META_TRACE:
-            traces.append(data)
+            got.traces.append(data)
         elif r.ev == batches.META_QUARANTINE:
-            quarantine.append(data)
+            got.quarantine.append(data)
+        elif r.ev == batches.META_VERDICT:
+            got.verdicts.append(data)
         else:
-            ranges.setdefault(r.trace, []).append(data)
-    return raw.filter(~F.col("ev").isin(*batches.META_EVS)), traces, quarantine, ranges
+            got.ranges.setdefault(r.trace, []).append(data)
+    return got
 
 
 def _offsets(ranges: dict[str, list[dict[str, Any]]]) -> tuple[list[tuple[str, int, int, int]], list[dict[str, Any]]]:
@@ -198,69 +233,100 @@ def whole_files(spark: Any) -> Iterator[None]:
                 spark.conf.set(n, v)
 
 
-def ledger_stage(spark: Any, events_dir: Path, ledger_dir: Path) -> None:
-    """The events table (files of whole traces, sorted by trace and event) to the ledger table, one task per file."""
+def ledger_stage(spark: Any, events_dir: Path, ledger_dir: Path, stuck_after_ms: int,
+                 poison_deliveries: int) -> pa.Table:
+    """The events table (files of whole traces, sorted by trace and event) to the ledger table; returns the
+    anomalies.
+
+    The tasks get the events files' paths (dealt by size), read them and write each one's ledger file with pyarrow
+    (:func:`batches.ledger_files`), and return the anomalies: a Spark scan would turn every nested event row into a
+    JVM row and back into Arrow on its way to Python, and Spark's writer every ledger row again, which costs more
+    than the ledger itself.
+    """
+    shutil.rmtree(ledger_dir, ignore_errors=True)
+    ledger_dir.mkdir(parents=True)
+    files = sorted(str(p) for p in events_dir.glob("part-*.parquet"))
+    if not files:
+        pq.write_table(LEDGER.empty_table(), ledger_dir / "part-00000.parquet")
+        return ANOMALIES.empty_table()
+    step = functools.partial(batches.ledger_files, out=str(ledger_dir), stuck_after_ms=stuck_after_ms,
+                             poison_deliveries=poison_deliveries)
+    found = _paths_frame(spark, files, spark.sparkContext.defaultParallelism * 4).mapInArrow(
+        step, spark_schema(ANOMALIES)).toArrow()
+    return found.cast(ANOMALIES)
+
+
+def ingest_stage(spark: Any, files: list[str], out: Path, *, check: Check | None,
+                 split_bytes: int | None = DEFAULT_INGEST_SPLIT_BYTES) -> tuple[list[dict[str, Any]],
+                                                                         list[dict[str, Any]], list[dict[str, Any]]]:
+    """Trace files to the events table ``out/events``: (TRACES rows, QUARANTINE rows, VERDICTS rows of the files
+    checked while read, with ``check``)."""
+    from pyspark.sql import functions as F
+    parallelism = spark.sparkContext.defaultParallelism
+    staging = out / "_staging"
+    got = _ingest(spark, files, staging, parallelism * 4, split_bytes, check)
+    raw, trace_rows, quarantine_rows, verdict_rows = got.raw, got.traces, got.quarantine, got.verdicts
+    offsets, ranged_rows = _offsets(got.ranges)
+    again = sorted(t for t in got.ranges if t not in {o[0] for o in offsets})
+    trace_rows += ranged_rows
+    whole = raw.filter(F.col("part") < 0)
+    if again:  # files some of whose ranges could not be read on their own: read whole
+        more = _ingest(spark, again, out / "_staging_whole", parallelism * 4, None, check)
+        trace_rows += more.traces
+        quarantine_rows += more.quarantine
+        verdict_rows += more.verdicts
+        whole = whole.unionByName(more.raw)
+    good = sorted(t["trace"] for t in trace_rows)
+    whole_good = [t for t in good if t not in {o[0] for o in offsets}]
+    # files read whole stay where their ingest task put them (the tasks' files were dealt by size, so the events
+    # files are as even as the ingest was, and no shuffle moves them); only the byte ranges of big files are
+    # brought together by trace
+    events = whole.join(spark.createDataFrame([(t,) for t in whole_good] or [("",)], "trace string")
+                        .hint("broadcast"), "trace").select(*EVENTS.names)
+    if offsets:
+        shift = spark.createDataFrame(offsets, "trace string, part int, line_offset int, event_offset int")
+        ranged = (raw.filter(F.col("part") >= 0).join(shift.hint("broadcast"), ["trace", "part"])
+                  .withColumn("line", (F.col("line") + F.col("line_offset")).cast("int"))
+                  .withColumn("event", (F.col("event") + F.col("event_offset")).cast("int")))
+        big = len({o[0] for o in offsets})
+        events = events.unionByName(ranged.select(*EVENTS.names).repartition(min(big, parallelism * 2), "trace"))
     with whole_files(spark):
-        events = spark.read.schema(spark_schema(EVENTS)).parquet(str(events_dir)).select(*batches.LEDGER_INPUT)
-        events.mapInArrow(batches.ledger_batches, spark_schema(LEDGER)).write.mode("overwrite").parquet(
-            str(ledger_dir))
+        events.sortWithinPartitions("trace", "event").write.mode("overwrite").parquet(str(out / "events"))
+    shutil.rmtree(out / "_staging_whole", ignore_errors=True)
+    shutil.rmtree(staging, ignore_errors=True)
+    return trace_rows, quarantine_rows, verdict_rows
 
 
 def run_spark(spark: Any, files: list[str], out: Path, *, dialect: str, stuck_after_ms: int, poison_deliveries: int,
               split_min_events: int, progress: Callable[[str], None],
               ingest_split_bytes: int | None = DEFAULT_INGEST_SPLIT_BYTES) -> dict[str, pa.Table]:
     """Audit ``files`` with ``spark``; writes the Parquet tables under ``out`` and returns the small ones."""
-    from pyspark.sql import functions as F
     parallelism = spark.sparkContext.defaultParallelism
     ticker = _Progress(spark, progress)
     ticker.start()
     try:
-        ticker.phase = "ingest"
-        progress(f"ingest: {len(files)} files on {parallelism} cores")
-        staging = out / "_staging"
-        raw, trace_rows, quarantine_rows, ranges = _ingest(spark, files, staging, parallelism * 4, ingest_split_bytes)
-        offsets, ranged_rows = _offsets(ranges)
-        again = sorted(t for t in ranges if t not in {o[0] for o in offsets})
-        trace_rows += ranged_rows
-        whole = raw.filter(F.col("part") < 0)
-        if again:  # files some of whose ranges could not be read on their own: read whole
-            more, rows, bad, _ = _ingest(spark, again, out / "_staging_whole", parallelism * 4, None)
-            trace_rows += rows
-            quarantine_rows += bad
-            whole = whole.unionByName(more)
+        ticker.phase = "ingest and conformance"
+        progress(f"ingest and conformance: {len(files)} files on {parallelism} cores")
+        trace_rows, quarantine_rows, verdict_rows = ingest_stage(spark, files, out, check=Check(
+            dialect, split_min_events), split_bytes=ingest_split_bytes)
         traces = pa.Table.from_pylist(trace_rows, TRACES)
         quarantine = pa.Table.from_pylist(quarantine_rows, QUARANTINE)
         good = sorted(t["trace"] for t in trace_rows)
-        whole_good = [t for t in good if t not in {o[0] for o in offsets}]
-        events = whole.join(spark.createDataFrame([(t,) for t in whole_good] or [("",)], "trace string")
-                            .hint("broadcast"), "trace")
-        if offsets:
-            shift = spark.createDataFrame(offsets, "trace string, part int, line_offset int, event_offset int")
-            ranged = (raw.filter(F.col("part") >= 0).join(shift.hint("broadcast"), ["trace", "part"])
-                      .withColumn("line", (F.col("line") + F.col("line_offset")).cast("int"))
-                      .withColumn("event", (F.col("event") + F.col("event_offset")).cast("int")))
-            events = events.select(*EVENTS.names).unionByName(ranged.select(*EVENTS.names))
-        events = events.select(*EVENTS.names)
-        out_files = max(1, min(parallelism * 2, len(good)))
-        events.repartition(out_files, "trace").sortWithinPartitions("trace", "event") \
-            .write.mode("overwrite").parquet(str(out / "events"))
-        shutil.rmtree(out / "_staging_whole", ignore_errors=True)
-        shutil.rmtree(staging, ignore_errors=True)
 
-        ticker.phase = "conformance"
-        progress(f"conformance: {len(good)} traces")
-        verdicts_df = _paths_frame(spark, good, parallelism * 4).mapInArrow(
-            functools.partial(batches.conformance_batches, dialect=dialect, split_min_events=split_min_events),
-            spark_schema(VERDICTS))
-        verdicts = verdicts_df.toArrow().cast(VERDICTS)
+        checked = {v["trace"] for v in verdict_rows}
+        todo = [t for t in good if t not in checked]  # trace/2, and files read in byte ranges
+        verdicts = pa.Table.from_pylist(verdict_rows, VERDICTS)
+        if todo:
+            ticker.phase = "conformance"
+            progress(f"conformance: {len(todo)} traces")
+            verdicts_df = _paths_frame(spark, todo, parallelism * 4).mapInArrow(
+                functools.partial(batches.conformance_batches, dialect=dialect, split_min_events=split_min_events),
+                spark_schema(VERDICTS))
+            verdicts = pa.concat_tables([verdicts, verdicts_df.toArrow().cast(VERDICTS)])
 
         ticker.phase = "ledger"
         progress("ledger and anomalies")
-        ledger_stage(spark, out / "events", out / "ledger")
-        ledger_df = spark.read.schema(spark_schema(LEDGER)).parquet(str(out / "ledger"))
-        anomalies = ledger_df.mapInArrow(
-            functools.partial(batches.anomaly_batches, stuck_after_ms=stuck_after_ms,
-                              poison_deliveries=poison_deliveries), spark_schema(ANOMALIES)).toArrow().cast(ANOMALIES)
+        anomalies = ledger_stage(spark, out / "events", out / "ledger", stuck_after_ms, poison_deliveries)
     finally:
         ticker.stopped.set()
     small = {"traces": traces, "quarantine": quarantine, "verdicts": verdicts, "anomalies": anomalies}

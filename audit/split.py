@@ -24,7 +24,7 @@ import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xspec.audit.ingest import command_keys, op_name
+from xspec.audit.commands import command_keys, op_name
 from xspec.spec.trace_format import Call, Close, Connect, Note, Recv, Send, Trace
 from xspec.traces.check.checker import Verdict, check_trace
 from xspec.traces.check.witness import Witness

@@ -1,14 +1,16 @@
 """Audit throughput: ingest, ledger + anomalies, conformance; Spark (local[N]) against the in-process path, same run.
 
     python benchmarks/bench_audit.py                       # 10^5 events on local[2]
-    python benchmarks/bench_audit.py --events 1000000 10000000 --skip-local   # growth, big scale
+    python benchmarks/bench_audit.py --events 100000 1000000 --data /tmp/audit-data   # growth; traces kept
+    python benchmarks/bench_audit.py --events 10000000 --data /tmp/audit-data --skip-local --skip-conformance --whole
 
-Data: traces written by ``xspec workload`` on the model (every consumer algorithm), as JSONL. For each size it
-prints: ingest (JSONL -> Parquet events table) events/s; ledger + anomalies from the Parquet events table,
-events/s on Spark and in process, and their ratio (target: >= 500k events/s on local[2]); conformance events/s per
-executor core against the single-process checker (target ratio >= 0.8); the whole audit's wall time and the peak
-memory of the process tree, JVM included (target for 10^7 events: 10 minutes, 8 GiB).
-"""
+Data: traces written by ``xspec workload`` on the model (every consumer algorithm), as JSONL (``--data``: kept and
+reused; a bigger size adds traces). For each size it prints: ingest (JSONL -> Parquet events table) events/s;
+ledger + anomalies from the Parquet events table, events/s on Spark and in process, and their ratio (target: >= 500k
+events/s on local[2]); conformance events/s per executor core against the single-process checker (target ratio >=
+0.8); with ``--whole``, the whole audit's wall time (what ``xspec audit`` runs: ingest with conformance, ledger,
+anomalies, report); and the peak memory of the process tree, JVM included (target for 10^7 events: 10 minutes,
+8 GiB)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pyarrow as pa
@@ -26,7 +29,7 @@ import pyarrow.parquet as pq
 
 from xspec.audit import batches
 from xspec.audit.ledger import LEDGER_INPUT
-from xspec.audit.schema import ANOMALIES, EVENTS, LEDGER, VERDICTS, spark_schema
+from xspec.audit.schema import LEDGER, VERDICTS, spark_schema
 from xspec.audit.spark import ledger_stage
 from xspec.audit.workload import Params, generate
 from xspec.spec.trace_format import load
@@ -53,28 +56,71 @@ class PeakMemory(threading.Thread):
             self.peak = max(self.peak, total)
 
 
+def tree_cpu() -> float:
+    """CPU seconds used so far by this process and its live children (the JVM and the Python workers, which Spark
+    reuses): on a shared machine this, not the wall clock, says what a step costs."""
+    total = 0.0
+    for p in [psutil.Process(), *psutil.Process().children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+class Step:
+    """Wall time and process-tree CPU time of a step."""
+
+    def __enter__(self) -> Step:
+        self.wall, self.cpu = time.perf_counter(), tree_cpu()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, tree_cpu() - self.cpu
+
+    def text(self, n: int) -> str:
+        return (f"{n / self.wall / 1000:,.0f}k ev/s wall ({self.wall:.1f} s); {n / self.cpu / 1000:,.0f}k ev per CPU-s "
+                f"({self.cpu:.1f} CPU-s, JVM included)")
+
+
 def make_data(folder: Path, events: int) -> list[str]:
-    """Workload traces of about 20k events each, ``events`` in all."""
+    """Workload traces of about 12k events each, ``events`` in all (traces already in ``folder`` are reused)."""
     params = Params(streams=27, messages=60, stuck_after_ms=1000)
     files: list[str] = []
     total = 0
-    for path, _ in generate("model:redis-7.0", folder, traces=10**9, params=params, seed=1):
+    have = sorted(folder.rglob("workload-*.jsonl"))
+    for path in have:
         files.append(str(path))
-        total += sum(1 for _ in open(path)) - 1
+        total += _events(path)
+        if total >= events:
+            return files
+    more = folder / f"from-{len(have):05d}" if have else folder
+    for path, _ in generate("model:redis-7.0", more, traces=10**9, params=params, seed=1 + len(have)):
+        files.append(str(path))
+        total += _events(path)
         if total >= events:
             break
     return files
 
 
-def rate(n: int, seconds: float) -> str:
-    return f"{n / seconds / 1000:,.0f}k ev/s ({seconds:.1f} s)"
+def _events(path: Path | str) -> int:
+    with open(path, "rb") as f:
+        return sum(1 for _ in f) - 1
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", type=int, nargs="+", default=[100_000])
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--data", type=Path, help="keep the generated traces here and reuse them (default: a temporary "
+                    "folder, removed at the end)")
     ap.add_argument("--skip-local", action="store_true", help="no in-process comparison (for the big sizes)")
+    ap.add_argument("--skip-conformance", action="store_true", help="no conformance ratio")
+    ap.add_argument("--whole", action="store_true",
+                    help="also the whole audit (xspec audit's job: ingest with conformance, ledger, anomalies, "
+                         "report) with its wall time and the process tree's peak memory")
+    ap.add_argument("--whole-only", action="store_true", help="only the whole audit (for 10^7 events)")
     ap.add_argument("--conformance-events", type=int, default=100_000,
                     help="events checked for the conformance ratio")
     args = ap.parse_args()
@@ -83,69 +129,28 @@ def main() -> None:
     spark = session(args.master, app="bench-audit")
     cores = spark.sparkContext.defaultParallelism
     print(f"Spark {spark.version} on {args.master} ({cores} cores), session {time.perf_counter() - t:.1f} s; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
     growth: list[tuple[int, float]] = []
     for size in args.events:
         work = Path(tempfile.mkdtemp(prefix="bench-audit-"))
         try:
             t = time.perf_counter()
-            files = make_data(work / "in", size)
-            n = sum(sum(1 for _ in open(f)) - 1 for f in files)
-            print(f"\n== {n:,} events in {len(files)} traces (generated in {time.perf_counter() - t:.1f} s)")
-
-            # ingest: JSONL -> the Parquet events table
+            files = make_data(args.data or work / "in", size)
+            n = sum(_events(f) for f in files)
+            print(f"\n== {n:,} events in {len(files)} traces (ready in {time.perf_counter() - t:.1f} s)", flush=True)
             mem = PeakMemory()
             mem.start()
-            t = time.perf_counter()
-            paths = spark.createDataFrame([(f, 0) for f in files], "path string, size long").repartition(cores * 2)
-            paths.mapInArrow(batches.ingest_batches, spark_schema(EVENTS)) \
-                .repartition(cores * 2, "trace").sortWithinPartitions("trace", "event") \
-                .write.mode("overwrite").parquet(str(work / "events"))
-            ingest_s = time.perf_counter() - t
-            print(f"ingest (Spark, JSONL -> Parquet): {rate(n, ingest_s)}")
-
-            # ledger + anomalies from the Parquet events table
-            t = time.perf_counter()
-            ledger_stage(spark, work / "events", work / "ledger")  # the audit's own step
-            found = spark.read.parquet(str(work / "ledger")).mapInArrow(
-                lambda it: batches.anomaly_batches(it, 1000, 5), spark_schema(ANOMALIES)).count()
-            spark_s = time.perf_counter() - t
+            if not args.whole_only:
+                step_s = ingest(spark, files, work, n)
+                step_s += ledger(spark, work, n, not args.skip_local)
+                growth.append((n, step_s))
+                if not args.skip_conformance:
+                    conformance(spark, files, args.conformance_events, cores)
+            if args.whole or args.whole_only:
+                whole(spark, files, work, n)
             mem.done.set()
-            growth.append((n, ingest_s + spark_s))
-            print(f"ledger + anomalies (Spark {args.master}): {rate(n, spark_s)}, {found} anomalies")
-            if not args.skip_local:
-                table = pq.read_table(work / "events", columns=list(LEDGER_INPUT))
-                t = time.perf_counter()
-                led = pa.Table.from_batches(list(batches.ledger_batches(iter(
-                    table.sort_by([("trace", "ascending"), ("event", "ascending")]).to_batches()))), LEDGER)
-                local_found = sum(b.num_rows for b in batches.anomaly_batches(iter(led.to_batches()), 1000, 5))
-                local_s = time.perf_counter() - t
-                print(f"ledger + anomalies (in process): {rate(n, local_s)}, {local_found} anomalies; "
-                      f"Spark/in-process {local_s / spark_s:.2f}x")
-            print(f"peak memory of the process tree: {mem.peak / 2**30:.2f} GiB; "
-                  f"load average {os.getloadavg()[0]:.1f}")
-
-            # conformance per core against the single-process checker
-            subset, m = [], 0
-            for f in files:
-                if m >= args.conformance_events:
-                    break
-                subset.append(f)
-                m += sum(1 for _ in open(f)) - 1
-            t = time.perf_counter()
-            for f in subset:
-                check_trace(load(f))
-            single = m / (time.perf_counter() - t)
-            def conformance_job(chosen: list[str]) -> None:
-                spark.createDataFrame([(f, 0) for f in chosen], "path string, size long") \
-                    .repartition(max(cores, len(chosen))) \
-                    .mapInArrow(batches.conformance_batches, spark_schema(VERDICTS)).count()
-            conformance_job(subset[:cores])  # the Python workers start and import the model once (then reused)
-            t = time.perf_counter()
-            conformance_job(subset)
-            per_core = m / (time.perf_counter() - t) / cores
-            print(f"conformance: single process {single / 1000:,.1f}k ev/s, Spark {per_core / 1000:,.1f}k ev/s per "
-                  f"core; per-core/single {per_core / single:.2f}x")
+            print(f"peak memory of the process tree (JVM and Python workers included): {mem.peak / 2**30:.2f} GiB; "
+                  f"load average {os.getloadavg()[0]:.1f}", flush=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     if len(growth) > 1:
@@ -153,6 +158,74 @@ def main() -> None:
         print("\ngrowth (ingest + ledger + anomalies): " + ", ".join(
             f"{n:,} ev {s:.1f} s ({(s / base_s) / (n / base_n):.2f}x per event)" for n, s in growth))
     spark.stop()
+
+
+def ingest(spark: Any, files: list[str], work: Path, n: int) -> float:
+    """JSONL -> the Parquet events table, as the audit's ingest stage writes it (no conformance)."""
+    from xspec.audit.spark import ingest_stage
+    with Step() as step:
+        ingest_stage(spark, files, work, check=None)
+    print(f"ingest (Spark, JSONL -> Parquet events table): {step.text(n)}", flush=True)
+    return step.wall
+
+
+def ledger(spark: Any, work: Path, n: int, in_process: bool) -> float:
+    """Ledger + anomalies from the events table on Spark, and (``in_process``) in this process."""
+    with Step() as step:
+        found = ledger_stage(spark, work / "events", work / "ledger", 1000, 5).num_rows  # the audit's own step
+    print(f"ledger + anomalies (Spark {spark.sparkContext.master}): {step.text(n)}, {found} anomalies", flush=True)
+    if in_process:
+        with Step() as local:
+            table = pq.read_table(work / "events", columns=list(LEDGER_INPUT))
+            led = pa.Table.from_batches(list(batches.ledger_batches(iter(
+                table.sort_by([("trace", "ascending"), ("event", "ascending")]).to_batches()))), LEDGER)
+            local_found = sum(b.num_rows for b in batches.anomaly_batches(iter(led.to_batches()), 1000, 5))
+        print(f"ledger + anomalies (in process, one core, reading the table included): {local.text(n)}, "
+              f"{local_found} anomalies; Spark/in-process {local.wall / step.wall:.2f}x wall, "
+              f"{local.cpu / step.cpu:.2f}x CPU", flush=True)
+    return step.wall
+
+
+def conformance(spark: Any, files: list[str], events: int, cores: int) -> None:
+    """Conformance events/s per executor core against the single-process checker (load + check, both)."""
+    from xspec.audit.spark import _paths_frame
+    subset, m = [], 0
+    for f in files:
+        if m >= events:
+            break
+        subset.append(f)
+        m += _events(f)
+    t, c = time.perf_counter(), time.process_time()
+    for f in subset:
+        check_trace(load(f))
+    single, single_cpu = m / (time.perf_counter() - t), m / (time.process_time() - c)
+
+    def job(chosen: list[str]) -> None:
+        _paths_frame(spark, chosen, cores * 4).mapInArrow(batches.conformance_batches,
+                                                          spark_schema(VERDICTS)).count()
+    job(subset[:cores])  # the Python workers start and import the model once (then reused)
+    with Step() as step:
+        job(subset)
+    per_core = m / step.wall / cores
+    per_cpu = m / step.cpu
+    print(f"conformance ({m:,} events, {len(subset)} traces): single process {single / 1000:,.1f}k ev/s wall, "
+          f"{single_cpu / 1000:,.1f}k ev per CPU-s; Spark {per_core / 1000:,.1f}k ev/s per core wall, "
+          f"{per_cpu / 1000:,.1f}k ev per CPU-s (JVM included); per-core/single {per_core / single:.2f}x wall, "
+          f"{per_cpu / single_cpu:.2f}x CPU", flush=True)
+
+
+def whole(spark: Any, files: list[str], work: Path, n: int) -> None:
+    """The whole audit as ``xspec audit`` runs it on this session."""
+    from xspec.audit.run import AuditOptions, audit
+    start = time.perf_counter()
+
+    def progress(text: str) -> None:
+        print(f"  [{time.perf_counter() - start:6.0f} s, {tree_cpu():7.0f} CPU-s] {text}", flush=True)
+    with Step() as step:
+        status, summary = audit([Path(f) for f in files], work / "audit", AuditOptions(
+            master=spark.sparkContext.master), progress, spark=spark)
+    print(f"whole audit (ingest with conformance, ledger, anomalies, report): {step.text(n)}; exit status "
+          f"{status}, {summary['conformance']}, {len(summary['anomalies'])} anomalies", flush=True)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.audit_support import Script, file_ledger, kinds, ledger_and_anomalies
 from xspec.audit.schema import TABLES, type_text
 from xspec.audit.split import check_split, plan_split
+from xspec.audit.workload import ALGORITHMS
 from xspec.cli import main
 from xspec.spec.resp import Bulk, Int
 from xspec.spec.trace_format import Call, Header, Recv, Send, Trace, find_traces, load
@@ -501,10 +504,11 @@ def test_a_file_read_in_byte_ranges_gives_the_rows_of_the_file_read_whole(tmp_pa
 
 
 def test_the_ledger_steps_arrow_batches_equal_the_plain_fold(tmp_path: Path) -> None:
-    """The batch step skips polls that delivered nothing (Arrow compute); its ledger is the plain fold's."""
+    """The batch step skips polls that delivered nothing (Arrow compute); its ledger is the plain fold's, and so is
+    the column-wise one."""
     import pyarrow as pa
 
-    from xspec.audit.batches import ledger_batches
+    from xspec.audit.batches import canonical, ledger_batches
     from xspec.audit.ingest import read_files
     from xspec.audit.ledger import LEDGER_INPUT, ledger_of
     from xspec.audit.schema import LEDGER
@@ -522,9 +526,107 @@ def test_the_ledger_steps_arrow_batches_equal_the_plain_fold(tmp_path: Path) -> 
     list(generate("model:redis-7.0", tmp_path, traces=1, params=Params(streams=9, messages=8), seed=4))
     events, _, _ = read_files([str(f) for f in sorted(tmp_path.glob("*.jsonl"))])
     events = events.sort_by([("trace", "ascending"), ("event", "ascending")]).select(list(LEDGER_INPUT))
-    batched = pa.Table.from_batches(list(ledger_batches(iter(events.to_batches(max_chunksize=500)))), LEDGER)
-    plain: list[dict[str, object]] = []
-    for trace in sorted(set(events.column("trace").to_pylist())):
-        plain += ledger_of(trace, [r for r in events.to_pylist() if r["trace"] == trace])
-    assert batched.to_pylist() == plain
+    for columns in (False, True):
+        batched = pa.Table.from_batches(list(ledger_batches(iter(events.to_batches(max_chunksize=500)),
+                                                            columns=columns)), LEDGER)
+        plain: list[dict[str, object]] = []
+        for trace in sorted(set(events.column("trace").to_pylist())):
+            plain += ledger_of(trace, [r for r in events.to_pylist() if r["trace"] == trace])
+        assert canonical("ledger", batched).to_pylist() == canonical("ledger", pa.Table.from_pylist(plain,
+                                                                                                  LEDGER)).to_pylist()
     assert any(r["acks"] and r["acks"][0]["consumer"] == b"dave" for r in plain)  # its last XAUTOCLAIM
+
+
+def test_the_column_wise_ledger_computes_trimming_claims_reused_connections_and_late_acks_as_the_fold() -> None:
+    """Corner cases the column-wise path computes itself (each ledger_and_anomalies call also asserts that the
+    column-wise ledger equals the fold's), and what it leaves to the fold."""
+    from xspec.audit.columns import split_ledger
+    s = Script()
+    s(1, "XACK", "s", "g", "5-1")  # an error (no group yet): nothing
+    group(s)
+    s(3, "XACK", "s", "g", "9-1")  # before the XADD of that ID: a row without its addition
+    s(1, "XADD", "s", "9-1", "f", "early")
+    ids = [s(1, "XADD", "s", "MAXLEN", "4", "*", "n", str(i)).value.decode() for i in range(4)]  # trims 9-1
+    s(2, "XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "BLOCK", "10", "STREAMS", "s", ">")
+    s(1, "XADD", "s", "MAXLEN", "=", "3", "*", "n", "4")  # trims ids[0] and ids[1], pending for alice
+    s.sleep(100)
+    s(3, "XCLAIM", "s", "g", "bob", "50", ids[2])
+    s(2, "XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0")  # history: the trimmed ones' nil slots
+    s.close(2)
+    s(2, "XACK", "s", "g", ids[2])  # the same client number, a new connection: no consumer
+    s(3, "XACK", "s", "g", ids[1], ids[2])  # count 1 of 2: partial, left to the fold
+    s(1, "XGROUP", "CREATE", "t", "g", "$", "MKSTREAM")
+    s(1, "XGROUP", "CREATE", "t", "streams", "$")
+    t0 = s(1, "XADD", "t", "MAXLEN", "0", "*", "f", "v").value.decode()  # added and trimmed at once
+    s(4, "XREADGROUP", "GROUP", "streams", "STREAMS", "STREAMS", "t", ">")
+    ledger, anomalies = ledger_and_anomalies(s.trace())
+    by = {(r["key"], r["group"], r["id"]): r for r in ledger}
+    assert by[(b"s", b"g", "9-1")]["added_event"] is None and by[(b"s", b"g", "9-1")]["removed_how"] == "XADD"
+    assert by[(b"s", b"g", ids[0])]["removed_pending"] and by[(b"t", b"streams", t0)]["group_at_add"]
+    assert ("lost", t0) in kinds(anomalies) and ("deleted-while-pending", ids[0]) in kinds(anomalies)
+    # without the partial XACK, key s is the column-wise path's; key t is too
+    s2 = Script()
+    group(s2)
+    e = s2(1, "XADD", "s", "MAXLEN", "1", "*", "f", "v").value.decode()
+    s2(2, "XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">")
+    s2.close(2)
+    s2(2, "XACK", "s", "g", e)
+    (row,), _ = ledger_and_anomalies(s2.trace())
+    assert row["acks"][0]["consumer"] is None and row["state"] == "acked"
+    import tempfile
+
+    from xspec.audit.batches import _trace_ends
+    from xspec.audit.ingest import read_files
+    from xspec.audit.ledger import LEDGER_INPUT
+    from xspec.spec.trace_format import dump
+    with tempfile.TemporaryDirectory() as folder:
+        dump(s2.trace(), Path(folder) / "t.jsonl")
+        events, _, _ = read_files([str(Path(folder) / "t.jsonl")])
+    batch = events.select(list(LEDGER_INPUT)).combine_chunks().to_batches()[0]
+    table, rest, keep_keys, keep_traces = split_ledger(batch, _trace_ends(batch))
+    assert table.num_rows == 1 and not keep_keys and not keep_traces
+    assert set(rest.column("ev").to_pylist()) <= {"header", "close"}
+
+
+def test_the_column_wise_ledger_equals_the_fold_on_corpora_and_workloads(tmp_path: Path) -> None:
+    """Bundled corpora (trace/2 and send/recv traces go to the fold whole) and generated workloads of every
+    algorithm, whose every key the column-wise path computes (the fold reads headers, closes and the XADDs of
+    connections that may dead-letter, for the keys it would keep)."""
+    from tests.audit_support import assert_columns_equal_fold
+    from xspec.audit.batches import _trace_ends
+    from xspec.audit.columns import split_ledger
+    from xspec.audit.ingest import read_files
+    from xspec.audit.ledger import LEDGER_INPUT
+    from xspec.audit.workload import Params, generate
+    corpora = [str(f) for f in find_traces([ROOT / "traces" / name for name in (
+        "tutorial", "findings", "redis-7.0.15", "valkey-9.1.2", "replication/redis-7.0.15/failover")])]
+    events, _, _ = read_files(corpora)
+    assert_columns_equal_fold(events)
+    for seed, params in enumerate([Params(streams=9, messages=12), Params(streams=4, messages=30, trim_maxlen=2),
+                                   Params(streams=9, messages=5, trim_maxlen=0, final_idle_ms=10)]):
+        list(generate("model:redis-7.0", tmp_path / str(seed), traces=2, params=params, seed=seed))
+    workloads, _, _ = read_files([str(f) for f in find_traces([tmp_path])])
+    assert_columns_equal_fold(workloads)
+    batch = workloads.sort_by([("trace", "ascending"), ("event", "ascending")]).select(
+        list(LEDGER_INPUT)).combine_chunks().to_batches()[0]
+    _, rest, keep_keys, keep_traces = split_ledger(batch, _trace_ends(batch))
+    assert not keep_traces and not keep_keys
+    assert rest.num_rows < batch.num_rows / 20
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 10_000), streams=st.integers(1, 6), messages=st.integers(1, 15),
+       trim=st.integers(0, 4), idle=st.sampled_from([10, 2_000]),
+       algorithms=st.lists(st.sampled_from(ALGORITHMS), min_size=1, max_size=4, unique=True))
+def test_property_column_wise_ledger_equals_the_fold_on_generated_workloads(
+        tmp_path_factory: pytest.TempPathFactory, seed: int, streams: int, messages: int, trim: int, idle: int,
+        algorithms: list[str]) -> None:
+    from tests.audit_support import assert_columns_equal_fold
+    from xspec.audit.ingest import read_files
+    from xspec.audit.workload import Params, generate
+    folder = tmp_path_factory.mktemp("workload")
+    params = Params(streams=streams, messages=messages, trim_maxlen=trim, final_idle_ms=idle,
+                    algorithms=tuple(algorithms))
+    list(generate("model:redis-7.0", folder, traces=1, params=params, seed=seed))
+    events, _, _ = read_files([str(f) for f in find_traces([folder])])
+    assert_columns_equal_fold(events)
