@@ -10,9 +10,15 @@ opens it in Debian's Chromium through Playwright, and prints:
 * its load time: from navigation to the first step drawn (target ≤ 2 s);
 * the 95th percentile of a step's time: the next-step key (a keydown event) at 300 places spread
   over the trace, each measured in the page from the key to the state panel laid out (target ≤ 50 ms);
-* the same for jumps to a random step (the URL fragment), for information.
+* the same for jumps to a random step (``xspecView.select``), for information.
+
+A step's time is split into the script's part (the key handler) and the layout it forces.
+``--page A.html --page B.html`` measures pages written earlier (for example the same data drawn by
+two versions of the page script) in one run, alternating between them round by round so that both
+see the same machine load, and prints each one's figures and B's ratios to A.
 
     python benchmarks/bench_view.py [--events 10000] [--seed 1] [--out /tmp/bench-view.html]
+    python benchmarks/bench_view.py --page before.html --page after.html [--rounds 3]
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from xspec.models import ManualClock, Server
 from xspec.spec.dialect import get_dialect
@@ -87,21 +94,78 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
+STEP = """() => { const t0 = performance.now();
+    document.dispatchEvent(new KeyboardEvent("keydown", {key: "j", bubbles: true}));
+    const t1 = performance.now();
+    document.getElementById("state").offsetHeight; return [t1 - t0, performance.now() - t1]; }"""
+JUMP = """(k) => { const t = performance.now(); xspecView.select(k);
+    document.getElementById('state').offsetHeight; return performance.now() - t; }"""
+
+
+class Figures:
+    """One page's measurements, gathered over the rounds."""
+
+    def __init__(self) -> None:
+        self.loads: list[float] = []
+        self.script: list[float] = []
+        self.layout: list[float] = []
+        self.jumps: list[float] = []
+
+    @property
+    def steps(self) -> list[float]:
+        return [a + b for a, b in zip(self.script, self.layout, strict=True)]
+
+
+def measure(browser: Any, uri: str, figures: Figures, rng: random.Random, presses: int, jumps: int) -> None:
+    """Open the page in a tab of its own and measure its load, ``presses`` next-step keys at random
+    places and ``jumps`` jumps (a fresh tab: nothing left over from the page measured before)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(uri, wait_until="load")
+    figures.loads.append(page.evaluate("xspecView.readyAt"))
+    n = page.evaluate("xspecView.steps")
+    for k in sorted(rng.randrange(1, n) for _ in range(presses)):
+        page.evaluate(f"xspecView.select({k})")
+        page.evaluate("document.body.offsetHeight")
+        script, layout = page.evaluate(STEP)
+        figures.script.append(script)
+        figures.layout.append(layout)
+    figures.jumps += [page.evaluate(JUMP, rng.randrange(1, n)) for _ in range(jumps)]
+    page.close()
+
+
+def report(name: str, f: Figures) -> None:
+    steps = f.steps
+    print(f"{name}load time: {statistics.median(f.loads):.0f} ms to the first step drawn "
+          f"(median of {len(f.loads)}; target <= 2000 ms)")
+    print(f"{name}step time: p95 {percentile(steps, 95):.1f} ms, median {statistics.median(steps):.1f} ms over "
+          f"{len(steps)} next-step key presses (target p95 <= 50 ms); script p95 {percentile(f.script, 95):.1f} "
+          f"median {statistics.median(f.script):.1f}, layout p95 {percentile(f.layout, 95):.1f} "
+          f"median {statistics.median(f.layout):.1f}")
+    print(f"{name}jump to a random step: p95 {percentile(f.jumps, 95):.1f} ms, median {statistics.median(f.jumps):.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None, help="Keep the page here.")
-    parser.add_argument("--page", type=Path, default=None,
-                        help="Measure this page (written by an earlier --out) instead of building one.")
+    parser.add_argument("--page", type=Path, action="append", default=None,
+                        help="Measure this page (written by an earlier --out) instead of building one; "
+                             "given twice or more, the pages are measured in one run, round by round.")
+    parser.add_argument("--rounds", type=int, default=3, help="Rounds (page loads) a page is measured in.")
     args = parser.parse_args()
     print("machine load (1, 5, 15 min): {:.1f} {:.1f} {:.1f} on {} cores".format(*os.getloadavg(), os.cpu_count()))
 
     from xspec.viewer.pages import write_trace_page
 
-    if args.page is not None:
-        out = args.page
-        print(f"page: {out} (not rebuilt)")
+    if args.rounds < 1:
+        raise SystemExit("bench_view: --rounds must be at least 1")
+    if args.page:
+        missing = [p for p in args.page if not p.is_file()]
+        if missing:
+            raise SystemExit(f"bench_view: no such page: {missing[0]}")
+        pages = args.page
+        print("pages: " + ", ".join(str(p) for p in pages) + " (not rebuilt)")
     else:
         trace = make_trace(args.events, args.seed)
         out = args.out or Path(tempfile.mkdtemp(prefix="bench-view-")) / "bench.html"
@@ -109,35 +173,30 @@ def main() -> None:
         written = write_trace_page(trace, out)
         built, cpu = time.perf_counter() - started, time.process_time() - cpu
         print(f"trace: {len(trace.events)} events; page built in {built:.1f} s ({cpu:.1f} s of CPU; {written.status})")
-    print(f"page size: {out.stat().st_size / 1e6:.2f} MB (target <= 5 MB)")
+        pages = [out]
+    for p in pages:
+        print(f"page size: {p.stat().st_size / 1e6:.2f} MB (target <= 5 MB)" + (f": {p}" if len(pages) > 1 else ""))
 
     from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        loads = []
-        for _ in range(3):
-            page.goto("about:blank")
-            page.goto(out.as_uri(), wait_until="load")
-            loads.append(page.evaluate("xspecView.readyAt"))
-        print(f"load time: {statistics.median(loads):.0f} ms to the first step drawn (median of 3; target <= 2000 ms)")
-        n = page.evaluate("xspecView.steps")
-        rng = random.Random(args.seed)
-        starts = sorted(rng.randrange(1, n) for _ in range(300))
-        steps = []
-        for k in starts:
-            page.evaluate(f"xspecView.select({k})")
-            page.evaluate("document.body.offsetHeight")
-            steps.append(page.evaluate("""() => { const t0 = performance.now();
-                document.dispatchEvent(new KeyboardEvent("keydown", {key: "j", bubbles: true}));
-                document.getElementById("state").offsetHeight; return performance.now() - t0; }"""))
-        jumps = [page.evaluate(f"""() => {{ const t = performance.now(); xspecView.select({rng.randrange(1, n)});
-                 document.getElementById('state').offsetHeight; return performance.now() - t; }}""")
-                 for _ in range(100)]
+    figures = {p: Figures() for p in pages}
+    presses, jumps = -(-300 // args.rounds), -(-100 // args.rounds)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for r in range(args.rounds):
+            order = pages if r % 2 == 0 else pages[::-1]  # neither page always goes first
+            for p in order:  # the same places on every page, a round's load shared by all of them
+                measure(browser, p.resolve().as_uri(), figures[p], random.Random(args.seed * 1000 + r), presses, jumps)
         browser.close()
-    print(f"step time: p95 {percentile(steps, 95):.1f} ms, median {statistics.median(steps):.1f} ms over "
-          f"{len(steps)} next-step key presses (target p95 <= 50 ms)")
-    print(f"jump to a random step: p95 {percentile(jumps, 95):.1f} ms, median {statistics.median(jumps):.1f} ms")
+    for p in pages:
+        report(f"{p.name}: " if len(pages) > 1 else "", figures[p])
+    if len(pages) > 1:
+        first = figures[pages[0]]
+        for p in pages[1:]:
+            f = figures[p]
+            print(f"{p.name} / {pages[0].name}: step p95 {percentile(f.steps, 95) / percentile(first.steps, 95):.2f}, "
+                  f"median {statistics.median(f.steps) / statistics.median(first.steps):.2f}; jump p95 "
+                  f"{percentile(f.jumps, 95) / percentile(first.jumps, 95):.2f}; load "
+                  f"{statistics.median(f.loads) / statistics.median(first.loads):.2f}")
     print("machine load at the end: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
 
 

@@ -285,3 +285,29 @@ def test_from_audit_with_a_trace_that_is_gone(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text(json.dumps({"anomalies": [{"kind": "x", "trace": str(tmp_path / "gone.jsonl")}]}))
     result = CliRunner().invoke(main, ["view", "--from-audit", str(tmp_path)])
     assert result.exit_code == 1 and "gone.jsonl" in result.output and "Traceback" not in result.output
+
+
+def test_column_widths_cover_every_value_a_step_shows() -> None:
+    """The fixed column widths the page draws its tables with: wide enough for every key part and
+    value of every step (a value wider than WIDE characters is cut, its text in the cell's title)."""
+    from xspec.viewer.trace_data import WIDE
+
+    data = trace_page_data(load(CLAIM))
+    last_t = max(s["t"] or 0 for s in data["steps"])
+    for t in data["tables"].values():
+        assert len(t["widths"]) == len(t["keys"]) + len(t["columns"])
+        for i in t["time"]:  # shown relative to the step's clock: "in 1234 ms"
+            assert t["widths"][len(t["keys"]) + i] > len(str(last_t)) + 5
+    seen = 0
+    for s in data["steps"]:
+        for rid, _, after, before, _, _ in s["d"]:
+            name, *key = rid.split("|")
+            t = data["tables"][name]
+            nk = len(t["keys"])
+            shown = list(enumerate(key)) + [(nk + i, str(v)) for cells in (after, before) if cells
+                                            for i, v in enumerate(cells) if v is not None and i not in t["time"]]
+            for column, text in shown:
+                width = t["widths"][column]
+                assert len(text) < width or width >= WIDE, (rid, text, width)
+                seen += 1
+    assert seen > 50

@@ -335,3 +335,67 @@ def test_line_fragment_opens_the_step_of_a_trace_line(page: Any, claim_page: Pat
     lines = [s["l"] for s in data["steps"]]
     line = max(x for x in lines if x is not None)
     assert opens(out.as_uri() + f"#line={line}", lines.index(line) + 1)
+
+
+# -- a big state: rows kept in place, fixed columns, the step read out -------------------------------
+
+
+def big_stream_trace() -> Any:
+    """50 entries read by one consumer (a PEL of 50, each row's idle time moving at every step),
+    then more entries: the entries and pending tables are bigger than the panel shows whole."""
+    from xspec.models import ManualClock, Server
+    from xspec.spec.dialect import get_dialect
+    from xspec.spec.trace_format import Call, Header, Trace
+
+    clock = ManualClock(1_700_000_000_000)
+    server = Server(get_dialect("redis-7.0"), clock)
+    events: list[Call] = []
+
+    def call(c: int, *argv: bytes) -> None:
+        events.append(Call(c=c, cmd=list(argv), reply=server.execute(c, list(argv)).reply, now=clock.ms))
+        clock.ms += 7
+
+    server.client(1)
+    server.client(2)
+    call(1, b"XGROUP", b"CREATE", b"orders", b"workers", b"$", b"MKSTREAM")
+    for i in range(1, 51):
+        call(1, b"XADD", b"orders", b"%d-0" % i, b"n", b"%d" % i)
+    call(2, b"XREADGROUP", b"GROUP", b"workers", b"alice", b"COUNT", b"50", b"STREAMS", b"orders", b">")
+    for i in range(51, 56):
+        call(1, b"XADD", b"orders", b"%d-0" % i, b"n", b"%d" % i)
+    header = Header(server_name="redis", server_version="7.0.15", clock="virtual", config={}, title="big state")
+    return Trace(header, events, "<big>")
+
+
+def test_a_step_moves_no_unchanged_row_and_keeps_the_columns(page: Any, tmp_path: Path) -> None:
+    """The next-step key on a big state: the rows the step leaves alone stay where they are (the
+    rows it adds or marks are the only ones inserted), the columns keep their widths, and the
+    live region says the step in one line."""
+    out = tmp_path / "big.html"
+    write_trace_page(big_stream_trace(), out)
+    k = 53  # the first XADD after the read: 51 entries, 50 pending; the next step adds 52-0
+    page.goto(out.as_uri() + f"#step={k}")
+    assert "(11 unchanged rows not shown)" in page.inner_text("#state")
+    widths = page.evaluate("""() => [...document.querySelectorAll('#state th')].map((th) => th.getBoundingClientRect().width)""")
+    page.evaluate("""() => {
+      window.moved = [];
+      window.observer = new MutationObserver((records) => { for (const r of records) window.moved.push(...r.removedNodes); });
+      for (const t of document.querySelectorAll('#state table')) observer.observe(t, {childList: true});
+      window.rowsBefore = new Set(document.querySelectorAll('#state tr[data-row]')); }""")
+    page.keyboard.press("j")
+    assert page.evaluate("document.body.dataset.step") == str(k + 1)
+    moved = page.evaluate("""() => { observer.takeRecords().forEach((r) => window.moved.push(...r.removedNodes));
+      const now = new Set(document.querySelectorAll('#state tr[data-row]'));
+      return window.moved.filter((tr) => now.has(tr)).map((tr) => tr.dataset.row); }""")
+    assert moved == []
+    inserted = page.evaluate("""() => [...document.querySelectorAll('#state tr[data-row]')]
+      .filter((tr) => !window.rowsBefore.has(tr)).map((tr) => tr.dataset.row)""")
+    # only the rows whose mark changed are drawn again: those of this step's diff and of the one before
+    marked = page.evaluate(f"[...XSPEC.steps[{k - 1}].d, ...XSPEC.steps[{k}].d].map((d) => d[0])")
+    assert "entries|orders|52-0" in inserted and set(inserted) <= set(marked), (inserted, marked)
+    assert page.evaluate("""() => [...document.querySelectorAll('#state th')].map((th) => th.getBoundingClientRect().width)""") == widths
+    pending = dom_table(page, "pending")
+    assert len(pending) == 40 and all(c["idle"].endswith(" ms") for c in pending.values())
+    changes = page.evaluate(f"XSPEC.steps[{k}].d.length")
+    assert page.inner_text("#announce") == f"Step {k + 1}: XADD orders 52-0 n 52, reply '52-0', {changes} state changes"
+    assert page.locator("#state tr.add").evaluate("tr => getComputedStyle(tr.cells[0], '::before').content") == '"+ "'

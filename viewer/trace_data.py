@@ -246,6 +246,7 @@ def explanation_data(e: Explanation, dialect: str | None = None) -> dict[str, An
     }
     data["rules"] = rules.ids
     data["rule_text"] = rules.texts()
+    add_column_widths(data)
     return data
 
 
@@ -481,7 +482,43 @@ def multinode_page_data(e: MultiExplanation) -> dict[str, Any]:
     }
     data["rules"] = rules.ids
     data["rule_text"] = rules.texts()
+    add_column_widths(data)
     return data
+
+
+WIDE = 48
+"""Characters: a wider column is cut in the page (each longer value's whole text in its cell's title)."""
+
+
+def add_column_widths(data: dict[str, Any]) -> None:
+    """Give every table its column widths in characters (``widths``: key columns, then value
+    columns), measured over every value a step of ``data`` shows: the page draws its tables with
+    these fixed widths, so a changed value lays out its row alone and no column moves between steps."""
+    last_t = max((s.get("t") or 0 for s in data["steps"]), default=0)
+    heads: dict[str, list[int]] = {}
+    values: dict[str, list[int]] = {}
+    for name, t in data["tables"].items():
+        heads[name] = [len(c) for c in [*t["keys"], *t["columns"]]]
+        values[name] = [0] * len(t["keys"]) + [
+            len(str(last_t)) + 6 if i in t["time"] else 3 for i in range(len(t["columns"]))]  # "in 1234 ms", "nil"
+    was: dict[str, set[int]] = {name: set() for name in heads}  # the columns a step changes
+    for s in data["steps"]:
+        for rid, _, after, before, changed, *_ in s.get("d", ()):
+            name, *key = rid.split("|")
+            t, w = data["tables"][name], values[name]
+            nk = len(t["keys"])
+            was[name].update(nk + i for i in changed)
+            for i, part in enumerate(key[:nk]):
+                w[i] = max(w[i], len(part))
+            for cells in (after, before):
+                for i, v in enumerate(cells or ()):
+                    if i not in t["time"]:
+                        w[nk + i] = max(w[nk + i], 5 if v is None else len(str(v)))
+    for name, t in data["tables"].items():
+        # room for the header and the widest value (with "was " before an old value, drawn under the
+        # new one, in a column a step changes); before the first key, an added or removed row's mark
+        t["widths"] = [min(max(head, value + (4 if i in was[name] else 0)) + 1, WIDE) + (2 if i == 0 else 0)
+                       for i, (head, value) in enumerate(zip(heads[name], values[name], strict=True))]
 
 
 def _node_divergence(e: MultiExplanation) -> dict[str, Any] | None:
@@ -507,5 +544,5 @@ def _node_divergence(e: MultiExplanation) -> dict[str, Any] | None:
             "where": "", "rules": []}
 
 
-__all__ = ["event_node", "explanation_data", "is_multinode", "multinode_page_data", "node_row_id", "row_cells",
+__all__ = ["add_column_widths", "event_node", "explanation_data", "is_multinode", "multinode_page_data", "node_row_id", "row_cells",
            "row_id", "trace_page_data"]

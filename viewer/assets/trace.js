@@ -11,7 +11,8 @@
   const ROW = 42, LANE = MULTI ? 280 : 190, LEFT = 40;
   const laneIndex = new Map(D.lanes.map((l, i) => [l.id, i]));
   document.documentElement.style.setProperty("--lane", LANE + "px");
-  const state = new Map();  // row id -> cells, after step `cur`
+  const state = new Map(Object.keys(D.tables).map((t) => [t, new Map()]));  // table -> row id -> cells, after step `cur`
+  function tableRows(id) { return state.get(id.slice(0, id.indexOf("|"))); }
   let cur = 0;              // steps applied
   let sel = 0;              // selected step, 1..N
   let matches = [], matchAt = -1;
@@ -41,8 +42,9 @@
     el("main", null,
       el("section", {id: "diagram", tabindex: "0", "aria-label": "time-space diagram"},
         el("div", {id: "lanes-head"}), el("div", {id: "rows"})),
-      el("section", {id: "detail", "aria-live": "polite"},
-        el("div", {id: "headline"}), el("div", {id: "step"}),
+      el("section", {id: "detail", "aria-label": "the selected step and the state after it"},
+        el("div", {id: "headline"}), el("div", {id: "announce", class: "sr-only", "aria-live": "polite"}),
+        el("div", {id: "step"}),
         el("div", {id: "ruletext", hidden: true}),
         el("h2", null, "State after this step"), el("div", {id: "state"}))));
   const diagram = document.getElementById("diagram");
@@ -257,10 +259,10 @@
 
   // ---- moving the state between steps: apply or undo a step's row differences ------------------
   function apply(diff) {
-    for (const [id, kind, after] of diff) { if (kind === "-") state.delete(id); else state.set(id, after); }
+    for (const [id, kind, after] of diff) { if (kind === "-") tableRows(id).delete(id); else tableRows(id).set(id, after); }
   }
   function undo(diff) {
-    for (const [id, kind, , before] of diff) { if (kind === "+") state.delete(id); else state.set(id, before); }
+    for (const [id, kind, , before] of diff) { if (kind === "+") tableRows(id).delete(id); else tableRows(id).set(id, before); }
   }
   function moveTo(k) {
     const target = Math.min(k, steps.length);
@@ -270,13 +272,28 @@
 
   // ---- the selected step ---------------------------------------------------------------------------
   const detail = document.getElementById("step");
+  // Three parts: what happened, the rules, the changes; a part left alone by a step stays laid out.
+  const stepMain = el("div"), stepRules = el("div"), stepChanges = el("div");
+  detail.append(stepMain, stepRules, stepChanges);
   const headline = document.getElementById("headline");
   const rulebox = document.getElementById("ruletext");
+  const announce = document.getElementById("announce");
 
+  // Consecutive steps often cite the same rules (the same command again): their list is kept, not
+  // built again, and only its links' step changes.
+  const ruleLists = new Map();  // "ru"/"ch" -> {key, box}
   function ruleLinks(indexes, cls) {
-    return el("div", {class: "rules" + (cls ? " " + cls : "")}, cls ? "also checked: " : "rules: ",
+    const slot = cls || "ru", key = indexes.join(",");
+    const kept = ruleLists.get(slot);
+    if (kept && kept.key === key) {
+      for (const a of kept.box.querySelectorAll("a")) a.setAttribute("href", "#step=" + sel + "&rule=" + a.dataset.rule);
+      return kept.box;
+    }
+    const box = el("div", {class: "rules" + (cls ? " " + cls : "")}, cls ? "also checked: " : "rules: ",
       ...indexes.map((i) => el("a", {href: "#step=" + sel + "&rule=" + D.rules[i], "data-rule": D.rules[i],
                                      title: (D.rule_text[D.rules[i]] || {}).text || ""}, D.rules[i])));
+    ruleLists.set(slot, {key, box});
+    return box;
   }
 
   function when(t) { return t === null || t === undefined ? "" : " · t+" + t + " ms"; }
@@ -287,7 +304,9 @@
       headline.textContent = "Step " + sel + " of " + N + " · line " + d.line + (d.node ? " · node " + d.node : "") +
         (d.client === null ? "" : " · client " + d.client) + " · the trace diverges";
       const allowed = d.allows.length ? d.allows.map((a) => el("pre", null, a)) : [el("pre", null, "(no reply at all)")];
-      detail.replaceChildren(...[
+      stepRules.replaceChildren();
+      stepChanges.replaceChildren();
+      stepMain.replaceChildren(...[
         d.cmd ? el("div", {class: "cmdline"}, "> " + d.cmd) : null,
         el("div", {class: "mismatch"}, d.message + (d.where ? " · differs at " + d.where : "")),
         d.rules.length ? ruleLinks(d.rules) : null,
@@ -296,6 +315,8 @@
           el("div", {class: "allows"}, el("h3", null, "the model allows"), ...allowed)),
         el("div", {class: "meta"}, "No execution of the model explains this event; the state below is the model's after the last step that conforms.")
       ].filter(Boolean));
+      ruleLists.clear();  // that list belongs to this part only
+      announce.textContent = "Step " + sel + ": the trace diverges: " + d.message;
       return;
     }
     const s = steps[sel - 1];
@@ -318,8 +339,8 @@
       parts.push(el("div", {class: "reply"}, "< client " + client + " is served" + (line ? " (line " + line + ")" : "") + ": " + reply));
       if (expected !== undefined) parts.push(el("div", {class: "mismatch"}, "! the trace says " + expected));
     }
-    if (s.ru) parts.push(ruleLinks(s.ru));
-    if (s.ch) parts.push(ruleLinks(s.ch, "checked"));
+    stepMain.replaceChildren(...parts);
+    replaceParts(stepRules, [s.ru ? ruleLinks(s.ru) : null, s.ch ? ruleLinks(s.ch, "checked") : null].filter(Boolean));
     const list = el("ul", {class: "changes"});
     for (const [id, kind, after, before, changed, why] of s.d) {
       const [table, ...key] = id.split("|");
@@ -333,8 +354,17 @@
       list.append(el("li", {class: kind === "+" ? "add" : kind === "-" ? "del" : "chg"}, text));
     }
     if (!s.d.length) list.append(el("li", {class: "empty"}, "no state change"));
-    parts.push(list);
-    detail.replaceChildren(...parts);
+    stepChanges.replaceChildren(list);
+    announce.textContent = "Step " + sel + (s.cmd ? ": " + s.cmd : ": " + (s.w || s.k)) +
+      (s.b ? ", blocks" : s.r !== undefined ? ", reply " + s.r.slice(0, 80) : "") +
+      (s.d.length ? ", " + s.d.length + (s.d.length === 1 ? " state change" : " state changes") : ", no state change");
+  }
+
+  // Replace a container's children by `parts`, leaving those already in place where they are.
+  function replaceParts(box, parts) {
+    const now = box.children;
+    if (now.length === parts.length && parts.every((e, i) => now[i] === e)) return;
+    box.replaceChildren(...parts);
   }
 
   // A cell as shown: absolute times relative to the step's clock.
@@ -351,88 +381,108 @@
   }
 
   // ---- the state panel ---------------------------------------------------------------------------
-  const SHOWN = 40;
+  // Each table is drawn once and kept; a step updates only the cells whose text changed and the rows
+  // it marks. The columns have fixed widths, measured once over every value the trace shows, so a
+  // changed cell (idle times move at every step) lays out its own row, not the whole table, and the
+  // columns stay where they are from one step to the next.
+  const SHOWN = 40;   // a bigger table shows its changed rows and the newest others
   const collator = new Intl.Collator(undefined, {numeric: true});
   const stateEl = document.getElementById("state");
-
-  // Each table is drawn once and kept: a step changes only the rows whose text or mark changed,
-  // so the rows it leaves alone are neither rebuilt nor laid out again.
-  const drawnTables = new Map();  // table name -> {h2, table, rows: Map(row id -> {tr, sig})}
+  const drawnTables = new Map();  // table name -> {h2, table, rows: Map(row id -> drawn row)}
   const emptyEl = el("div", {class: "empty"}, "empty: no keys, no blocked clients");
+  // Per table, the width in characters of each key and value column, measured when the page was built.
+  const widths = Object.fromEntries(Object.entries(D.tables).map(([name, t]) => [name, t.widths]));
 
   function tableOf(name, t) {
     let d = drawnTables.get(name);
     if (!d) {
-      const table = el("table", {class: "state", "data-table": name});
-      table.append(el("tr", null, ...t.keys.map((k) => el("th", {class: "key"}, k)), ...t.columns.map((c) => el("th", null, c))));
-      d = {h2: el("h2", null, t.title), table, rows: new Map(), title: t.title};
+      const w = widths[name];
+      const table = el("table", {class: "state", "data-table": name},
+        el("colgroup", null, ...w.map((n) => el("col", {style: "width: " + n + "ch"}))),
+        el("tr", null, ...t.keys.map((k) => el("th", {class: "key", scope: "col"}, k)),
+           ...t.columns.map((c) => el("th", {scope: "col"}, c))));
+      // 12 px of padding and a border a column (view.css)
+      table.style.width = "calc(" + w.reduce((a, n) => a + n, 0) + "ch + " + w.length * 13 + "px)";
+      d = {h2: el("h2", null, t.title), table, rows: new Map()};
       drawnTables.set(name, d);
     }
     return d;
   }
 
-  function rowOf(name, t, id, cells, mark, now) {
-    const kind = mark ? mark[0] : null;
-    const texts = cells.map((value, i) => show(name, i, value, now));
-    const was = kind === "~" ? mark[2].map((i) => [i, show(name, i, mark[1][i], now)]) : [];
-    return [kind, texts, was];
+  function setCell(td, text, width) {
+    td.firstChild.data = text;
+    if (text.length > width) td.title = text; else if (td.title) td.removeAttribute("title");
   }
 
-  function buildRow(id, name, t, kind, texts, was) {
+  function buildRow(id, name, kind, texts, was) {
+    const t = D.tables[name], w = widths[name], nk = t.keys.length;
     const tr = el("tr", {"data-row": id, "data-mark": kind === "+" ? "add" : kind === "-" ? "del" : kind === "~" ? "chg" : null,
                          class: kind === "+" ? "add" : kind === "-" ? "del" : null});
-    for (const k of id.split("|").slice(1)) tr.append(el("td", {class: "key"}, k));
-    const wasAt = new Map(was);
-    texts.forEach((text, i) => {
-      const changed = wasAt.has(i);
-      const td = el("td", {"data-col": t.columns[i], class: changed ? "chg" : null}, text);
-      if (changed) td.append(" ", el("span", {class: "was"}, "(was " + wasAt.get(i) + ")"));
+    id.split("|").slice(1).forEach((k, i) => {
+      const td = el("td", {class: "key"}, k);
+      if (k.length > (w[i] || 0)) td.title = k;
       tr.append(td);
     });
-    return tr;
+    const cells = texts.map((text, i) => {
+      const td = el("td", {"data-col": t.columns[i]}, text);
+      if (text.length > w[nk + i]) td.title = text;
+      if (was.has(i)) { td.className = "chg"; td.append(el("span", {class: "was"}, "was " + was.get(i))); }
+      tr.append(td);
+      return td;
+    });
+    return {tr, cells};
   }
 
   function drawState() {
     const s = sel <= steps.length ? steps[sel - 1] : null;
     const now = s ? s.t : (steps.length ? steps[steps.length - 1].t : null);
-    const marks = new Map();  // row id -> [kind, before, changed]
-    for (const [id, kind, , before, changed] of (s ? s.d : [])) marks.set(id, [kind, before, changed]);
-    const byTable = {};
-    for (const t of Object.keys(D.tables)) byTable[t] = [];
-    for (const [id, cells] of state) byTable[id.slice(0, id.indexOf("|"))].push([id, cells]);
-    for (const [id, [kind, before]] of marks) if (kind === "-") byTable[id.slice(0, id.indexOf("|"))].push([id, before]);
+    const marks = new Map();  // row id -> diff row
+    if (s) for (const d of s.d) marks.set(d[0], d);
     const out = [];
     for (const [name, t] of Object.entries(D.tables)) {
-      let list = byTable[name];
-      if (!list.length) continue;
+      const rows = state.get(name);
+      let list = [];
+      for (const [id, d] of marks) if (d[1] === "-" && id.startsWith(name + "|")) list.push([id, d[3]]);
       let hidden = 0;
-      if (list.length > SHOWN) {  // the changed rows and the newest others: a big table is not drawn whole
-        const changed = list.filter(([id]) => marks.has(id));
-        const rest = list.filter(([id]) => !marks.has(id)).slice(-(Math.max(SHOWN - changed.length, 0)));
-        hidden = list.length - changed.length - rest.length;
-        list = changed.concat(rest);
+      if (rows.size + list.length > SHOWN) {
+        const all = [...rows];
+        const changed = all.filter(([id]) => marks.has(id));
+        const room = Math.max(SHOWN - changed.length - list.length, 0);
+        const rest = [];
+        for (let i = all.length - 1; i >= 0 && rest.length < room; i--) if (!marks.has(all[i][0])) rest.push(all[i]);
+        hidden = rows.size - changed.length - rest.length;
+        list = list.concat(changed, rest);
+      } else {
+        for (const r of rows) list.push(r);
       }
+      if (!list.length) continue;
       list.sort((a, b) => collator.compare(a[0], b[0]));
       const d = tableOf(name, t);
       const title = t.title + (hidden ? " (" + hidden + " unchanged rows not shown)" : "");
       if (d.h2.textContent !== title) d.h2.textContent = title;
-      const keep = new Map();
-      let at = d.table.rows[0];
+      const keep = new Map(), nk = t.keys.length, w = widths[name];
       for (const [id, cells] of list) {
-        const [kind, texts, was] = rowOf(name, t, id, cells, marks.get(id), now);
-        const sig = (kind || "") + "\u0002" + was.join("\u0001");  // the row's mark: rebuilt when it changes
+        const mark = marks.get(id);
+        const kind = mark ? mark[1] : null;
+        const texts = cells.map((value, i) => show(name, i, value, now));
+        const was = new Map(kind === "~" ? mark[4].map((i) => [i, show(name, i, mark[3][i], now)]) : []);
+        const sig = (kind || "") + "\u0002" + [...was].join("\u0001");  // the row's mark: rebuilt when it changes
         let r = d.rows.get(id);
-        if (r && r.sig === sig) {  // the same mark: only the cells whose text changed (idle times move every step)
-          texts.forEach((text, i) => { if (r.texts[i] !== text) { r.cells[i].firstChild.data = text; r.texts[i] = text; } });
+        if (r && r.sig === sig) {  // the same mark: only the cells whose text changed
+          texts.forEach((text, i) => { if (r.texts[i] !== text) { setCell(r.cells[i], text, w[nk + i]); r.texts[i] = text; } });
         } else {
-          const tr = buildRow(id, name, t, kind, texts, was);
-          r = {tr, sig, texts, cells: [...tr.querySelectorAll("td[data-col]")]};
+          r = {...buildRow(id, name, kind, texts, was), sig, texts};
         }
         keep.set(id, r);
+      }
+      // The rows that go first, then each row after the one before it: a row moves only when its
+      // place changed (one row leaving the top of a list must not move all the others).
+      for (const [id, r] of d.rows) if (keep.get(id) !== r) r.tr.remove();
+      let at = d.table.rows[0];
+      for (const r of keep.values()) {
         if (at.nextSibling !== r.tr) at.after(r.tr);
         at = r.tr;
       }
-      for (const [id, r] of d.rows) if (keep.get(id) !== r) r.tr.remove();
       d.rows = keep;
       out.push(d.h2, d.table);
     }
@@ -459,7 +509,7 @@
     showStep();
     drawState();
     if (!drawDiagram(false, scroll)) markSelected(prev);
-    if (!keepRule) rulebox.hidden = true;
+    if (!keepRule && !rulebox.hidden) rulebox.hidden = true;
     writeFragment({step: sel, rule: keepRule || null});
     document.body.dataset.step = String(sel);
   }
