@@ -72,9 +72,11 @@ CLIENT_KEY_FIELDS = ("proto", "db", "name", "in_multi", "multi_queue", "multi_er
 """The client fields in a key. Not in it, like in ``Server.freeze()``: the id (the process label
 stands for it), ``blocked`` (blocked clients are out of scope), ``closed`` (a closed client is
 gone) and ``last_cmd`` (only CLIENT LIST shows it)."""
-PUBSUB_CLIENT_FIELDS = ("channels", "patterns", "shard_channels", "pushes_sent")
+PUBSUB_CLIENT_FIELDS = ("channels", "patterns", "shard_channels", "pushes_sent", "tracking", "tracked_keys")
 """Pub/Sub state: out of scope like blocked clients (EXPLORE-KEY-3): a key of a client that has any is refused."""
-COVERED_CLIENT_FIELDS = ("id", "blocked", "closed", "last_cmd") + CLIENT_KEY_FIELDS + PUBSUB_CLIENT_FIELDS
+# watched_expired: WATCHed keys that had expired (EXPIRE-WATCH-1); key expiry is outside the explorer's scope.
+COVERED_CLIENT_FIELDS = ("id", "blocked", "closed", "last_cmd") + CLIENT_KEY_FIELDS + PUBSUB_CLIENT_FIELDS + (
+    "watched_expired",)
 _client_fields = attrgetter(*CLIENT_KEY_FIELDS)
 _THAW_REPLACES = frozenset({"clock", "config", "dbs", "clients", "next_client_id", "blocking", "ready_keys",
                             "errno", "stats"})
@@ -495,7 +497,7 @@ class Abstraction:
             v = _client_fields(c)
             fields = c.__dict__
             if fields.get("channels") or fields.get("patterns") or fields.get("shard_channels") \
-                    or fields.get("pushes_sent"):
+                    or fields.get("pushes_sent") or fields.get("tracking") or fields.get("tracked_keys"):
                 raise Unsupported(f"client {cid} is subscribed or was sent pushes: Pub/Sub is out of scope")
             if v == self._default_client_fields:  # the usual case: nothing set since the connection opened
                 clients[label] = self._default_client

@@ -10,10 +10,11 @@ deployment (the serving node's and each linked replica's stream and group; each 
 applied, from the link or, for a cut link, the primary's backlog) must be the compact state's, and every
 client reply must be the one the compact step stands for.
 
-WAIT marks are the compact system's own (``Deployment`` answers WAIT through its ``ack`` steps): the check
-covers the ``async`` and ``coordinated`` regimes' operations, whose marks do not occur; the ``coordinated``
-handover is run as ``REPLICAOF NO ONE`` once the replica applied everything (the model's FAILOVER handover
-is not modelled yet: models/replication.py).
+Under ``wait`` the WAIT after each write runs on the model too: ``WAIT 1 100`` blocks after the write, a
+mark's application is the replica's ``ack`` step, which must serve it with 1, and a timeout is the
+server's timeout of the blocked client, which must answer 0. Under ``coordinated`` the promotion is the
+model's ``FAILOVER TO <replica>`` on the primary, followed by the deployment's own steps (the
+acknowledgement, ``PSYNC ... FAILOVER``) until the replica serves as a primary (FAILOVER-1 .. FAILOVER-5).
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from xspec.explore.failover import ACK, ADD, CLAIM, FailoverConfig, FailoverSystem, T
+from xspec.explore.failover import ACK, ADD, CLAIM, MARK, PRODUCER, FailoverConfig, FailoverSystem, T
 from xspec.models.clock import ManualClock
-from xspec.models.replication import Deployment
+from xspec.models.replication import Deployment, announced
 from xspec.models.state import Stream
-from xspec.spec.resp import Array, Bulk, Int, NullArray
+from xspec.spec.resp import Array, Bulk, Int, NullArray, Simple
 
 CONSUMER_NAMES = (b"c1", b"c2", b"w")
 CLIENT_OF = {0: 1, 1: 2, 2: 3, 3: 4, 4: 5}  # process -> client id on every node
@@ -37,6 +38,8 @@ class Refinement:
     steps: int = 0
     walks: int = 0
     mismatches: list[str] = field(default_factory=list)
+    waits: int = 0  # WAIT replies compared (a timeout's 0, an acknowledgement's 1)
+    handovers: int = 0  # FAILOVER commands run to their handover
 
 
 def deployment(config: FailoverConfig) -> Deployment:
@@ -162,6 +165,29 @@ def _reply_matches(system: FailoverSystem, before: Any, after: Any, argv: tuple[
     return "" if reply == want else f"reply: model {reply!r}, compact {want!r}"
 
 
+def _waits(state: Any, proc: int) -> bool:
+    """The process waits for its write's WAIT in ``state`` (the ``wait`` regime's producer and consumers)."""
+    local = state[5]
+    return proc < len(local) and bool(local[proc][1])
+
+
+def _failover_command(d: Deployment, primary: str, target: str) -> str:
+    """``FAILOVER TO <target>`` on the primary (FAILOVER-1 .. FAILOVER-5), then the deployment's own steps
+    until the target serves as a primary: '' or what went wrong."""
+    host, port = announced(d.nodes[target])
+    reply = d.execute(primary, 9, [b"FAILOVER", b"TO", host.encode(), b"%d" % port]).reply
+    if reply != Simple("OK"):
+        return f"FAILOVER replied {reply!r}"
+    for _ in range(200):
+        if d.nodes[target].master is None and d.nodes[primary].failover is None:
+            return ""
+        steps = [x for x in d.steps() if x[0] in ("apply", "ack", "getack", "connect", "failover", "fork", "load")]
+        if not steps:
+            break
+        d.step(*steps[0])
+    return f"FAILOVER TO {target} did not hand over: {d.steps()}"
+
+
 def random_walks(config: FailoverConfig, walks: int, length: int, seed: int = 0) -> Refinement:
     """See the module docstring."""
     system = FailoverSystem(config, symmetry=False)
@@ -181,20 +207,35 @@ def random_walks(config: FailoverConfig, walks: int, length: int, seed: int = 0)
             where = f"walk {w} step {n}: {step.describe(system.process_names)}"
             serving = f"n{s[1]}"
             if step.kind == "command":
-                if step.argv[0] == b"WAIT":
+                client = CLIENT_OF[step.proc]
+                if step.argv[0] == b"WAIT":  # the WAIT sent after the write times out (WAIT-4)
+                    timed_out = d.nodes[serving].server.timeout(client)
+                    out.waits += 1
+                    if timed_out != Int(0):
+                        out.mismatches.append(f"{where}: WAIT timed out with {timed_out!r}, compact 0")
                     s = nxt
                     continue
-                reply = d.execute(serving, CLIENT_OF[step.proc], list(step.argv)).reply
+                reply = d.execute(serving, client, list(step.argv)).reply
                 problem = _reply_matches(system, s, nxt, step.argv, reply)
                 if problem:
                     out.mismatches.append(f"{where}: {problem}")
+                if _waits(nxt, step.proc):  # WAIT 1 follows the write: blocked until a replica acknowledges
+                    waited = d.execute(serving, client, [b"WAIT", b"1", b"100"])
+                    if waited.reply is not None:
+                        out.mismatches.append(f"{where}: WAIT 1 answered {waited.reply!r} at once")
             elif step.kind == "apply":
                 r = int(step.argv[0])
                 head = s[3][r][0][0]
                 if head[0] in (ADD, CLAIM, ACK):
                     d.step("apply", f"n{r}")
                     while d.links[f"n{r}"].pending and abstract_op(d.links[f"n{r}"].pending[0][1]) is None:
-                        d.step("apply", f"n{r}")  # SELECT, MULTI, PING: no operation of the compact system
+                        d.step("apply", f"n{r}")  # SELECT, MULTI, PING, GETACK: no operation of the compact system
+                elif head[0] == MARK:  # the replica's REPLCONF ACK reaches the primary: the WAIT answers 1
+                    who = CLIENT_OF[0 if head[1] == PRODUCER else head[1]]
+                    served = dict(d.step("ack", f"n{r}").served)
+                    out.waits += 1
+                    if served.get(who) != Int(1):
+                        out.mismatches.append(f"{where}: the acknowledgement served {served}, compact WAIT -> 1")
             elif step.kind == "cut":
                 r = int(step.argv[0])
                 d.set_link(serving, f"n{r}", "cut")
@@ -207,7 +248,14 @@ def random_walks(config: FailoverConfig, walks: int, length: int, seed: int = 0)
                 d.crash(serving)
             elif step.kind == "failover":
                 r = int(step.argv[0])
-                d.execute(f"n{r}", 9, [b"REPLICAOF", b"NO", b"ONE"])
+                if config.regime == "coordinated":
+                    problem = _failover_command(d, serving, f"n{r}")
+                    if problem:
+                        out.mismatches.append(f"{where}: {problem}")
+                        break
+                    out.handovers += 1
+                else:
+                    d.execute(f"n{r}", 9, [b"REPLICAOF", b"NO", b"ONE"])
                 for other in list(d.nodes):  # the rest leaves the deployment
                     if other != f"n{r}" and d.nodes[other].up:
                         d.crash(other)

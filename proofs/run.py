@@ -9,7 +9,11 @@ from dataclasses import dataclass, field, replace
 
 import z3
 
-from xspec.proofs.catalogue import PROPERTIES, Obligation, Property
+from xspec.proofs.catalogue import PROPERTIES as STREAM_PROPERTIES
+from xspec.proofs.catalogue import Obligation, Property
+from xspec.proofs.replication import PROPERTIES as REPLICATION_PROPERTIES
+
+PROPERTIES: list[Property] = [*STREAM_PROPERTIES, *REPLICATION_PROPERTIES]
 
 HOLDS, VIOLATED, UNKNOWN = "holds", "violated", "unknown"
 

@@ -315,6 +315,11 @@ class Cluster:
         self.proxies: dict[str, _Proxy] = {}
         self.connections: dict[tuple[str, str], _LinkConnection] = {}
         self.held: set[tuple[str, str]] = set()
+        # Stepped links (:meth:`step_link`): stream commands pass only as many as :meth:`release` allows.
+        self.stepped: dict[tuple[str, str], int] = {}
+        self.acks_open: set[tuple[str, str]] = set()
+        self.passed_bytes: dict[tuple[str, str], int] = {}
+        self.step_multi: set[tuple[str, str]] = set()  # stepped links inside a released MULTI
         self.crashed: set[str] = set()
         self.clients: list[Client] = []
         self.problems: list[str] = []
@@ -476,6 +481,10 @@ class Cluster:
         while not conn.closed:
             if conn.replica is not None and (conn.primary, conn.replica) in self.held:
                 return
+            if conn.replica is not None and (conn.primary, conn.replica) in self.stepped:
+                if not self._step_unit(conn):
+                    return
+                continue
             if conn.from_replica:
                 unit, dst, upward = conn.from_replica.popleft(), conn.up, True
             elif conn.from_primary:
@@ -494,6 +503,95 @@ class Cluster:
             except OSError:
                 conn._drop(by_server=True)
                 return
+
+    # -- stepped links: one replicated command at a time (xspec explore --reproduce) --
+    GATED = (b"XADD", b"XCLAIM", b"XACK", b"XAUTOCLAIM", b"XDEL", b"XTRIM", b"XGROUP", b"DEL")
+
+    def step_link(self, primary: str, replica: str, *, stepped: bool = True) -> None:
+        """Make the link step (``stepped``) or flow again: while it steps, the handshake, PINGs, SELECT and
+        REPLCONF pass as they come, but a stream write (:data:`GATED`, or a whole MULTI ... EXEC) waits for
+        :meth:`release`, and the replica's acknowledgements wait for :meth:`open_acks`. Nothing is
+        recorded for the mode itself: the ``repl`` events show when each command passed."""
+        with self.cond:
+            key = (primary, replica)
+            if stepped:
+                self.stepped.setdefault(key, 0)
+            else:
+                self.stepped.pop(key, None)
+                self.acks_open.discard(key)
+            conn = self.connections.get(key)
+            if conn is not None:
+                self._drain(conn)
+
+    def release(self, primary: str, replica: str, commands: int = 1, timeout: float = 5.0) -> int:
+        """Let ``commands`` more stream writes pass on a stepped link; wait until they have passed and
+        return the bytes of replication stream passed to the replica so far (its offset's growth)."""
+        key = (primary, replica)
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            if key not in self.stepped:
+                raise HarnessError(f"link {primary}→{replica} is not stepped")
+            self.stepped[key] += commands
+            while self.stepped.get(key, 0) > 0:
+                conn = self.connections.get(key)
+                if conn is not None:
+                    self._drain(conn)
+                if self.stepped.get(key, 0) <= 0:
+                    break
+                if not self.cond.wait(max(0.0, min(0.05, deadline - time.monotonic()))) \
+                        and time.monotonic() > deadline:
+                    raise HarnessError(f"link {primary}→{replica}: no stream write to release within {timeout} s")
+            return self.passed_bytes.get(key, 0)
+
+    def open_acks(self, primary: str, replica: str, open_: bool = True) -> None:
+        """On a stepped link, let the replica's acknowledgements pass (``open_``) or wait again."""
+        with self.cond:
+            key = (primary, replica)
+            (self.acks_open.add if open_ else self.acks_open.discard)(key)
+            conn = self.connections.get(key)
+            if conn is not None:
+                self._drain(conn)
+
+    def _step_unit(self, conn: _LinkConnection) -> bool:
+        """Forward one unit of a stepped link if it may pass (under the lock); False when nothing may."""
+        key = (conn.primary, conn.replica or "")
+        if conn.from_replica:
+            unit = conn.from_replica[0]
+            argv = unit.argv
+            is_ack = argv is not None and len(argv) >= 2 and argv[0].upper() == b"REPLCONF" \
+                and argv[1].lower() == b"ack"
+            if not is_ack or key in self.acks_open:
+                conn.from_replica.popleft()
+                return self._forward(conn, unit, conn.up, True)
+        if conn.from_primary:
+            unit = conn.from_primary[0]
+            head = unit.argv[0].upper() if unit.kind == "command" and unit.argv else b""
+            # A MULTI ... EXEC block (one command's propagation) is one write: released as a whole.
+            if (head in self.GATED or head == b"MULTI") and key not in self.step_multi:
+                if self.stepped[key] <= 0:
+                    return False
+                self.stepped[key] -= 1
+                self.cond.notify_all()
+            if head == b"MULTI":
+                self.step_multi.add(key)
+            elif head == b"EXEC":
+                self.step_multi.discard(key)
+            conn.from_primary.popleft()
+            if unit.kind == "command":
+                self.passed_bytes[key] = self.passed_bytes.get(key, 0) + len(unit.data)
+            return self._forward(conn, unit, conn.down, False)
+        return False
+
+    def _forward(self, conn: _LinkConnection, unit: Unit, dst: socket.socket, upward: bool) -> bool:
+        event = self._observe(conn, unit, upward)
+        if event is not None:
+            self._append(event)
+        try:
+            dst.sendall(unit.data)
+        except OSError:
+            conn._drop(by_server=True)
+            return False
+        return True
 
     def _observe(self, conn: _LinkConnection, unit: Unit, upward: bool) -> Event | None:
         """The repl event a unit is, if any; the replica is named by its REPLCONF listening-port."""

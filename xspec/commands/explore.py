@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import networkx as nx
@@ -19,11 +20,14 @@ from xspec.explore.config import NAMED, load_configuration
 from xspec.explore.engine import Result, write_dot
 from xspec.explore.failover import NAMED as FAILOVER_CONFIGS
 from xspec.explore.failover import REGIMES, FailoverConfig
-from xspec.explore.failover_report import check_failover, configurations, render_failover
+from xspec.explore.failover_report import FailoverReport, check_failover, configurations, render_failover
 from xspec.explore.labels import state_labels
 from xspec.explore.protocols import PROTOCOLS
 from xspec.explore.report import Report, check_protocol, explore_configuration, live_progress, render_report
 from xspec.spec.trace_format import dump
+
+if TYPE_CHECKING:
+    from xspec.traces.cluster.nodes import ServerKind
 
 
 @click.command("explore")
@@ -43,7 +47,11 @@ from xspec.spec.trace_format import dump
 @click.option("--graphml", type=click.Path(dir_okay=False, path_type=Path), help="Write the state graph as GraphML.")
 @click.option("--dot", type=click.Path(dir_okay=False, path_type=Path), help="Write the state graph as DOT.")
 @click.option("--traces", "trace_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write every counterexample as a virtual-clock trace into this directory.")
+              help="Write every counterexample as a virtual-clock trace into this directory (with --reproduce: "
+                   "the trace/2 recorded on the real servers, as <configuration>/<property>.jsonl).")
+@click.option("--reproduce", "reproduce_on", metavar="DIALECT|BINARY",
+              help="Run each replication counterexample on real servers (redis-7.0.15, redis-6.2.14, valkey-9.1.2, "
+                   "... or a redis-server/valkey-server binary) and say whether they violate the same property.")
 @click.option("--no-explain", is_flag=True, help="Counterexamples as numbered steps only, without state tables.")
 @click.option("--view", "view_page", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the state graph as a self-contained HTML page: laid out, states labelled, violations "
@@ -51,7 +59,7 @@ from xspec.spec.trace_format import dump
                    "numbered).")
 def explore_command(config_spec: str | None, protocol: str | None, list_only: bool, no_symmetry: bool,
                     engine: str, max_states: int | None, graphml: Path | None, dot: Path | None, trace_dir: Path | None,
-                    no_explain: bool, view_page: Path | None) -> None:
+                    no_explain: bool, view_page: Path | None, reproduce_on: str | None) -> None:
     """Walk every reachable state of a bounded configuration, or check a consumer protocol's guarantees.
 
     Exits 1 when an invariant is violated, or when a protocol property does not
@@ -73,6 +81,16 @@ def explore_command(config_spec: str | None, protocol: str | None, list_only: bo
             writable_file(path, option)
     if trace_dir is not None:
         writable_folder(trace_dir, "--traces")
+    server = None
+    if reproduce_on is not None:
+        if config_spec is not None:
+            raise click.UsageError("--reproduce runs the replication configurations' counterexamples: give --protocol "
+                                   "failover, a regime or a replication configuration")
+        from xspec.explore.reproduce import ReproduceError, server_kind
+        try:
+            server = server_kind(reproduce_on)
+        except ReproduceError as e:
+            raise click.BadParameter(str(e), param_hint="--reproduce") from None
     runs: list[tuple[Report, tuple[str, ...], Abstraction]] = []
     failover: list[FailoverConfig] = []
     if config_spec is not None:
@@ -111,6 +129,8 @@ def explore_command(config_spec: str | None, protocol: str | None, list_only: bo
                 raise click.UsageError(f"no protocol {protocol!r} (known: {', '.join(PROTOCOLS)}, failover, "
                                        f"{', '.join(REGIMES)}, {', '.join(FAILOVER_CONFIGS)})") from None
             names = []
+        if reproduce_on is not None and not failover:
+            raise click.UsageError(f"--reproduce: {protocol!r} is not a replication configuration")
         if failover and (graphml is not None or dot is not None or view_page is not None):
             raise click.UsageError("the replication configurations have no state graph output")
         for name in names:
@@ -123,6 +143,8 @@ def explore_command(config_spec: str | None, protocol: str | None, list_only: bo
             freport = check_failover(fc, progress=progress)
         render_failover(freport, sys.stdout, counterexamples=not no_explain)
         sys.stdout.write("\n")
+        if server is not None:
+            ok = _reproduce(freport, server, trace_dir) and ok
     for n, (report, process_names, abstraction) in enumerate(runs, 1):
         render_report(report, process_names, sys.stdout, explain=not no_explain)
         sys.stdout.write("\n")
@@ -160,3 +182,36 @@ def _write_traces(report: Report, trace_dir: Path | None) -> None:
             path = trace_dir / f"{slug}.jsonl"
             dump(p.counterexample.trace, path)
             click.echo(f"wrote {path}")
+
+
+def _reproduce(freport: FailoverReport, server: ServerKind, trace_dir: Path | None) -> bool:
+    """Each counterexample of ``freport`` run on real servers (EXPLORE-REPRO-*); False if one did not
+    violate its property there."""
+    from xspec.explore.reproduce import ReproduceError, reproduce
+    ok = True
+    for v in freport.verdicts:
+        if v.holds:
+            continue
+        name = f"{freport.config.name} {v.prop}"
+        try:
+            r = reproduce(freport.system, v.steps, v.prop, server)
+        except ReproduceError as e:
+            click.echo(f"  reproduce {name} on {server.label}: failed: {e}")
+            ok = False
+            continue
+        others = ", ".join(f"{p} (step {n})" for p, n in r.violated.items() if p != v.prop)
+        if r.reproduced:
+            click.echo(f"  reproduced on {server.label}: {name} violated at step {r.violated[v.prop]} of "
+                       f"{len(v.steps)}{'; also ' + others if others else ''}")
+        else:
+            ok = False
+            click.echo(f"  NOT reproduced on {server.label}: {name}{'; the real servers violated ' + others if others else ''}")
+        if trace_dir is not None:
+            path = trace_dir / freport.config.name / f"{v.prop}.jsonl"
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                dump(r.trace, path)
+            except OSError as e:
+                raise click.ClickException(f"--traces: cannot write {path}: {e.strerror or e}") from None
+            click.echo(f"  wrote {path}")
+    return ok

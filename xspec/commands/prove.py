@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import random
 import sys
 import time
 
 import click
 
 from xspec.proofs.crosscheck import cross_check
+from xspec.proofs.replication_check import REPLICATION_WALKS, check_replication_once
 from xspec.proofs.run import UNKNOWN, Result, prove_all, select
 
 
@@ -63,6 +65,13 @@ def prove_command(pattern: str | None, timeout_ms: int, as_json: bool, list_only
     total = time.perf_counter() - start
     failed = [r for r in results if not r.as_expected]
     report = cross_check(samples, seed) if samples else None
+    if report is not None:  # the replication encoding: walks of the model's Deployment (proofs.md)
+        rng = random.Random(seed)
+        for _ in range(max(1, samples // 100)):
+            problem = check_replication_once(rng)
+            report.samples[REPLICATION_WALKS] += 1
+            if problem is not None:
+                report.failures.append(f"{REPLICATION_WALKS}: {problem}")
     if as_json:
         out: dict[str, object] = {"properties": [_as_json(r) for r in results], "seconds": round(total, 3)}
         if report is not None:
