@@ -18,12 +18,14 @@ Clients, blocked readers and WATCHes are never kept.
 from __future__ import annotations
 
 import copy
+import io
+import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from xspec.models.clock import Instant
-from xspec.models.state import Stream, Value, freeze_value
+from xspec.models.state import HashValue, Stream, Value, ZSetValue, freeze_value
 from xspec.spec.ids import StreamID
 
 Unit = tuple[tuple[int, tuple[bytes, ...]], ...]
@@ -40,19 +42,66 @@ class Snapshot:
     stream_db: int = -1  # "repl-stream-db"
 
     def freeze(self) -> tuple[Any, ...]:
-        return (tuple(tuple(sorted((k, freeze_value(v)) for k, v in db.items())) for db in self.dbs),
-                self.replid, self.offset, self.stream_db)
+        # A snapshot's data never changes once taken (loading copies it): its frozen form is kept.
+        frozen = self.__dict__.get("_frozen_dbs")
+        if frozen is None:
+            frozen = tuple(tuple(sorted((k, freeze_value(v)) for k, v in db.items())) for db in self.dbs)
+            self.__dict__["_frozen_dbs"] = frozen
+        return (frozen, self.replid, self.offset, self.stream_db)
+
+
+SHARED_IN_COPIES: set[type] = set()
+"""Types whose values a copy of the databases shares instead of copying: immutable values that
+refer to state outside the data (a checker's symbolic clock readings register theirs)."""
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, buffer: io.BytesIO, shared: list[Any]) -> None:
+        super().__init__(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        self.shared = shared
+
+    def persistent_id(self, obj: Any) -> int | None:
+        if type(obj) in SHARED_IN_COPIES:
+            self.shared.append(obj)
+            return len(self.shared) - 1
+        return None
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, buffer: io.BytesIO, shared: list[Any]) -> None:
+        super().__init__(buffer)
+        self.shared = shared
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self.shared[pid]
+
+
+def copy_dbs(dbs: list[dict[bytes, Value]]) -> list[dict[bytes, Value]]:
+    """A deep copy of the databases (a pickle round trip: several times faster than
+    ``copy.deepcopy``, with the same sharing; ``deepcopy`` when something does not pickle)."""
+    shared: list[Any] = []
+    buffer = io.BytesIO()
+    try:
+        _Pickler(buffer, shared).dump(dbs)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return copy.deepcopy(dbs)
+    buffer.seek(0)
+    return _Unpickler(buffer, shared).load()  # type: ignore[no-any-return]
 
 
 def take_snapshot(dbs: list[dict[bytes, Value]], rdb_version: int, replid: str | None = None,
                   offset: int = -1, stream_db: int = -1) -> Snapshot:
     """The databases as an RDB file of ``rdb_version`` keeps them (RDB-1, RDB-3, RDB-4)."""
-    copied = copy.deepcopy(dbs)
+    copied = copy_dbs(dbs)
     if rdb_version < 10:  # RDB-4: version 9 has no stream metadata of 7.0
         for db in copied:
             for v in db.values():
                 if isinstance(v, Stream):
                     _strip_v9(v)
+    for db in copied:  # RESTORE-11: a sorted set comes back in the encoding loading gives it
+        for v in db.values():
+            if isinstance(v, ZSetValue):
+                v.reload(unsigned_zero=rdb_version >= 10)
     return Snapshot(copied, replid, offset, stream_db)
 
 
@@ -64,7 +113,7 @@ def _strip_v9(s: Stream) -> None:
 
 def load_snapshot(snapshot: Snapshot) -> list[dict[bytes, Value]]:
     """The databases a node holds after loading ``snapshot`` (a copy: the file stays as it is)."""
-    return copy.deepcopy(snapshot.dbs)
+    return copy_dbs(snapshot.dbs)
 
 
 @dataclass
@@ -74,6 +123,12 @@ class AppendOnlyFile:
     ``base`` is an RDB preamble (a :class:`Snapshot`) or the rewrite's commands;
     ``units`` are appended after every command that propagated something;
     ``synced`` counts the units the last fsync covered (AOF-3).
+
+    ``units`` are what the process wrote to the file (``write(2)``), which is what a killed
+    process (trace/2's ``crash``) leaves: under ``always`` and ``no`` every unit is written
+    before the reply of the command that made it, under ``everysec`` possibly up to two
+    seconds later (AOF-3). What an OS crash would lose besides (writes not yet fsynced) is not
+    modelled: no trace event stands for it.
     """
 
     base: Snapshot | list[tuple[int, tuple[Any, ...]]] | None = None
@@ -100,7 +155,16 @@ def rewrite_commands(dbs: list[dict[bytes, Value]], counters: bool = True) -> li
     """
     out: list[tuple[int, tuple[Any, ...]]] = []
     for dbi, db in enumerate(dbs):
+        expires = getattr(db, "expires", {})
+        timed: tuple[int, tuple[Any, ...]] | None = None
         for key, v in db.items():
+            if timed is not None:  # EXPIRE-KEYS-1: the previous key's time, after its commands
+                out.append(timed)
+            timed = (dbi, (b"PEXPIREAT", key, Instant.propagated_ms(expires[key]))) if key in expires else None
+            if isinstance(v, HashValue):  # rewriteHashObject: HMSET, 64 pairs a command
+                pairs = [x for pair in v.fields.items() for x in pair]
+                out += [(dbi, (b"HMSET", key, *pairs[i:i + 128])) for i in range(0, len(pairs), 128)]
+                continue
             if not isinstance(v, Stream):
                 out.append((dbi, (b"SET", key, v)))
                 continue
@@ -128,6 +192,8 @@ def rewrite_commands(dbs: list[dict[bytes, Value]], counters: bool = True) -> li
                         out.append((dbi, (b"XCLAIM", key, g.name, c.name, b"0", _id(eid), b"TIME",
                                           nack.delivery_time, b"RETRYCOUNT",
                                           b"%d" % nack.delivery_count, b"JUSTID", b"FORCE")))
+        if timed is not None:
+            out.append(timed)
     return out
 
 

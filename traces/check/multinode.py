@@ -23,14 +23,16 @@ and not answered may or may not have run, as the search decides before the crash
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from typing import Any
 
 from xspec.models.replication import NO_REPLID, REPLICATION_DIALECTS, Deployment, Link, setting
+from xspec.spec import commands
 from xspec.spec.dialect import Dialect, UnknownDialect, dialect_for_server
 from xspec.spec.resp import Array, Bulk, Error, Reply, Simple, Verbatim, show
 from xspec.spec.trace_format import V2_ONLY_EVENTS as V2_ONLY
-from xspec.spec.trace_format import Crash, Pause, ReplAck, ReplCmd, ReplSync, Restart, Resume, Trace
+from xspec.spec.trace_format import Crash, Event, Pause, ReplAck, ReplCmd, ReplSync, Restart, Resume, Trace
 from xspec.spec.trace_format import Link as LinkEvent
 from xspec.traces.check import checker as base
 from xspec.traces.check.checker import Op, Verdict, _Failure, _Search, _Unsupported
@@ -66,6 +68,9 @@ class _DeploymentView:
         # client (trace time, µs; None: never acknowledged, or a replica's applied write)
         self.aof_acks: dict[str, list[int | None]] = {}
         self.crashed_at: dict[str, int | None] = {}  # node -> the trace time (µs) of its last crash
+        # (primary, replica) of held links that were cut: the hold outlives the cut, so the replica's
+        # reconnection waits for the link's flowing event (rule 8)
+        self.held_cut: set[tuple[str, str]] = set()
         self.clients = _Clients(self)
 
     def server_of(self, client: int) -> Any:
@@ -87,10 +92,47 @@ class _DeploymentView:
     def timeout(self, client: int) -> Reply:
         return self.server_of(client).timeout(client)  # type: ignore[no-any-return]
 
-    def freeze(self) -> tuple[Any, ...]:
-        return (self.d.freeze(), tuple(sorted(self.released.items())), tuple(sorted(self.names.items())),
+    def freeze(self, woff_readers: frozenset[int] | None = None, files: bool = True) -> tuple[Any, ...]:
+        """The state, canonically; with ``woff_readers``, each node's per-client write offsets
+        (``woff``, read only by WAIT and WAITAOF) are kept for those clients only; without
+        ``files``, what only a restart or a persistence command reads is left out (each node's
+        RDB file, AOF, changes since the last save and fsynced offset)."""
+        deployment = self.d.freeze()
+        if woff_readers is not None or not files:
+            nodes = []
+            for n in deployment[0]:
+                kept = list(n)
+                if woff_readers is not None:
+                    kept[_WOFF] = tuple(kv for kv in n[_WOFF] if kv[0] in woff_readers)
+                if not files:
+                    for i in _FILE_FIELDS:
+                        kept[i] = None
+                nodes.append(tuple(kept))
+            deployment = (tuple(nodes), *deployment[1:])
+        return (deployment, tuple(sorted(self.held_cut)), tuple(sorted(self.released.items())),
+                tuple(sorted(self.names.items())),
                 tuple(sorted(self.postponed)),
-                tuple(sorted((k, tuple(v)) for k, v in self.aof_acks.items())))
+                tuple(sorted((k, tuple(v)) for k, v in self.aof_acks.items())) if files else ())
+
+    def freeze_quiet(self, relevant: set[str], woff_readers: frozenset[int]) -> tuple[Any, ...]:
+        """The state as far as a quiet rest of the trace (:meth:`_MultiSearch._quiet_nodes`) can
+        tell it apart: the data, clients and settings of the ``relevant`` nodes, their roles, and
+        what their links still carry to them; not the offsets, IDs, backlogs, acknowledgements
+        and files (no later event reads them), nor any other node (no later event reads it, and
+        nothing flows from it to a node that one does)."""
+        nodes = []
+        for name, node in sorted(self.d.nodes.items()):
+            if name not in relevant:
+                continue
+            nodes.append((name, node.server.freeze(), node.master, node.up, node.paused,
+                          tuple(sorted((c, o) for c, o in node.woff.items() if c in woff_readers))))
+        links = []
+        for name, link in sorted(self.d.links.items()):
+            if name in relevant:
+                links.append((link.primary, name, link.phase, link.held, tuple(tuple(a) for _, a in link.pending),
+                              None if link.snapshot is None else link.snapshot.freeze()))
+        return (_QUIET, tuple(nodes), tuple(links), tuple(sorted(n for n in self.postponed if n in relevant)),
+                tuple(sorted(self.held_cut)))
 
     def same_name(self, model: str, trace: str) -> bool:
         """Rule 9: a replication ID is a name; the same model ID is always the same trace ID, and
@@ -106,6 +148,12 @@ class _DeploymentView:
             return False
         self.names[model] = trace
         return True
+
+
+_WOFF = 13
+"""The place of ``woff`` in :meth:`Node.freeze`'s tuple."""
+_FILE_FIELDS = (11, 12, 17, 18)
+"""The places of ``rdb``, ``aof``, ``dirty`` and ``fsynced`` in :meth:`Node.freeze`'s tuple."""
 
 
 class _NodeDown(Exception):
@@ -133,6 +181,50 @@ class _MultiSearch(_Search):
         super().__init__(trace, next(iter(dialects.values())), kinds, at)
         self.times_shown = False
         self.zone.choose = self._time_choice
+        # client -> the last event at which a WAIT or WAITAOF of its own may still run (the client's
+        # last event, which covers an EXEC that runs a queued one; the end when a reply never came):
+        # after it, the client's write offset (``woff``) is read by nothing
+        self.woff_until: dict[int, int] = {}
+        last_event: dict[int, int] = {}
+        for i, e in enumerate(trace.events):
+            c = getattr(e, "c", None)
+            if c is not None:
+                last_event[c] = i
+        for op in at:
+            if op is not None and op.argv and op.argv[0].upper() in (b"WAIT", b"WAITAOF"):
+                end = self.n if op.resp is None else max(op.resp, last_event.get(op.client, op.resp))
+                self.woff_until[op.client] = max(end, self.woff_until.get(op.client, -1))
+        # operations that only read (flagged readonly): see _lone_read
+        self.pure_reads: set[int] = set()
+        for op in at:
+            if op is not None and op.argv:
+                spec = commands.lookup(op.argv)
+                if spec is not None and "readonly" in spec.flags and not spec.subcommands:
+                    self.pure_reads.add(op.inv)
+        # quiet_from[p]: no event from p on is a harness event or a _LOUD command; future_nodes[p]:
+        # the nodes with commands from p on (see _quiet_nodes)
+        self.quiet_from = [True] * (self.n + 1)
+        self.future_nodes: list[frozenset[str]] = [frozenset()] * (self.n + 1)
+        for p in range(self.n - 1, -1, -1):
+            op = at[p]
+            quiet, nodes = self.quiet_from[p + 1], self.future_nodes[p + 1]
+            if kinds[p] >= _CRASH:
+                quiet = False
+            else:
+                if op is not None and op.inv == p and kinds[p] in (base._CALL, base._SEND) \
+                        and op.argv and op.argv[0].upper() in _LOUD:
+                    quiet = False
+                client = getattr(trace.events[p], "c", None)  # a command, a reply, a message, a close
+                if client in self.client_nodes:
+                    nodes = nodes | {self.client_nodes[client]}
+            self.quiet_from[p], self.future_nodes[p] = quiet, nodes
+        # files_quiet_from[p]: no crash or restart from p on, and no command that reads or writes
+        # persistence state (_READS_FILES): the nodes' files cannot matter any more
+        self.files_quiet_from = [True] * (self.n + 1)
+        for p in range(self.n - 1, -1, -1):
+            op = at[p]
+            self.files_quiet_from[p] = self.files_quiet_from[p + 1] and kinds[p] not in (_CRASH, _RESTART) and not (
+                op is not None and op.inv == p and op.argv and op.argv[0].upper() in _READS_FILES)
         self.stream_positions: dict[str, list[int]] = {}  # primary -> its repl cmd events, in order
         for i, e in enumerate(trace.events):
             if isinstance(e, ReplCmd):
@@ -212,9 +304,17 @@ class _MultiSearch(_Search):
         elif isinstance(e, Resume):
             d.resume(e.node)
         elif isinstance(e, LinkEvent):
+            link = d.links.get(e.replica)
+            held = link is not None and link.primary == e.primary and link.held
             d.set_link(e.primary, e.replica, e.state)
             if e.state == "cut":
                 view.released.pop(e.replica, None)
+                if held or (e.primary, e.replica) in view.held_cut:
+                    view.held_cut.add((e.primary, e.replica))
+            elif e.state == "flowing":
+                view.held_cut.discard((e.primary, e.replica))
+            elif e.state == "held" and (link is None or link.primary != e.primary):
+                view.held_cut.add((e.primary, e.replica))  # held while no connection is up
         elif isinstance(e, ReplSync):
             self._sync(p, e)
         elif isinstance(e, ReplCmd):
@@ -289,6 +389,11 @@ class _MultiSearch(_Search):
             primary = d.primary_of(node)
             if primary is None or not primary.up or primary.paused or (primary.name, name) in self.observed_links:
                 return None
+            view: _DeploymentView = self.server  # type: ignore[assignment]
+            if (primary.name, name) in view.held_cut:
+                return None  # the hold outlives the cut: the handshake waits for the flowing event
+            if not d._accepts_sync(primary, node):
+                return None  # REPL-16: refused while the primary fails over; the replica retries later
             return "connect", name
         primary = d.nodes[link.primary]
         if link.held or not primary.up or primary.paused:
@@ -312,7 +417,10 @@ class _MultiSearch(_Search):
         wait too (a replica works in order).
         """
         view: _DeploymentView = self.server  # type: ignore[assignment]
+        quiet = self._quiet_nodes()
         for name, node in list(self.deployment.nodes.items()):
+            if quiet is not None and name not in quiet:
+                continue  # nothing later observes it (_quiet_nodes): its steps may as well not run
             if name in view.postponed:
                 if self._next_step(name) is not None:
                     continue
@@ -324,6 +432,52 @@ class _MultiSearch(_Search):
                     view.postponed.add(name)
                     break
                 self._internal(self.pos, step)
+
+    def _lone_read(self) -> str | None:
+        """The node of the one command that can run now, when it is a read (a command flagged
+        ``readonly``) whose reply is the event being decided and no client is blocked; else None.
+
+        Such a read must run before the search moves on, and it changes nothing but its own
+        client and the node's counters, so an internal step that neither touches this node
+        (:meth:`_touches`: an acknowledgement or a PING of another primary) nor reads the clock
+        commutes with it: ``step; read`` and ``read; step`` reach the same state, and the search
+        takes only the second (partial-order reduction). With a second runnable command or a
+        blocked client (whose timeout may read what the step changes) the order of the step
+        against those matters, and nothing is left out.
+        """
+        if self.blocked or self.pos >= self.n:
+            return None
+        op = self.at[self.pos]
+        if op is None or op.resp != self.pos or op.inv not in self.pure_reads or op.inv not in self.live:
+            return None
+        queue = self.queues.get(op.client)
+        if not queue or queue[0] is not op:
+            return None
+        nodes = self.deployment.nodes
+        for client, q in self.queues.items():
+            if q and client != op.client:
+                since = self.deferred.get(q[0].inv)
+                node = nodes[self.client_nodes[client]]
+                if node.up and not node.paused and (since is None or self.max_inv > since):
+                    return None
+        name = self.client_nodes[op.client]
+        node = nodes[name]
+        return name if node.up and not node.paused else None
+
+    def _next_lone_read(self) -> str | None:
+        """When nothing is left to run at a command's event and the next event is a read that will
+        run alone (:meth:`_lone_read`), its node: a step that commutes with that read is taken
+        after it rather than before the search moves on (the same executions, once)."""
+        p = self.pos
+        if self.blocked or p + 1 >= self.n or self.kinds[p] not in (base._CALL, base._RECV) \
+                or self.kinds[p + 1] != base._CALL or any(self.queues.values()):
+            return None
+        op = self.at[p + 1]
+        if op is None or op.inv not in self.pure_reads:
+            return None
+        name = self.client_nodes[op.client]
+        node = self.deployment.nodes[name]
+        return name if node.up and not node.paused else None
 
     def _observed(self, name: str) -> None:
         """Replica ``name``'s state is observed now: what waited may go on afterwards."""
@@ -353,17 +507,20 @@ class _MultiSearch(_Search):
         """How many AOF units survived the crash (rule 10, AOF-3): all under ``always``; under
         ``everysec`` a prefix the search chooses, the longest first, that holds every write
         acknowledged more than two seconds before the crash (a write ``everysec`` postponed while
-        a background fsync ran is forced out after two seconds); under ``no``, any prefix."""
-        if node.aof is None or setting(node.server, "appendfsync") == "always":
+        a background fsync ran is forced out after two seconds); under ``no``, a prefix that holds
+        every write acknowledged before the crash (AOF-3: the write to the file, never postponed
+        under ``no``, precedes the reply, and a killed process loses nothing the OS has)."""
+        fsync = None if node.aof is None else setting(node.server, "appendfsync")
+        if fsync is None or fsync == "always":
             return None
         n = len(node.aof.units)
         least = 0
         crashed = self.server.crashed_at.get(node.name)  # type: ignore[attr-defined]
-        if setting(node.server, "appendfsync") == "everysec" and crashed is not None:
-            bound = (EVERYSEC_LOSS_MS + self.trace.header.slack_ms) * 1000
+        if crashed is not None and fsync in ("everysec", "no"):
+            bound = (EVERYSEC_LOSS_MS + self.trace.header.slack_ms) * 1000 if fsync == "everysec" else 0
             acks = self.server.aof_acks.get(node.name, [])  # type: ignore[attr-defined]
             for i, acked in enumerate(acks[:n]):
-                if acked is not None and crashed - acked > bound:
+                if acked is not None and crashed - acked >= bound:
                     least = i + 1
         return n - (self.choose(n - least + 1) if n > least else 0)
 
@@ -429,6 +586,32 @@ class _MultiSearch(_Search):
                     with_replicas(name)
         return out
 
+    def _acks_read(self, heads: list[Op]) -> set[str]:
+        """The replicas whose acknowledgement can matter before the next decision.
+
+        An acknowledgement carries the replica's offset (and fsynced offset) to its primary and
+        changes nothing on the replica, so the replica's own commands cannot tell whether it came
+        before them: only what reads the primary's record of it can (WAIT, WAITAOF, ROLE, INFO,
+        FAILOVER, running or blocked there, a FAILOVER in progress there), and a harness event
+        touching either node (after a cut or a hold the acknowledgement could not pass).
+        """
+        d = self.deployment
+        primaries: set[str] = set()
+        for op in (*heads, *self.blocked.values()):
+            if op.argv and op.argv[0].upper() in _READS_ACK_RECORD:
+                primaries.add(self.client_nodes[op.client])
+        for name, node in d.nodes.items():
+            if node.failover is not None:
+                primaries.add(name)
+        touched: set[str] = set()
+        # (a crash is left out: the crashed node's record of acknowledgements, and the link an
+        # acknowledgement to or from it travels on, are gone with it)
+        if self.pos < self.n and self.kinds[self.pos] >= _CRASH and self.kinds[self.pos] not in (_REPL_CMD, _CRASH):
+            e = self.trace.events[self.pos]
+            touched = {getattr(e, attr, None) for attr in ("node", "primary", "replica")}  # type: ignore[misc]
+        return {name for name, link in d.links.items()
+                if link.primary in primaries or link.primary in touched or name in touched}
+
     def _offsets_observed(self, primary: str, heads: list[Op]) -> bool:
         """Whether what comes next can tell the offsets of ``primary``'s stream apart: a PING (no
         client causes it, it reads no clock) commutes with everything else, so the search places
@@ -448,7 +631,9 @@ class _MultiSearch(_Search):
         """The deployment's steps a decision may take besides :meth:`_advance`'s: applying where a
         blocked client waits and the answer to GETACK first; the cron's steps, the periodic
         acknowledgement and PING last."""
+        reading = self._lone_read() if len(heads) == 1 else self._next_lone_read() if not heads else None
         relevant = self._relevant(heads)
+        acks_read = self._acks_read(heads)
         d = self.deployment
         view: _DeploymentView = self.server  # type: ignore[assignment]
         eager: list[tuple[str, str]] = []
@@ -466,11 +651,11 @@ class _MultiSearch(_Search):
             if name in blocked_on and self._applicable(name) > 0:
                 # a replicated command may serve a blocked client, whose window decides when (rule 3)
                 eager.append(("apply", name))
-            if observed or name not in relevant:
+            if observed:
                 continue  # an observed link acknowledges only where its ack events stand
-            if link.getacks:
+            if link.getacks and name in relevant:
                 eager.append(("getack", name))
-            if link.ack < replica.offset:
+            if (link.ack < replica.offset or link.fack < replica.fsynced) and name in acks_read:
                 lazy.append(("ack", name))
         now = _event_ms(self.trace.events[self.pos]) if self.pos < self.n else None
         for name, node in d.nodes.items():
@@ -484,7 +669,37 @@ class _MultiSearch(_Search):
             last = view.last_ping.get(name)
             if last is None or now - last >= period - 1000:  # REPL-13: once a period, at most
                 lazy.append(("ping", name))
+        quiet = self._quiet_nodes()
+        if quiet is not None:  # only the data flow to nodes that later commands read can matter
+            eager = [s for s in eager if s[0] in _DATA_STEPS and self._touches(s) & quiet]
+            lazy = [s for s in lazy if s[0] in _DATA_STEPS and self._touches(s) & quiet]
+        if reading is not None:  # see _lone_read: what commutes with the read is decided after it
+            eager = [s for s in eager if self._reads_clock(s) or reading in self._touches(s)]
+            lazy = [s for s in lazy if self._reads_clock(s) or reading in self._touches(s)]
         return eager, lazy
+
+    def _reads_clock(self, step: tuple[str, str]) -> bool:
+        """Whether an internal step may read the clock, whose readings never decrease along the
+        execution (rule 2): then its order against a command's readings matters. Applying and
+        loading run commands and serve blocked readers; a handshake may end a FAILOVER, which runs
+        the commands its pause held, as may an acknowledgement to a node that fails over."""
+        kind, name = step
+        if kind in ("ack", "getack"):
+            link = self.deployment.links.get(name)
+            return link is None or self.deployment.nodes[link.primary].failover is not None
+        return kind in _READS_CLOCK
+
+    def _touches(self, step: tuple[str, str]) -> set[str]:
+        """The nodes whose state (data, clients, replication record) an internal step changes or
+        reads, beyond a replica's own offset (which no read changes)."""
+        kind, name = step
+        if kind in ("ack", "getack"):  # the primary's record of the replica, and its WAITs
+            link = self.deployment.links.get(name)
+            return {link.primary} if link is not None else {name}
+        if kind == "connect":
+            primary = self.deployment.primary_of(self.deployment.nodes[name])
+            return {name} if primary is None else {name, primary.name}
+        return {name}
 
     def _internal(self, p: int, step: tuple[str, str]) -> None:
         self.steps += 1
@@ -554,7 +769,17 @@ class _MultiSearch(_Search):
         those readings and the latest one (for difference constraints, the closed form's entries
         between them: each variable's bounds and the largest difference of each pair), which is
         all the future can depend on, since later readings follow the latest one."""
-        state = self.server.freeze()
+        pos = self.pos
+        readers = frozenset(c for c, end in self.woff_until.items() if end >= pos)
+        relevant = self._quiet_nodes()
+        view: _DeploymentView = self.server  # type: ignore[assignment]
+        if relevant is None:
+            files = not self.files_quiet_from[min(pos + 1, self.n)] \
+                or pos < self.n and self.kinds[pos] in (_CRASH, _RESTART) \
+                or any(op.argv and op.argv[0].upper() in _READS_FILES for op in self.live.values())
+            state = view.freeze(readers, files=files)
+        else:
+            state = view.freeze_quiet(relevant, readers)
         try:
             hash(state)
             return state, self.zone.lo[-1]
@@ -584,6 +809,44 @@ class _MultiSearch(_Search):
         bounds = tuple((zone.lo[v], zone.hi[v]) for v in variables)
         gaps = tuple(zone.max_diff(a, b) for a in variables for b in variables if a != b)
         return abstract, (bounds, gaps)
+
+    def _quiet_nodes(self) -> set[str] | None:
+        """When the rest of the trace is quiet, the nodes whose state it can still tell apart; None
+        when it is not quiet.
+
+        Quiet: from here on no harness event, no command that reads or changes replication
+        state, persistence or settings (:data:`_LOUD`), none waiting to run or blocked, no
+        FAILOVER in progress and no ``min-replicas-to-write``. What is left to observe is then
+        only data, through commands on some nodes (and the links carrying data to them): the
+        nodes with later commands or commands still to run, and, transitively, their primaries.
+        """
+        p = self.pos  # the event being decided: a harness event there comes after the decision
+        if p < self.n and self.kinds[p] >= _CRASH or not self.quiet_from[min(p + 1, self.n)]:
+            return None
+        d = self.deployment
+        relevant = set(self.future_nodes[min(p + 1, self.n)])
+        for op in self.live.values():
+            if op.argv and op.argv[0].upper() in _LOUD:
+                return None
+            relevant.add(self.client_nodes[op.client])
+        for node in d.nodes.values():
+            if node.failover is not None or setting(node.server, "min-replicas-to-write") != "0":
+                return None
+        grown = True
+        while grown:
+            grown = False
+            for name in list(relevant):
+                node = d.nodes[name]
+                link = d.links.get(name)
+                feeders = {link.primary} if link is not None else set()
+                if node.master is not None:
+                    primary = d.primary_of(node)
+                    if primary is not None:
+                        feeders.add(primary.name)
+                for f in feeders - relevant:
+                    relevant.add(f)
+                    grown = True
+        return relevant
 
     def _time_choice(self, n: int, complete: bool = True) -> int:
         """A choice of the symbolic clock (:meth:`Time.id_ms` picks an exact ms among the first few
@@ -658,6 +921,21 @@ _ON_DISK = -UNBOUNDED
 EVERYSEC_LOSS_MS = 2000
 """Rule 10: under ``appendfsync everysec`` a crash may lose the writes acknowledged in the last two seconds."""
 _READS_ACKS = frozenset({b"WAIT", b"ROLE", b"INFO"})
+_QUIET = "\x00quiet"
+_LOUD = frozenset({b"WAIT", b"WAITAOF", b"ROLE", b"INFO", b"REPLICAOF", b"SLAVEOF", b"FAILOVER", b"CONFIG",
+                   b"DEBUG", b"SYNC", b"PSYNC", b"REPLCONF", b"SAVE", b"BGSAVE", b"BGREWRITEAOF", b"SHUTDOWN",
+                   b"CLIENT", b"MONITOR", b"LASTSAVE", b"RESET", b"HELLO"})
+"""Commands that read or change replication state, persistence or settings (see _quiet_nodes)."""
+_READS_FILES = frozenset({b"DEBUG", b"SAVE", b"BGSAVE", b"BGREWRITEAOF", b"LASTSAVE", b"INFO", b"CONFIG",
+                          b"SHUTDOWN", b"WAITAOF"})
+"""Commands that read or write what a node's persistence holds (see files_quiet_from)."""
+_DATA_STEPS = frozenset({"connect", "fork", "load", "apply"})
+"""Internal steps that move data to a replica; the others (acknowledgements, PING, GETACK, the
+cron's refresh, fsync and save) change only what _LOUD commands and harness events read."""
+_READS_CLOCK = frozenset({"apply", "load", "connect", "failover"})
+"""Internal steps that may read the clock (see _MultiSearch._reads_clock)."""
+_READS_ACK_RECORD = frozenset({b"WAIT", b"WAITAOF", b"ROLE", b"INFO", b"FAILOVER"})
+"""Commands that read a primary's record of its replicas' acknowledgements."""
 # WAIT compares acknowledgements with the client's own last write, which a PING after it does not move
 _READS_OFFSETS = frozenset({b"ROLE", b"INFO", b"REPLICAOF", b"SLAVEOF", b"FAILOVER", b"EXEC"})
 
@@ -752,3 +1030,20 @@ def check_multinode(trace: Trace, dialect: str | None = None) -> Verdict:
 
 
 base.MULTINODE_CHECKERS.append(check_multinode)
+
+
+def without_repl(trace: Trace) -> Trace:
+    """``trace`` as a recorder that sees only the clients and the harness's own actions would have
+    written it: every ``repl`` event left out (the format allows it, rule 8), and the header's
+    expected event renumbered to the same event in the shorter trace."""
+    events: list[Event] = []
+    renumbered: dict[int, int] = {}
+    for i, e in enumerate(trace.events, 1):
+        if not isinstance(e, ReplCmd | ReplSync | ReplAck):
+            events.append(e)
+            renumbered[i] = len(events)
+    header = trace.header
+    expect = header.expect
+    if expect and isinstance(expect.get("event"), int) and expect["event"] in renumbered:
+        header = dataclasses.replace(header, expect={**expect, "event": renumbered[expect["event"]]})
+    return Trace(header, events, trace.path)

@@ -596,3 +596,12 @@ class SymbolicClock:
     def concrete(self, t: int | Time) -> int:
         """The exact value of ``t`` on this branch (:meth:`Time.id_ms`); an ``int`` is itself."""
         return t if isinstance(t, int) else t.id_ms()
+
+
+def _register_shared() -> None:
+    """A copy of the model's data (a snapshot, a load) keeps symbolic readings as they are."""
+    from xspec.models.persistence import SHARED_IN_COPIES
+    SHARED_IN_COPIES.add(Time)
+
+
+_register_shared()
