@@ -116,3 +116,56 @@ def test_a_diverging_trace_fails_the_test(xspec_server, xspec_trace):
     out = "\n".join(done.outlines)
     assert "@pytest.mark.xspec takes clock=wall|virtual" in out
     assert "the trace does not conform to the model (redis-7.0):\n  unsupported" in out
+
+
+def test_deployment_fixture_with_failures_and_sentinel(pytester: pytest.Pytester) -> None:
+    """``xspec_deployment``: a primary with replicas, the link and node handles, and a Sentinel that fails over
+    when the primary crashes (reference/replication_deployment.py, reference/sentinel_server.py)."""
+    pytester.makepyfile(test_deployment='''
+import time
+import pytest
+
+def until(check, timeout=15):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if check():
+                return
+        except Exception:  # redis-py's Sentinel finds no master while the old one is down
+            pass
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+@pytest.mark.xspec_deployment(replicas=2)
+def test_hold_flow_cut_pause(xspec_deployment):
+    p = xspec_deployment.primary.client()
+    r1 = xspec_deployment.node("replica-1")
+    p.xadd("s", {"n": 1})
+    assert p.wait(2, 5000) == 2
+    r1.hold()
+    p.xadd("s", {"n": 2})
+    assert p.wait(2, 200) == 1 and r1.client().xlen("s") == 1
+    r1.flow()
+    assert p.wait(2, 5000) == 2
+    r1.cut()
+    p.xadd("s", {"n": 3})
+    xspec_deployment.wait_synced()
+    assert r1.client().xlen("s") == 3
+
+@pytest.mark.xspec_deployment(replicas=2, sentinel=True, down_after_ms=500)
+def test_sentinel_fails_over_when_the_primary_crashes(xspec_deployment):
+    sentinel = xspec_deployment.sentinel_client(socket_timeout=1)
+    until(lambda: len(sentinel.discover_slaves("mymaster")) == 2)
+    old = sentinel.discover_master("mymaster")
+    assert old[1] == xspec_deployment.primary.port
+    xspec_deployment.primary.crash()
+    until(lambda: sentinel.discover_master("mymaster") != old)
+    new = sentinel.discover_master("mymaster")
+    assert new[1] in [r.port for r in xspec_deployment.replicas]
+    master = sentinel.master_for("mymaster", socket_timeout=1)
+    until(lambda: master.info("replication")["role"] == "master")
+    master.xadd("s", {"after": "failover"})
+    assert master.xlen("s") == 1
+''')
+    done = pytester.runpytest_inprocess("-p", "xspec.pytest_plugin", "-p", "no:cacheprovider")
+    done.assert_outcomes(passed=2)

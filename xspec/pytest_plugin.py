@@ -28,6 +28,16 @@ with ``-p xspec.pytest_plugin``). Fixtures:
     ``xspec_trace.assert_conforms()`` checks it against the model and fails
     the test with the first event the model cannot explain.
 
+``xspec_deployment``
+    A fresh primary and replicas of ``xspec serve`` in this process
+    (:class:`XspecDeployment`: ``primary``, ``replicas``, ``node(name)``;
+    each node has ``client()``, ``crash()``, ``restart()``, ``pause()``,
+    ``resume()``, and a replica ``hold()``, ``flow()``, ``cut()`` of its link,
+    the XSPEC.NODE / XSPEC.LINK verbs of ``xspec serve --replicas``), synced
+    when the test starts; ``@pytest.mark.xspec_deployment(replicas=N,
+    sentinel=True, down_after_ms=ms)`` adds an ``xspec sentinel`` monitoring
+    the primary as ``mymaster`` (``sentinel_client()``: redis-py's Sentinel).
+
 ``--xspec-target redis://[user:password@]host:port`` runs the same tests
 against a real server instead (flushed between tests; one that holds keys is
 refused without ``--xspec-allow-flush``). Tests that move the virtual clock or
@@ -401,6 +411,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", 'xspec(clock="wall"|"virtual", fresh=False): how xspec_server is set up for this test')
+    config.addinivalue_line(
+        "markers", "xspec_deployment(replicas=2, sentinel=False, down_after_ms=1000, dialect=...): xspec_deployment's"
+                   " shape")
     dialects = config.getoption("--xspec-dialect", None) or []
     if dialects:
         from xspec.reference.core import SERVED_DIALECTS
@@ -532,3 +545,132 @@ def xspec_trace(xspec_server: XspecServer) -> XspecTrace:
     assert xspec_server.finish_trace is not None  # xspec_server records whenever this fixture is asked for
     return XspecTrace(xspec_server.finish_trace, xspec_server.dialect)
 
+
+
+# -- a primary with replicas, and Sentinel ------------------------------------------------------------------------
+
+class XspecNode:
+    """One node of :class:`XspecDeployment`: its address, a client, and the failures a test puts on it."""
+
+    def __init__(self, owner: XspecDeployment, name: str) -> None:
+        self.owner = owner
+        self.name = name
+
+    @property
+    def host(self) -> str:
+        return "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return int(self.owner.thread.port(self.name))
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}/0"
+
+    def client(self, **options: Any) -> Any:
+        """A redis-py client for this node."""
+        import redis
+        return redis.Redis.from_url(self.url, **options)
+
+    def _node(self, verb: str) -> None:
+        d = self.owner.thread
+        d.call(lambda: d.deployment.node_verb(verb, d.deployment.find(self.name)))
+
+    def _link(self, verb: str) -> None:
+        d = self.owner.thread
+        d.call(lambda: d.deployment.link_verb(verb, d.deployment.find(self.name)))
+
+    def crash(self) -> None:
+        """As SIGKILL (XSPEC.NODE CRASH): every connection closes, nothing is saved at exit."""
+        self._node("CRASH")
+
+    def restart(self) -> None:
+        """Start it again on its port (XSPEC.NODE RESTART); a replica follows its primary again."""
+        self._node("RESTART")
+
+    def pause(self) -> None:
+        """As SIGSTOP (XSPEC.NODE PAUSE): it reads nothing until :meth:`resume`."""
+        self._node("PAUSE")
+
+    def resume(self) -> None:
+        self._node("RESUME")
+
+    def hold(self) -> None:
+        """This replica's link to its primary holds what passes (XSPEC.LINK HOLD)."""
+        self._link("HOLD")
+
+    def flow(self) -> None:
+        self._link("FLOW")
+
+    def cut(self) -> None:
+        """Drop this replica's link; it reconnects a second later (XSPEC.LINK CUT)."""
+        self._link("CUT")
+
+
+class XspecDeployment:
+    """A primary and replicas of ``xspec serve`` (one process: this one), and a Sentinel when asked for."""
+
+    def __init__(self, thread: Any, sentinel: Any = None, master_name: str = "mymaster") -> None:
+        self.thread = thread  # reference.replication_deployment.DeploymentThread
+        self.primary = XspecNode(self, "primary")
+        self.replicas = [XspecNode(self, name) for name in thread.deployment.nodes if name != "primary"]
+        self.sentinel = sentinel  # reference.sentinel_server.SentinelServer, or None
+        self.master_name = master_name
+
+    def node(self, name: str) -> XspecNode:
+        return self.primary if name == "primary" else next(r for r in self.replicas if r.name == name)
+
+    def sentinel_client(self, **options: Any) -> Any:
+        """A redis-py ``Sentinel`` over the deployment's Sentinel."""
+        if self.sentinel is None:
+            raise XspecError("this deployment has no Sentinel: @pytest.mark.xspec_deployment(sentinel=True)")
+        from redis.sentinel import Sentinel
+        return Sentinel([("127.0.0.1", self.sentinel.port)], **options)
+
+    def wait_synced(self, timeout: float = 10.0) -> None:
+        """Until every running replica's link is up and it has applied the primary's whole stream."""
+        import time
+        deadline = time.monotonic() + timeout
+        primary = self.primary.client()
+        while True:
+            target = int(primary.info("replication")["master_repl_offset"])
+            done = True
+            for r in self.replicas:
+                try:
+                    info = r.client().info("replication")
+                except OSError:
+                    continue  # crashed: not waited for
+                done = done and info.get("master_link_status") == "up" and int(info["slave_repl_offset"]) == target
+            if done:
+                return
+            if time.monotonic() > deadline:
+                raise XspecError(f"the replicas did not catch up with the primary within {timeout} s")
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def xspec_deployment(request: pytest.FixtureRequest) -> Iterator[XspecDeployment]:
+    """A fresh primary with replicas (``@pytest.mark.xspec_deployment(replicas=2, sentinel=False,
+    down_after_ms=1000, dialect="redis-7.0")``), the replicas synced when the test starts."""
+    from xspec.reference.replication_deployment import DeploymentThread
+    marker = request.node.get_closest_marker("xspec_deployment")
+    options = dict(marker.kwargs) if marker is not None else {}
+    replicas = int(options.pop("replicas", 2))
+    with_sentinel = bool(options.pop("sentinel", False))
+    down_after = int(options.pop("down_after_ms", 1000))
+    dialect = str(options.pop("dialect", DEFAULT_DIALECT))
+    if options or not 0 < replicas <= 16:
+        pytest.fail(f"{request.node.nodeid}: @pytest.mark.xspec_deployment takes replicas=1..16, sentinel=True|False,"
+                    f" down_after_ms and dialect; not {options or replicas!r}", pytrace=False)
+    with DeploymentThread(replicas, dialect=dialect, config={"repl-ping-replica-period": "1"}) as thread:
+        deployment = XspecDeployment(thread)
+        deployment.wait_synced()
+        if not with_sentinel:
+            yield deployment
+            return
+        from xspec.reference.sentinel_server import SentinelThread
+        with SentinelThread(port=0, monitors=((deployment.master_name, "127.0.0.1", deployment.primary.port, 1),),
+                            down_after_ms=down_after, failover_timeout_ms=down_after * 10) as sentinel:
+            deployment.sentinel = sentinel
+            yield deployment

@@ -72,6 +72,26 @@ Persistence is Redis's: SAVE, BGSAVE (a forked child writes the snapshot), LASTS
 files; --appendfsync, BGREWRITEAOF, --aof-use-rdb-preamble), loaded at start. With
 --enable-debug-command, DEBUG RELOAD and DEBUG LOADAOF as Redis has them.
 
+Replication is Redis's (REPLICAOF, PSYNC, REPLCONF, ROLE, INFO replication, WAIT, FAILOVER,
+min-replicas-*, READONLY on replicas; a full sync sends the RDB of that moment at once, without repl-diskless-sync-delay), with
+real Redis as primary or replica. --replicaof HOST:PORT starts the server as a replica. --replicas N
+starts a primary (on --port, or any free port with 0) and N replicas (the next ports, each with its
+own folder under --dir), one address per line; each node answers:
+
+\b
+XSPEC.LINK HOLD | FLOW | CUT <replica>
+    the replica's link to its primary holds what passes (nothing applied or
+    acknowledged; delivered later, in order), flows again, or is cut (the
+    replica reconnects a second later and resynchronises, partially if it can)
+XSPEC.NODE CRASH | RESTART | PAUSE | RESUME <node>
+    the node stops at once as after SIGKILL (connections closed, no save at
+    exit), starts again on its port with its start-up settings and what its
+    persistence kept (a replica follows its primary again), stops reading
+    every connection and link as after SIGSTOP, or reads again
+<node> and <replica> are names (primary, replica-1, ...) or host:port. With
+--replicas, --trace records every node as one trace/2 file: these commands
+are its link, crash, restart, pause and resume events.
+
 With --trace, a trace in which XSPEC.FAULT ERROR or RESTART was used is judged
 unsupported by `xspec replay` (faults are outside the model); with --checked, a
 command a fault refused is not run on the model. See reference/README.md.
@@ -107,22 +127,67 @@ command a fault refused is not run on the model. See reference/README.md.
               help="As Redis's aof-use-rdb-preamble (default yes).")
 @click.option("--aof-load-truncated", "aof_truncated", default=None, type=click.Choice(["yes", "no"]),
               help="As Redis's aof-load-truncated (default yes): load an AOF cut short up to its last command.")
+@click.option("--replicaof", default=None, metavar="HOST:PORT",
+              help="Start as a replica of the primary at HOST:PORT (as Redis's replicaof).")
+@click.option("--replicas", default=0, show_default=True, type=click.IntRange(0, 16),
+              help="Also start this many replicas of this server in the same process (see above).")
 def serve_command(host: str, port: int, dialect: str, clock: str, requirepass: str | None, trace: str | None,
                   checked: bool, enable_debug: str, protected_mode: str, data_dir: str | None,
                   dbfilename: str | None, save_points: str | None, appendonly: str | None,
                   appendfsync: str | None, appenddirname: str | None, aof_preamble: str | None,
-                  aof_truncated: str | None) -> None:
+                  aof_truncated: str | None, replicaof: str | None, replicas: int) -> None:
     from xspec.reference.server import ReferenceServer, StartError, run_server
 
+    config = _persistence_config(data_dir, dbfilename, save_points, appendonly, appendfsync, appenddirname,
+                                 aof_preamble, aof_truncated)
+    if replicaof is not None:
+        primary_host, _, primary_port = replicaof.rpartition(":")
+        if not primary_host or not primary_port.isdigit() or not 0 < int(primary_port) < 65536:
+            click.echo(f"xspec serve: --replicaof wants HOST:PORT, not {replicaof!r}", err=True)
+            sys.exit(2)
+        config["replicaof"] = f"{primary_host} {primary_port}"
+    if requirepass:
+        config["masterauth"] = requirepass  # the replicas of --replicas authenticate as clients do
+    if replicas:
+        if checked or replicaof is not None:
+            click.echo("xspec serve: --replicas runs neither with --checked nor with --replicaof", err=True)
+            sys.exit(2)
+        _serve_deployment(replicas, host, port, dialect, clock, requirepass, trace, enable_debug,
+                          protected_mode, config)
+        return
     server = ReferenceServer(host, port, dialect=dialect, clock=clock, requirepass=requirepass, trace=trace,
                              checker=model_checker if checked else None, enable_debug=enable_debug,
-                             protected_mode=protected_mode, config=_persistence_config(
-                                 data_dir, dbfilename, save_points, appendonly, appendfsync, appenddirname,
-                                 aof_preamble, aof_truncated))
+                             protected_mode=protected_mode, config=config)
     try:
         run_server(server, lambda p: click.echo(f"xspec serve: listening on {host}:{p} ({dialect}, {clock} clock)"))
     except StartError as e:
         click.echo(f"xspec serve: {e}", err=True)
+        sys.exit(1)
+
+
+def _serve_deployment(replicas: int, host: str, port: int, dialect: str, clock: str, requirepass: str | None,
+                      trace: str | None, enable_debug: str, protected_mode: str, config: dict[str, str]) -> None:
+    """``--replicas N``: a primary and N replicas in this process (``reference.replication_deployment``)."""
+    from xspec.reference.replication_deployment import Deployment, run_deployment
+    from xspec.reference.server import StartError
+
+    data_dir = config.pop("dir", None)
+    deployment = Deployment(replicas, host, port, trace=trace, data_dir=data_dir, dialect=dialect, clock=clock,
+                            requirepass=requirepass, enable_debug=enable_debug, protected_mode=protected_mode,
+                            config=config)
+
+    def ready(addresses: list[tuple[str, str]]) -> None:
+        for n, (name, address) in enumerate(addresses):
+            text = f"listening on {address}" if n == 0 else f"{name} on {address}"
+            click.echo(f"xspec serve: {text} ({name}, {dialect}, {clock} clock)")
+
+    try:
+        run_deployment(deployment, ready)
+    except StartError as e:
+        click.echo(f"xspec serve: {e}", err=True)
+        sys.exit(1)
+    except OSError as e:
+        click.echo(f"xspec serve: cannot write the trace {trace!r}: {e.strerror}", err=True)
         sys.exit(1)
 
 
