@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from errno import EINVAL, ENOENT
 
+from xspec.models import notify
 from xspec.models.cerrno import note_iterator_end, note_strtoull
 from xspec.models.server import Call, CommandError, Server, command
 from xspec.models.state import Client
@@ -40,6 +41,7 @@ from xspec.spec.errors import (
     config_set_failed,
     config_unknown_parameter,
     config_unsupported_parameter,
+    error_text,
     hello_bad_option,
     hello_noauth,
     unknown_client_type,
@@ -203,6 +205,8 @@ def client_flags(c: Client) -> str:
         letters += "x"
     if c.blocked is not None:
         letters += "b"
+    if c.tracking is not None:  # TRACKING-11: t, R (broken redirect), B (BCAST)
+        letters += "t" + ("R" if c.tracking.broken else "") + ("B" if c.tracking.bcast else "")
     if c.dirty_cas:
         letters += "d"
     if c.no_evict:  # CLIENT-NOEVICT-1
@@ -227,7 +231,7 @@ def client_info_line(c: Client, dialect: Dialect | None = None) -> str:
             multi = 0
         known = {"id": str(c.id), "addr": "127.0.0.1:0", "laddr": "127.0.0.1:0", "name": name,
                  "flags": client_flags(c), "capa": "", "db": str(c.db), "multi": str(multi),
-                 "watch": str(len(c.watched)), "events": "r", "user": "default", "redir": "-1",
+                 "watch": str(len(c.watched)), "events": "r", "user": "default", "redir": _redir(c),
                  "resp": str(c.proto), "lib-name": (c.lib_name or b"").decode("latin-1"),
                  "lib-ver": (c.lib_ver or b"").decode("latin-1"),  # CLIENT-SETINFO-1
                  "cmd": c.last_cmd if subcommand_names else c.last_cmd.split("|")[0]}
@@ -235,7 +239,12 @@ def client_info_line(c: Client, dialect: Dialect | None = None) -> str:
     return (f"id={c.id} addr=127.0.0.1:0 laddr=127.0.0.1:0 fd=0 name={name} age=0 idle=0 "
             f"flags={client_flags(c)} db={c.db} sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 "
             f"argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r "
-            f"cmd={c.last_cmd} user=default redir=-1 resp={c.proto}")
+            f"cmd={c.last_cmd} user=default redir={_redir(c)} resp={c.proto}")
+
+
+def _redir(c: Client) -> str:
+    """``redir=``: CLIENT TRACKING's redirect client, -1 while tracking is off (TRACKING-11)."""
+    return str(c.tracking.redirect) if c.tracking is not None else "-1"
 
 
 def _text(s: str) -> Verbatim:
@@ -347,7 +356,7 @@ def info_text(server: Server, sections: list[str]) -> str:
         if section == "keyspace":  # INFO-3
             for dbid in range(NUM_DATABASES):
                 if server.dbs[dbid]:
-                    lines.append(f"db{dbid}:keys={len(server.dbs[dbid])},expires=0,avg_ttl=0")
+                    lines.append(f"db{dbid}:keys={len(server.dbs[dbid])},expires={len(getattr(server.dbs[dbid], 'expires', ()))},avg_ttl=0")
         elif section == "commandstats":  # STATS-2
             lines.extend(commandstats_lines(server))
         elif section == "errorstats":  # STATS-1
@@ -375,7 +384,8 @@ _RANGE_ERROR = CONFIG_RANGE.format(0, I64_MAX)
 
 
 def config_value(server: Server, name: str) -> str:
-    return server.config.get(name, server.dialect.config_known().get(name, ""))
+    value = server.config.get(name, server.dialect.config_known().get(name, ""))
+    return notify.shown(value) if name == notify.SETTING else value  # NOTIFY-2
 
 
 @command("config|get")
@@ -441,7 +451,7 @@ def _parse_yes_no(value: bytes) -> str:
 
 # Replication settings (spec/rules/replication.md, REPL-10, REPL-11, REPL-13); the model reads them
 # from the server's configuration when it needs them.
-_SETTABLE = (*_SETTABLE, "min-replicas-to-write", "min-replicas-max-lag", "replica-read-only",
+_SETTABLE = (*_SETTABLE, notify.SETTING, "min-replicas-to-write", "min-replicas-max-lag", "replica-read-only",
              "repl-ping-replica-period", "repl-backlog-size", "replica-priority")
 _PARSERS.update({"min-replicas-to-write": _parse_integer, "min-replicas-max-lag": _parse_integer,
                  "replica-read-only": _parse_yes_no, "repl-ping-replica-period": _parse_integer,
@@ -470,6 +480,14 @@ def config_set(call: Call) -> Reply:
             raise CommandError(f"ERR xspec model: CONFIG SET {n} is not modelled")
     parsed: list[tuple[str, int | str]] = []
     for n, v in zip(names, values, strict=True):  # CONFIG-7: all or nothing
+        if n.lower() == notify.SETTING:
+            events = notify.parse(v, call.server.dialect)  # NOTIFY-2
+            if events is None:
+                if legacy:  # CONFIG-DIALECT-1: 6.2 gives no reason
+                    raise CommandError(f"ERR Invalid argument '{error_text(v)}' for CONFIG SET '{error_text(argv[2])}'")
+                raise CommandError(config_set_failed(notify.SETTING.encode(), notify.INVALID_CLASS))
+            parsed.append((notify.SETTING, events))
+            continue
         if _PARSERS[n.lower()] is _parse_memory:
             # XADD-14: memtoull sets errno before its strtoull; 0 and ERANGE word XADD alike.
             note_strtoull(call.server, overflow=False)

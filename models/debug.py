@@ -9,7 +9,7 @@ the model's scope; ``xspec serve --checked`` judges these answers.
 from __future__ import annotations
 
 from xspec.models.server import Call, CommandError, command
-from xspec.models.state import ListValue, SetValue, Stream, Value
+from xspec.models.state import ListValue, SetValue, Stream, Value, ZSetValue
 from xspec.spec import commands as table
 from xspec.spec.ids import c_string
 from xspec.spec.resp import OK, Array, Reply, Simple
@@ -20,16 +20,19 @@ DEBUG_HELP = ("OBJECT <key>", "    Show low level info about `key` and associate
               "HELP", "    Prints this help.")
 
 
-def object_encoding(value: Value) -> str:
-    """The ``encoding:`` DEBUG OBJECT shows (DEBUG-3)."""
+def object_encoding(value: Value, ziplists: bool = False) -> str:
+    """The ``encoding:`` DEBUG OBJECT shows (DEBUG-3); ``ziplists``: 6.2 names a compact sorted set so."""
     if isinstance(value, bytes):
         return "embstr"
     if isinstance(value, ListValue):
         return "quicklist"
     if isinstance(value, SetValue):
         return value.encoding
-    assert isinstance(value, Stream)
-    return "stream"
+    if isinstance(value, ZSetValue):
+        return "ziplist" if ziplists and value.encoding == "listpack" else value.encoding
+    if isinstance(value, Stream):
+        return "stream"
+    return getattr(value, "encoding", "unknown")
 
 
 @command("debug")
@@ -45,7 +48,7 @@ def debug(call: Call) -> Reply:
         if value is None:  # DEBUG-3
             raise CommandError(table.NO_SUCH_KEY)
         # DEBUG-3: the address is the host's (ENV-DEBUG-OBJECT)
-        return Simple(f"Value at:0x0 refcount:1 encoding:{object_encoding(value)} serializedlength:0 lru:0 "
+        return Simple(f"Value at:0x0 refcount:1 encoding:{object_encoding(value, call.server.dialect.zset_ziplist)} serializedlength:0 lru:0 "
                       "lru_seconds_idle:0")
     if sub == b"help" and len(argv) == 2:  # DEBUG-4
         name = c_string(argv[0]).decode("latin-1").upper()

@@ -39,9 +39,13 @@ def debug_reload(call: Call) -> Reply:
     server = call.server
     snapshot = take_snapshot(server.dbs, server.dialect.rdb_version)  # RDB-1, RDB-4
     server.stats.saved()  # STATS-4: rdbSave zeroes the changes counter
+    now = call.now()
     for db, loaded in zip(server.dbs, load_snapshot(snapshot), strict=True):
         db.clear()
         db.update(loaded)
+        for key, when in list(getattr(db, "expires", {}).items()):
+            if when < now:  # EXPIRE-KEYS-1: a primary loading an RDB file skips keys already expired
+                del db[key]
     return OK
 
 

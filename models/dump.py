@@ -18,8 +18,20 @@ from sortedcontainers import SortedDict
 from xspec.models.clock import Duration, Instant
 from xspec.models.lag import estimate_entries_read
 from xspec.models.layout import NodeLayout
+from xspec.models.notify import notify_keyspace_event, notify_new
 from xspec.models.server import Call, CommandError, command
-from xspec.models.state import NEVER_ACTIVE, Consumer, Group, ListValue, Nack, SetValue, Stream, Value
+from xspec.models.state import (
+    NEVER_ACTIVE,
+    Consumer,
+    Group,
+    HashValue,
+    ListValue,
+    Nack,
+    SetValue,
+    Stream,
+    Value,
+    ZSetValue,
+)
 from xspec.spec import commands as table
 from xspec.spec import rdb
 from xspec.spec.errors import (
@@ -71,6 +83,10 @@ def value_record(v: Value) -> rdb.RdbValue:
         return _stream_record(v)
     if isinstance(v, ListValue):
         return rdb.ListRecord(list(v.items))
+    if isinstance(v, ZSetValue):
+        return rdb.ZSetRecord([(m, score) for score, m in v.order], v.encoding)
+    if isinstance(v, HashValue):
+        return rdb.HashRecord(list(v.fields.items()), v.encoding)  # HASH-12
     return rdb.SetRecord(v.ordered(), v.encoding)
 
 
@@ -134,6 +150,25 @@ def _restored_set(r: rdb.SetRecord, set_listpack: bool) -> SetValue:
     return SetValue(r.members, "hashtable")
 
 
+def restored_zset(r: rdb.ZSetRecord, unsigned_zero: bool) -> ZSetValue:
+    """A loaded sorted set (RESTORE-11): its members, in the encoding loading gives (:meth:`ZSetValue.reload`)."""
+    value = ZSetValue(r.encoding)
+    for member, score in r.pairs:
+        value.insert(member, score)
+    value.reload(unsigned_zero)
+    return value
+
+
+def restored_hash(r: rdb.HashRecord) -> HashValue:
+    """A loaded hash (HASH-12): a listpack stays one while it fits the listpack limits, a hash table
+    that fits becomes one, in the payload's order."""
+    value = HashValue()
+    value.fields.update(r.pairs)
+    if len(r.pairs) > 128 or any(len(f) > 64 or len(v) > 64 for f, v in r.pairs):
+        value.encoding = "hashtable"
+    return value
+
+
 def restored_value(record: rdb.RdbValue, call: Call) -> Value:
     """The model value of a decoded payload."""
     if isinstance(record, bytes):
@@ -142,6 +177,10 @@ def restored_value(record: rdb.RdbValue, call: Call) -> Value:
         return _restored_stream(record, call)
     if isinstance(record, rdb.ListRecord):
         return ListValue(record.items)
+    if isinstance(record, rdb.ZSetRecord):
+        return restored_zset(record, not call.server.dialect.zset_ziplist)
+    if isinstance(record, rdb.HashRecord):
+        return restored_hash(record)
     return _restored_set(record, rdb.rdb_format(call.server.dialect.rdb_version).set_listpack)
 
 
@@ -233,15 +272,22 @@ def restore(call: Call) -> Reply:
         if when <= call.now():  # RESTORE-7: already expired, nothing is created
             if old is not None:
                 call.modified(key)
+                notify_keyspace_event(call, "g", "del", key)  # NOTIFY-4
                 call.changed()  # STATS-5
                 call.propagate([b"DEL", key])
             return OK
     call.db[key] = value  # RESTORE-8
+    if when is not None:  # EXPIRE-KEYS-1: the key expires
+        call.server.keyspace(call.client.db).expires[key] = when
+    notify_new(call, key)  # NOTIFY-3
     if isinstance(value, Stream):  # dbAdd signals the types a client can block on
         call.ready(key)
     elif isinstance(value, ListValue):
         call.ready(key, "list")
+    elif isinstance(value, ZSetValue):
+        call.ready(key, "zset")  # BZSET-2
     call.modified(key)
+    notify_keyspace_event(call, "g", "restore", key)  # NOTIFY-4
     call.changed()  # STATS-5
     if when is not None and not absttl:  # RESTORE-12: the TTL goes to replicas as an absolute time
         call.propagate([*argv[:2], Instant.propagated_ms(when), *argv[3:], b"ABSTTL"])

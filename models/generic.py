@@ -1,11 +1,8 @@
 """Handlers of the keyspace and connection-basics commands (spec/rules/generic.md).
 
 PING, ECHO, SELECT, SWAPDB, DEL, UNLINK, EXISTS, TYPE, RENAME, KEYS, SCAN,
-DBSIZE, FLUSHDB, FLUSHALL, SET and GET, as Redis 7.0.15 runs them.
-
-Key expiry is outside the model's scope: SET parses and validates EX, PX,
-EXAT and PXAT, and propagates the absolute PXAT form as Redis does, but the
-model never expires a key (SET-7).
+DBSIZE, FLUSHDB, FLUSHALL, as Redis 7.0.15 runs them (SET and GET are in
+models/strings.py, key expiry in models/expiry.py).
 
 Every removal or overwrite of a value goes through :func:`_removed` so that
 WATCH and blocked readers learn about it the way ``signalDeletedKeyAsReady``
@@ -15,15 +12,16 @@ and ``signalModifiedKey`` tell them.
 from __future__ import annotations
 
 from xspec.models.cerrno import note_strtoull
-from xspec.models.clock import Duration, Instant
-from xspec.models.server import Call, CommandError, Server, command
-from xspec.models.state import ListValue, Stream, Value, type_name
+from xspec.models.expiry import key_count
+from xspec.models.notify import notify_keyspace_event, notify_new
+from xspec.models.server import Call, CommandError, HandlerResult, PreRendered, Server, command
+from xspec.models.state import ListValue, Stream, Value, ZSetValue, type_name
 from xspec.spec import commands as table
 from xspec.spec.errors import DB_OUT_OF_RANGE, INT_OUT_OF_RANGE, INVALID_CURSOR, INVALID_FIRST_DB, INVALID_SECOND_DB
 from xspec.spec.glob import matching_keys
-from xspec.spec.ids import I64_MAX, c_string, parse_ll, strtoull
+from xspec.spec.ids import c_string, parse_ll, strtoull
 from xspec.spec.limits import NUM_DATABASES
-from xspec.spec.resp import NULL_BULK, OK, Array, Bulk, Int, Reply, Simple
+from xspec.spec.resp import OK, Array, Bulk, Int, Reply, Simple
 
 
 # -- PING / ECHO ------------------------------------------------------------------
@@ -119,7 +117,7 @@ def signal_streams_lost(server: Server, emptied: int, replaced_with: int | None)
 def signal_streams_present(server: Server, dbid: int) -> None:
     """``scanDatabaseForReadyKeys``: every blocked-on key that holds a stream (or a list) is ready."""
     present = [key for db, key in server.blocking
-               if db == dbid and isinstance(server.dbs[db].get(key), Stream | ListValue)]
+               if db == dbid and isinstance(server.dbs[db].get(key), Stream | ListValue | ZSetValue)]
     for key in scan_order(server, dbid, present):  # SWAPDB-8
         server.signal_ready(dbid, key, type_name(server.dbs[dbid][key]))
 
@@ -198,6 +196,7 @@ def _delete_keys(call: Call) -> Reply:
         if old is None:  # DEL-2: missing (or already deleted) keys count nothing
             continue
         _removed(call, key, old)  # DEL-3
+        notify_keyspace_event(call, "g", "del", key)  # NOTIFY-4
         deleted += 1
     if deleted:  # DEL-4
         call.changed(deleted)  # STATS-5
@@ -227,8 +226,9 @@ def type_(call: Call) -> Reply:
 
 
 @command("dbsize")
-def dbsize(call: Call) -> Reply:
-    return Int(len(call.db))  # DBSIZE-1
+def dbsize(call: Call) -> HandlerResult:
+    count = key_count(call)  # DBSIZE-1
+    return PreRendered(count) if type(count) is not Int else count
 
 
 @command("rename")
@@ -243,12 +243,19 @@ def rename(call: Call) -> Reply:
     if old is not None:  # RENAME-3: the destination is deleted first
         call.deleted(dst, old)
     call.db[dst] = value
-    if isinstance(value, Stream | ListValue):  # RENAME-3: dbAdd signals a stream (or a list) as ready
+    if isinstance(value, Stream | ListValue | ZSetValue):  # RENAME-3: dbAdd signals a blockable type as ready
         call.ready(dst, type_name(value))
+    notify_new(call, dst)  # NOTIFY-3
+    expires = getattr(call.db, "expires", {})
+    when = expires.pop(src, None)
     del call.db[src]
+    if when is not None:  # EXPIRE-KEYS-1: the time moves with the value
+        expires[dst] = when
     call.deleted(src, value)
     call.modified(src)  # RENAME-4
     call.modified(dst)
+    notify_keyspace_event(call, "g", "rename_from", src)  # NOTIFY-4
+    notify_keyspace_event(call, "g", "rename_to", dst)
     call.changed()  # STATS-5
     call.propagate_verbatim()  # RENAME-5
     return OK
@@ -259,7 +266,10 @@ def rename(call: Call) -> Reply:
 def keys(call: Call) -> Reply:
     pattern = call.argv[1]
     everything = pattern == b"*"  # KEYS-2
-    return Array(tuple(matching_keys(call.db, None if everything else pattern, None, type_name)))  # KEYS-1
+    found = matching_keys(call.db, None if everything else pattern, None, type_name)  # KEYS-1
+    if getattr(call.db, "expires", None):  # EXPIRE-LAZY-3: expired keys are left out, not deleted
+        found = [k for k in found if not call.server.key_is_expired(call.client.db, k.value)]
+    return Array(tuple(found))
 
 
 def parse_cursor(arg: bytes) -> int | None:
@@ -308,105 +318,7 @@ def scan(call: Call) -> Reply:
     # SCAN-3: the model answers every SCAN with the whole matching keyspace and
     # cursor 0; which part of it a real server returns, and its next cursor,
     # depend on its hash seed (spec/rules/environment.md ENV-SCAN).
-    return Array((Bulk(b"0"), Array(tuple(matching_keys(call.db, pattern, type_filter, type_name)))))
-
-
-# -- SET and GET --------------------------------------------------------------------
-_EXPIRE_OPTIONS = (b"ex", b"px", b"exat", b"pxat")
-
-
-@command("set")
-def set_(call: Call) -> Reply:
-    argv = call.argv
-    key, value = argv[1], argv[2]
-    nx = xx = get = keepttl = False
-    # SET-DIALECT-1: 6.2 refuses GET and NX together
-    nx_with_get = call.server.dialect.set_nx_with_get
-    expire_unit: bytes | None = None
-    expire_arg = b""
-    i = 3
-    while i < len(argv):  # SET-1: option parsing, in order
-        opt = c_string(argv[i]).lower()
-        has_next = i + 1 < len(argv)
-        if opt == b"nx" and not xx and (nx_with_get or not get):
-            nx = True
-        elif opt == b"xx" and not nx:
-            xx = True
-        elif opt == b"get" and (nx_with_get or not nx):
-            get = True
-        elif opt == b"keepttl" and expire_unit is None:
-            keepttl = True
-        elif opt in _EXPIRE_OPTIONS and not keepttl and expire_unit in (None, opt) and has_next:
-            expire_unit = opt
-            expire_arg = argv[i + 1]
-            i += 1
-        else:
-            raise CommandError(table.SYNTAX)
-        i += 1
-    expire_ms: tuple[Duration, Instant] | None = None
-    if expire_unit is not None:  # SET-2
-        expire_ms = _expire_time(call, expire_unit, expire_arg)
-    if get:  # SET-3
-        reply = get_value(call, key)
-    found = key in call.db
-    if (nx and found) or (xx and not found):  # SET-4
-        return reply if get else NULL_BULK
-    old = call.db.get(key)
-    call.db[key] = value  # SET-5
-    call.changed()  # STATS-5
-    if old is not None:
-        _removed(call, key, old)
-    else:
-        call.modified(key)
-    call.propagate(_set_propagation(call, expire_unit, expire_ms, get))  # SET-6
-    return reply if get else OK
-
-
-def _expire_time(call: Call, unit: bytes, arg: bytes) -> tuple[Duration, Instant]:
-    """``getExpireMillisecondsOrReply`` for SET: the expiry in ms, as given (relative for EX/PX), and as an instant."""
-    ms = parse_ll(arg)
-    if ms is None:  # SET-2
-        raise CommandError(table.NOT_INTEGER)
-    invalid = call.server.dialect.set_invalid_expire_error  # SET-DIALECT-1: 6.2's text
-    seconds = unit in (b"ex", b"exat")
-    if ms <= 0 or (seconds and ms > I64_MAX // 1000):
-        raise CommandError(invalid)
-    if seconds:
-        ms *= 1000
-    if unit in (b"ex", b"px"):
-        when = call.now() + Duration(ms)
-        if when > Instant(I64_MAX):  # the C sum overflows and turns negative
-            raise CommandError(invalid)
-        return Duration(ms), when
-    return Duration(ms), Instant(ms)
-
-
-def _set_propagation(call: Call, unit: bytes | None, expire_ms: tuple[Duration, Instant] | None,
-                     get: bool) -> list[bytes | int]:
-    """The argv a SET that wrote sends to replicas and the AOF (SET-6, SET-DIALECT-2)."""
-    argv = call.argv
-    style = call.server.dialect.set_expiry_propagation
-    if expire_ms is not None and not (unit == b"pxat" and style == "pxat-verbatim"):
-        relative, absolute = expire_ms
-        if style == "px" and unit in (b"ex", b"px"):  # SET-DIALECT-2: 6.2 sends EX and PX as PX <ms>
-            return [b"SET", argv[1], argv[2], b"PX", Duration.propagated_ms(relative)]
-        return [b"SET", argv[1], argv[2], b"PXAT", Instant.propagated_ms(absolute)]  # SET-6: every expiry becomes PXAT
-    if get and expire_ms is None:
-        # SET-6: every GET option is dropped (matched as C does, up to the first NUL)
-        return [a for n, a in enumerate(argv) if n < 3 or c_string(a).lower() != b"get"]
-    return list[bytes | int](argv)  # SET-DIALECT-2: Valkey sends a PXAT SET as typed, GET included
-
-
-def get_value(call: Call, key: bytes) -> Reply:
-    """``getGenericCommand``: the string at ``key``, a null bulk, or WRONGTYPE."""
-    v = call.db.get(key)
-    if v is None:
-        return NULL_BULK
-    if not isinstance(v, bytes):
-        raise CommandError(table.WRONGTYPE)
-    return Bulk(v)
-
-
-@command("get")
-def get(call: Call) -> Reply:
-    return get_value(call, call.argv[1])  # GET-1
+    found = matching_keys(call.db, pattern, type_filter, type_name)
+    if getattr(call.db, "expires", None):  # EXPIRE-LAZY-3: expired keys are deleted and left out
+        found = [k for k in found if not call.expire_if_needed(k.value)]
+    return Array((Bulk(b"0"), Array(tuple(found))))

@@ -22,6 +22,7 @@ from xspec.models import pel
 from xspec.models.cerrno import note_id_parse, note_iterator_end, strict_id
 from xspec.models.clock import EPOCH, ZERO_DURATION, Duration, Instant
 from xspec.models.intervals import interval_bounds, interval_start
+from xspec.models.notify import notify_keyspace_event, notify_new
 from xspec.models.reads import lookup_entry
 from xspec.models.server import Call, CommandError, command
 from xspec.models.state import Consumer, Group, Nack, Stream
@@ -94,8 +95,9 @@ def _claimant(call: Call, group: Group, name: bytes) -> Consumer:
     consumer = group.consumers.get(name)
     if consumer is None:
         consumer = pel.create_consumer(group, name, now)
-        if call.server.dialect.consumer_creation_counts:  # STATS-8; STATS-DIALECT-5
+        if call.server.dialect.consumer_creation_counts:  # STATS-8; STATS-DIALECT-5; NOTIFY-DIALECT-2
             call.changed()
+            notify_keyspace_event(call, "t", "xgroup-createconsumer", call.argv[1])
         return consumer
     consumer.seen_time = now
     return consumer
@@ -175,6 +177,7 @@ def xgroup_create(call: Call) -> Reply:
         stream = Stream()
         call.db[argv[2]] = stream
         call.ready(argv[2])
+        notify_new(call, argv[2])  # NOTIFY-3
         call.modified(argv[2])
     name = argv[3]
     if name in stream.groups:  # XGROUP-9
@@ -182,6 +185,7 @@ def xgroup_create(call: Call) -> Reply:
     stream.groups[name] = Group(name, last_id, target.entries_read)  # XGROUP-10
     stream.groups_allocated = True
     call.changed()  # STATS-6
+    notify_keyspace_event(call, "t", "xgroup-create", argv[2])  # NOTIFY-4
     call.propagate_verbatim()
     return OK
 
@@ -205,6 +209,7 @@ def xgroup_setid(call: Call) -> Reply:
     group.last_id = last_id
     group.entries_read = target.entries_read
     call.changed()  # STATS-6
+    notify_keyspace_event(call, "t", "xgroup-setid", argv[2])  # NOTIFY-4
     call.propagate_verbatim()
     return OK
 
@@ -218,6 +223,7 @@ def xgroup_destroy(call: Call) -> Reply:
         return Int(0)
     del stream.groups[group.name]
     call.changed()  # STATS-6
+    notify_keyspace_event(call, "t", "xgroup-destroy", call.argv[2])  # NOTIFY-4
     call.propagate_verbatim()
     # XGROUP-12: every client blocked on the key re-checks it; readers of this group fail.
     call.ready(call.argv[2])
@@ -233,6 +239,7 @@ def xgroup_createconsumer(call: Call) -> Reply:
         return Int(0)
     pel.create_consumer(group, name, call.now())
     call.changed()  # STATS-6
+    notify_keyspace_event(call, "t", "xgroup-createconsumer", call.argv[2])  # NOTIFY-4
     call.propagate_verbatim()
     return Int(1)
 
@@ -243,8 +250,9 @@ def xgroup_delconsumer(call: Call) -> Reply:
     assert group is not None
     consumer = group.consumers.get(call.argv[4])
     if consumer is None:  # XGROUP-14
-        if call.server.dialect.delconsumer_always_counts:  # STATS-DIALECT-4
+        if call.server.dialect.delconsumer_always_counts:  # STATS-DIALECT-4; NOTIFY-DIALECT-2
             call.changed()
+            notify_keyspace_event(call, "t", "xgroup-delconsumer", call.argv[2])
         return Int(0)
     pending = len(consumer.pel)
     for entry_id in list(consumer.pel):
@@ -252,6 +260,7 @@ def xgroup_delconsumer(call: Call) -> Reply:
     note_iterator_end(call)  # XADD-14: the walk over the consumer's PEL ends off the tree
     del group.consumers[consumer.name]
     call.changed()  # STATS-6
+    notify_keyspace_event(call, "t", "xgroup-delconsumer", call.argv[2])  # NOTIFY-4
     call.propagate_verbatim()
     return Int(pending)
 

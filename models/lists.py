@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from xspec.models.clock import Duration, Instant
+from xspec.models.notify import notify_keyspace_event, notify_new
 from xspec.models.server import BLOCKED, Call, CommandError, HandlerResult, command
 from xspec.models.state import ListValue
 from xspec.spec import commands as table
@@ -54,13 +55,26 @@ def create_list(call: Call, key: bytes) -> ListValue:
     value = ListValue()
     call.db[key] = value
     call.ready(key, "list")
+    notify_new(call, key)  # NOTIFY-3
     return value
 
 
-def removed_elements(call: Call, key: bytes, value: ListValue) -> None:
+def _pushed_event(call: Call, key: bytes, where: str) -> None:
+    notify_keyspace_event(call, "l", "lpush" if where == HEAD else "rpush", key)  # NOTIFY-4
+
+
+def _popped_event(call: Call, key: bytes, value: ListValue, where: str) -> None:
+    """The pop's event, then ``del`` when the list is gone (NOTIFY-4)."""
+    notify_keyspace_event(call, "l", "lpop" if where == HEAD else "rpop", key)
+    if not value.items:
+        notify_keyspace_event(call, "g", "del", key)
+
+
+def removed_elements(call: Call, key: bytes, value: ListValue, where: str) -> None:
     """``listElementsRemoved``: an emptied list is deleted; the key is touched for WATCH (LIST-4)."""
     if not value.items:
         del call.db[key]
+    _popped_event(call, key, value, where)
     call.modified(key)
 
 
@@ -73,6 +87,7 @@ def push_command(call: Call, where: str) -> Reply:
     for element in call.argv[2:]:  # LIST-2: one at a time, so LPUSH reverses its arguments
         push_one(value, element, where)
     call.modified(key)
+    _pushed_event(call, key, where)
     call.changed(len(call.argv) - 2)  # STATS-4: one change per element
     call.propagate_verbatim()  # LIST-2
     return Int(len(value.items))
@@ -106,12 +121,12 @@ def pop_command(call: Call, where: str) -> Reply:
         return Array(())
     if count is None:
         element = pop_one(value, where)
-        removed_elements(call, key, value)
+        removed_elements(call, key, value, where)
         call.changed()  # STATS-4
         call.propagate_verbatim()
         return Bulk(element)
     taken = [pop_one(value, where) for _ in range(min(count, len(value.items)))]
-    removed_elements(call, key, value)
+    removed_elements(call, key, value, where)
     call.changed(len(taken))  # STATS-4: one change per element
     call.propagate_verbatim()  # LIST-3
     return Array(tuple(Bulk(e) for e in taken))
@@ -172,8 +187,10 @@ def move(call: Call, src: bytes, source: ListValue, dst: bytes, wherefrom: str, 
         target = create_list(call, dst)
     call.modified(dst)
     push_one(target, element, whereto)
+    _pushed_event(call, dst, whereto)
     if not source.items:
         del call.db[src]
+    _popped_event(call, src, source, wherefrom)
     call.modified(src)
     call.changed()  # STATS-4
     return element
@@ -229,7 +246,7 @@ def blocking_pop(call: Call, where: str) -> HandlerResult:
         if value is None:
             continue
         element = pop_one(value, where)
-        removed_elements(call, key, value)
+        removed_elements(call, key, value, where)
         call.changed()  # STATS-4
         call.propagate([b"LPOP" if where == HEAD else b"RPOP", key])  # BLIST-4
         return Array((Bulk(key), Bulk(element)))
@@ -287,6 +304,7 @@ def serve_blocked(call: Call, key: bytes) -> Reply | None:
         call.propagate([b"LPOP" if b.wherefrom == HEAD else b"RPOP", key])  # BLIST-3
         element = pop_one(value, b.wherefrom)
         reply: Reply = Array((Bulk(key), Bulk(element)))
+        notify_keyspace_event(call, "l", "lpop" if b.wherefrom == HEAD else "rpop", key)  # NOTIFY-4
     else:
         target = call.lookup(b.dst)
         if target is not None and not isinstance(target, ListValue):  # BLIST-7
@@ -297,25 +315,33 @@ def serve_blocked(call: Call, key: bytes) -> Reply | None:
             target = create_list(call, b.dst)
         call.modified(b.dst)
         push_one(target, element, b.whereto)
+        _pushed_event(call, b.dst, b.whereto)
+        notify_keyspace_event(call, "l", "lpop" if b.wherefrom == HEAD else "rpop", key)  # NOTIFY-4
         call.propagate([b"LMOVE", key, b.dst, b.wherefrom.encode(), b.whereto.encode()])  # BLIST-3
         reply = Bulk(element)
     if not value.items:  # BLIST-3: deleted without touching WATCH (the push already did)
         del call.db[key]
+        notify_keyspace_event(call, "g", "del", key)  # NOTIFY-4
     return reply
 
 
 def serve_by_reexecution(call: Call, key: bytes) -> Reply | None:
-    """7.2+: the key holds a list: run the blocked command again (BLIST-DIALECT-2).
-
-    A command that finds nothing blocks again, at the back of the queues, with its first deadline.
-    """
+    """7.2+: the key holds a list: run the blocked command again (BLIST-DIALECT-2)."""
     if not isinstance(call.lookup(key), ListValue):
         return None
     blocked = call.client.blocked
     assert blocked is not None
-    call.server._unblock(call.client)
     handler = blmove if blocked.payload.dst is not None else (
         blpop if blocked.payload.wherefrom == HEAD else brpop)
+    return run_again(call, handler)
+
+
+def run_again(call: Call, handler: Callable[[Call], HandlerResult]) -> Reply | None:
+    """7.2+'s re-execution of a blocked client's command (BLOCK-DIALECT-2): unblocked, it runs again; one
+    that finds nothing blocks again, at the back of the queues, with its first deadline (None: still blocked)."""
+    blocked = call.client.blocked
+    assert blocked is not None
+    call.server._unblock(call.client)
     try:
         result = handler(call)
     except CommandError as e:
@@ -325,4 +351,3 @@ def serve_by_reexecution(call: Call, key: bytes) -> Reply | None:
         call.client.blocked.deadline = blocked.deadline
         return None
     return cast(Reply, result)
-

@@ -18,16 +18,13 @@ asks ``Server.chooser`` for the order (PUBSUB-4, PUBSUB-7) or answers in any ord
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
+from xspec.models.messages import hash_order, publish_message, send_push, subscribers
 from xspec.models.server import HANDLERS, Call, CommandError, Handler, HandlerResult, PreRendered, Server, command
 from xspec.models.sets import AnyOrderArray
 from xspec.models.state import Client
 from xspec.spec.errors import subcommand_syntax
 from xspec.spec.glob import pattern_matches
 from xspec.spec.pubsub import (
-    MESSAGE,
-    PMESSAGE,
     PSUBSCRIBE,
     PUNSUBSCRIBE,
     SMESSAGE,
@@ -61,25 +58,9 @@ def _answer(call: Call, replies: list[Reply]) -> HandlerResult:
     return PreRendered(Array(tuple(for_protocol(r, proto) for r in replies)))
 
 
-def _hash_order(server: Server, items: Iterable[bytes]) -> list[bytes]:
-    """The order of a walk over a hash table with a random seed: any, so the model asks its chooser."""
-    rest = list(items)
-    if len(rest) < 2 or server.chooser is None:
-        return rest
-    out: list[bytes] = []
-    while rest:
-        out.append(rest.pop(server.chooser(len(rest)) if len(rest) > 1 else 0))
-    return out
-
-
-def _send(server: Server, c: Client, message: Reply) -> None:
-    """A message for ``c`` (PUBSUB-7): after every reply it was sent before, rendered for its protocol."""
-    c.pushes_sent += 1
-    server.pushes += ((c.id, for_protocol(message, c.proto)),)
-
-
-def _subscribers(server: Server, table: str, name: bytes) -> list[Client]:
-    return [c for c in server.clients.values() if name in getattr(c, table)]
+_hash_order = hash_order
+_send = send_push
+_subscribers = subscribers
 
 
 def _deny_blocking(call: Call, name: str) -> None:
@@ -159,19 +140,7 @@ def sunsubscribe(call: Call) -> HandlerResult:
 # -- PUBLISH / SPUBLISH ---------------------------------------------------------------------------
 @command("publish")
 def publish(call: Call) -> Reply:
-    server = call.server
-    channel, payload = call.argv[1], call.argv[2]
-    receivers = 0
-    for c in _subscribers(server, "channels", channel):  # PUBSUB-7: the channel's subscribers first
-        _send(server, c, Push((Bulk(MESSAGE), Bulk(channel), Bulk(payload))))
-        receivers += 1
-    patterns: dict[bytes, None] = {}
-    for c in server.clients.values():
-        patterns.update(c.patterns)
-    for pattern in _hash_order(server, (p for p in patterns if pattern_matches(p, channel))):
-        for c in _subscribers(server, "patterns", pattern):  # PUBSUB-7: then each matching pattern's
-            _send(server, c, Push((Bulk(PMESSAGE), Bulk(pattern), Bulk(channel), Bulk(payload))))
-            receivers += 1
+    receivers = publish_message(call.server, call.argv[1], call.argv[2])
     call.propagate_verbatim()  # PUBSUB-8: forced to the replicas, whoever listens
     return Int(receivers)
 

@@ -25,6 +25,7 @@ from typing import cast
 from xspec.models import lag, pel
 from xspec.models.cerrno import note_entry_lookup, note_iterator_end, strict_id
 from xspec.models.clock import Duration, Instant
+from xspec.models.notify import notify_keyspace_event
 from xspec.models.ordered import keys_from
 from xspec.models.server import BLOCKED, Call, CommandError, HandlerResult, command
 from xspec.models.state import Consumer, Fields, Group, Nack, Stream
@@ -363,8 +364,9 @@ def touch_consumer(call: Call, key: bytes, group: Group, name: bytes, noack: boo
     consumer = pel.create_consumer(group, name, call.now())
     if noack:
         pel.propagate_consumer_creation(call, key, group, name)
-    if call.server.dialect.consumer_creation_counts:  # STATS-7; STATS-DIALECT-5
+    if call.server.dialect.consumer_creation_counts:  # STATS-7; STATS-DIALECT-5; NOTIFY-DIALECT-2
         call.changed()
+        notify_keyspace_event(call, "t", "xgroup-createconsumer", key)
     return consumer
 
 

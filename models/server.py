@@ -21,10 +21,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from errno import EAGAIN
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from xspec.models.clock import Clock, Duration, Instant, ManualClock
-from xspec.models.state import BlockState, Client, ListValue, Stream, Value, freeze_value, value_size
+from xspec.models.state import (
+    BlockState,
+    Client,
+    Keyspace,
+    ListValue,
+    Stream,
+    Value,
+    ZSetValue,
+    freeze_value,
+    value_size,
+)
 from xspec.models.stats import Stats, count_call, count_rejection, count_served, count_timeout
 from xspec.spec import commands as table
 from xspec.spec.dialect import REDIS_70, Dialect
@@ -62,6 +72,9 @@ HandlerResult = Reply | _Blocked | PreRendered
 V = TypeVar("V", bound=Value)
 Handler = Callable[["Call"], HandlerResult]
 HANDLERS: dict[str, Handler] = {}
+# CLIENT TRACKING's work at a key's modification, after a read-only command and at a command's end:
+# installed by models/tracking.py, and only called once a client turned tracking on.
+TRACKING_HOOKS: dict[str, Callable[..., Any]] = {}
 
 
 def command(fullname: str) -> Callable[[Handler], Handler]:
@@ -124,6 +137,27 @@ class Call:
     # -- keys -----------------------------------------------------------------
     def lookup(self, key: bytes) -> Value | None:
         return self.db.get(key)
+
+    def expire_if_needed(self, key: bytes) -> bool:
+        """``expireIfNeeded`` on the command's database: delete ``key`` if its time has passed (EXPIRE-LAZY-1)."""
+        return self.server.expire_if_needed(self.client.db, key, self.ops)
+
+    def expire_keys(self) -> None:
+        """Lazy expiry of every key the command names, in order, before its handler runs (EXPIRE-LAZY-2).
+
+        The families whose handlers look their keys up themselves (strings, hashes, the expiry
+        commands: ``SELF_EXPIRING``) are left to do it at the point Redis does.
+        """
+        name = self.spec.fullname
+        if name == "watch" or name == "exec":
+            self.server.watch_expiry(self.client, name == "exec", self.argv)  # EXPIRE-WATCH-1
+            return
+        expires = getattr(self.db, "expires", None)
+        if not expires or name in SELF_EXPIRING:
+            return
+        for key in table.command_keys(self.spec, self.argv):
+            if key in expires:
+                self.server.expire_if_needed(self.client.db, key, self.ops)
 
     def typed(self, key: bytes, kind: type[V]) -> V | None:
         """The value at ``key`` when it is a ``kind``, None if missing; WRONGTYPE for another type."""
@@ -211,6 +245,10 @@ class Call:
 class Server:
     """The whole modelled server: databases, clients, configuration, blocked clients."""
 
+    # The keyspace notification of an expired key's deletion, installed by models/expiry.py
+    # (which sits above models/notify.py): called as ``self.expired_hook(dbid, key)``.
+    expired_hook: ClassVar[Callable[[Server, int, bytes], None] | None] = None
+
     def __init__(self, dialect: Dialect = REDIS_70, clock: Clock | None = None,
                  config: dict[str, str] | None = None) -> None:
         self.dialect = dialect
@@ -218,7 +256,10 @@ class Server:
         self.config: dict[str, str] = dict(dialect.config_defaults)
         if config:
             self.config.update(config)
-        self.dbs: list[dict[bytes, Value]] = [{} for _ in range(NUM_DATABASES)]
+        self.dbs: list[dict[bytes, Value]] = [Keyspace() for _ in range(NUM_DATABASES)]
+        # The time lazy expiry compares with during one command (``server.mstime`` while
+        # ``fixed_time_expire`` holds it): read at the first check, forgotten before the next command.
+        self.expiry_now: Instant | None = None
         self.clients: dict[int, Client] = {}
         # Connections that have not authenticated (AUTH-4); they must while requirepass is set.
         # Immutable, replaced at each change (the explorer shares immutable attributes).
@@ -245,6 +286,18 @@ class Server:
         # Pushes the running command sent (models/pubsub.py); Outcome.pushes takes them. A tuple,
         # replaced rather than changed, so that copies of the server may share it.
         self.pushes: tuple[tuple[int, Reply], ...] = ()
+        # CLIENT TRACKING (models/tracking.py): whether any client turned it on; the BCAST prefixes;
+        # the (prefix, key, modifying client) noted during the running command; the running client's
+        # id (NOLOOP). Tuples, replaced rather than changed, so that copies of the server may share them.
+        self.tracking_in_use = False
+        self.tracking_prefixes: tuple[bytes, ...] = ()
+        self.tracking_noted: tuple[tuple[bytes, bytes, int], ...] = ()
+        self.tracking_running = 0
+        # The script cache (models/scripting.py): (SHA1, body) pairs; and the function libraries
+        # (models/functions.py). Empty until a script or library is loaded; tuples, replaced
+        # rather than changed, so that copies of the server may share them.
+        self.scripts: tuple[tuple[str, bytes], ...] = ()
+        self.libraries: tuple[Any, ...] = ()
 
     # -- configuration -------------------------------------------------------
     def config_int(self, name: str) -> int:
@@ -316,6 +369,9 @@ class Server:
         c = self.clients.get(client_id) or self.client(client_id)
         if c.blocked is not None:
             raise RuntimeError(f"client {client_id} is blocked and cannot send commands")
+        self.expiry_now = None
+        if self.tracking_in_use:
+            return self._execute_tracked(c, argv)
         if not self.dialect.time_snapshot_per_command:
             return self._execute(c, argv)
         self._snapshot = self.clock.now_ms()
@@ -323,6 +379,18 @@ class Server:
             return self._execute(c, argv)
         finally:
             self._snapshot = None
+
+    def _execute_tracked(self, c: Client, argv: list[bytes]) -> Outcome:
+        """:meth:`execute` once a client used CLIENT TRACKING: its end-of-command work (models/tracking.py)."""
+        self.tracking_running = c.id
+        if self.dialect.time_snapshot_per_command:
+            self._snapshot = self.clock.now_ms()
+        try:
+            out = self._execute(c, argv)
+        finally:
+            self._snapshot = None
+        TRACKING_HOOKS["after_command"](self, c, out)
+        return out
 
     def _execute(self, c: Client, argv: list[bytes]) -> Outcome:
         spec = self.dialect.lookup(argv)  # DISPATCH-DIALECT-1: 6.2 looks up argv[0] only
@@ -366,9 +434,12 @@ class Server:
         ops: list[tuple[int, list[bytes | int]]] = []
         call = Call(self, c, argv, spec, ops)
         try:
+            call.expire_keys()  # EXPIRE-LAZY-2
             result = handler(call)
         except CommandError as e:
             result = Error(e.text)
+        if c.tracking is not None and "readonly" in spec.flags:
+            _remember_keys(call)  # TRACKING-2: whatever the reply
         count_call(self, name, result, blocked=result is BLOCKED)  # STATS-1, STATS-2
         if result is BLOCKED:
             out = Outcome(None, blocked=True)
@@ -389,6 +460,9 @@ class Server:
             self.close(c.id)
         if self.ready_keys:
             self._handle_ready(out)  # DISPATCH-7
+            if self.pushes:  # messages the served clients' commands sent (keyspace notifications)
+                out.pushes.extend(self.pushes)
+                self.pushes = ()
         return out
 
     def _reject(self, c: Client, text: str, spec: table.CommandSpec | None = None) -> Outcome:
@@ -431,9 +505,12 @@ class Server:
                 continue
             call = Call(self, c, argv, spec, ops, in_exec=True)
             try:
+                call.expire_keys()  # EXPIRE-LAZY-2
                 r = handler(call)
             except CommandError as e:
                 r = Error(e.text)
+            if c.tracking is not None and "readonly" in spec.flags:
+                _remember_keys(call)  # TRACKING-2
             assert not isinstance(r, _Blocked), "a command blocked inside EXEC"
             count_call(self, spec.fullname, r)  # STATS-2: each queued command counts when EXEC runs it
             replies.append(r.reply if isinstance(r, PreRendered) else self._render(c, r))
@@ -474,12 +551,104 @@ class Server:
             out.append([b"SELECT", str(db).encode()])
             self.repl_db = db
 
+    # -- expiry -----------------------------------------------------------------
+    def keyspace(self, dbid: int) -> Keyspace:
+        """Database ``dbid`` with its expiry table (a plain dict put there by a copier becomes a Keyspace)."""
+        db = self.dbs[dbid]
+        if not isinstance(db, Keyspace):
+            db = self.dbs[dbid] = Keyspace(db)
+        return db
+
+    def deletion_word(self, setting: str) -> bytes:
+        """``DEL``, or ``UNLINK`` when the ``lazyfree-lazy-*`` ``setting`` is on (its default is the dialect's)."""
+        value = self.config.get(setting)
+        if value is None:
+            value = self.dialect.config_listed().get(setting, "no")
+        return b"UNLINK" if value == "yes" else b"DEL"
+
+    def expiry_time(self) -> Instant:
+        """The time keys expire against in the running command (EXPIRE-LAZY-1): one reading per command."""
+        if self._snapshot is not None:
+            return self._snapshot
+        if self.expiry_now is None:
+            self.expiry_now = self.clock.now_ms()
+        return self.expiry_now
+
+    def key_is_expired(self, dbid: int, key: bytes) -> bool:
+        """``keyIsExpired``: the key has a time and the clock has passed it (EXPIRE-LAZY-1)."""
+        expires = getattr(self.dbs[dbid], "expires", None)
+        when = None if expires is None else expires.get(key)
+        return when is not None and self.expiry_time() > when
+
+    def expire_if_needed(self, dbid: int, key: bytes, ops: list[tuple[int, list[bytes | int]]]) -> bool:
+        """``expireIfNeeded``: delete an expired key and propagate its deletion; whether it had expired.
+
+        EXPIRE-LAZY-1: the deletion propagates as DEL, or UNLINK under ``lazyfree-lazy-expire``, with the
+        command's own writes; watchers learn (``signalModifiedKey``), blocked stream readers too.
+        """
+        if not self.key_is_expired(dbid, key):
+            return False
+        db = self.dbs[dbid]
+        old = db.pop(key)
+        hook = Server.expired_hook
+        if hook is not None:
+            hook(self, dbid, key)
+        self.touch_watched(dbid, key)
+        if isinstance(old, Stream):
+            self.signal_deleted(dbid, key)
+        ops.append((dbid, [self.deletion_word("lazyfree-lazy-expire"), key]))
+        return True
+
+    def active_expire(self, dbid: int, key: bytes) -> list[list[bytes | int]]:
+        """An internal step: the active expiry cycle deletes ``key``, whose time has passed (EXPIRE-ACTIVE-1).
+
+        Returns what it propagates. The step is the model's to take between commands at any time
+        after the key's expiry; a key that has not expired yet is left alone.
+        """
+        self.expiry_now = None
+        ops: list[tuple[int, list[bytes | int]]] = []
+        self.expire_if_needed(dbid, key, ops)
+        self.expiry_now = None
+        return self._wrap(ops)
+
+    def expired_keys(self) -> list[tuple[int, bytes]]:
+        """Every key whose time has passed and that is still stored: candidates for :meth:`active_expire`."""
+        now = self.clock.now_ms()
+        return [(dbid, key) for dbid, db in enumerate(self.dbs)
+                for key, when in _expires_of(db).items() if now > when]
+
     # -- WATCH ------------------------------------------------------------------
+    def watch_expiry(self, c: Client, at_exec: bool, argv: list[bytes]) -> None:
+        """WATCH notes which keys had already expired; EXEC fails when another has expired since (EXPIRE-WATCH-1).
+
+        WATCH looks no key up (nothing is deleted); EXEC checks each watched key against the clock.
+        """
+        if not at_exec:
+            if not self.dialect.watch_remembers_expired:  # EXPIRE-DIALECT-3
+                return
+            if not c.watched:
+                c.watched_expired.clear()
+            for key in argv[1:]:
+                if (c.db, key) in c.watched:
+                    continue  # already watched: WATCH keeps the first record
+                if self.key_is_expired(c.db, key):
+                    c.watched_expired.add((c.db, key))
+                else:
+                    c.watched_expired.discard((c.db, key))
+            return
+        if c.in_multi and any(w not in c.watched_expired and self.key_is_expired(*w) for w in c.watched):
+            c.dirty_cas = True
+
     def touch_watched(self, db: int, key: bytes) -> None:
         watched_key = (db, key)
         for c in self.clients.values():
             if watched_key in c.watched:
+                if watched_key in c.watched_expired and key not in self.dbs[db]:
+                    c.watched_expired.discard(watched_key)  # EXPIRE-WATCH-1: an expired key deleted is no change
+                    continue
                 c.dirty_cas = True
+        if self.tracking_in_use:  # signalModifiedKey's trackingInvalidateKey (TRACKING-3)
+            TRACKING_HOOKS["key_modified"](self, key)
 
     # -- blocking ---------------------------------------------------------------
     def signal_ready(self, db: int, key: bytes, kind: str = "stream") -> None:
@@ -553,7 +722,8 @@ class Server:
                  if cid in self.clients and self.clients[cid].blocked is not None}
         if isinstance(value, Stream):
             return [cid for cid in waiting if kinds.get(cid) == "stream"]
-        first = [cid for cid in waiting if kinds.get(cid) == "list"] if isinstance(value, ListValue) else []
+        own = "list" if isinstance(value, ListValue) else "zset" if isinstance(value, ZSetValue) else None
+        first = [cid for cid in waiting if kinds.get(cid) == own] if own else []  # BZSET-2
         return first + [cid for cid in waiting if kinds.get(cid) == "stream"]
 
     def _unblock(self, c: Client) -> None:
@@ -600,14 +770,31 @@ class Server:
     def freeze(self) -> tuple[Any, ...]:
         """A canonical hashable value of the whole state (for explorers and tests)."""
         dbs = tuple(
-            tuple(sorted((k, freeze_value(v)) for k, v in db.items())) for db in self.dbs)
+            tuple(sorted((k, freeze_value(v)) for k, v in db.items()))
+            + ((("expires", tuple(sorted(expires.items()))),) if (expires := _expires_of(db)) else ())
+            for db in self.dbs)
         clients = tuple(c.freeze() for _, c in sorted(self.clients.items()))
         blocking = tuple(sorted((k, tuple(v)) for k, v in self.blocking.items()))
         # STATS-0: INFO's counters join the last element once a later INFO can show them, so that a
         # model whose counters are unknown (explorers, most checks) freezes to the same six values.
         stats = self.stats
-        errno = (self.errno, stats.freeze()) if stats.known or stats.dirty_known else self.errno
+        errno: Any = (self.errno, stats.freeze()) if stats.known or stats.dirty_known else self.errno
+        if self.scripts or self.libraries:  # loaded scripts and libraries join it likewise
+            errno = (errno, tuple(sorted(self.scripts)), tuple(sorted((lib.name, lib.body) for lib in self.libraries)))
         return (self.dialect.name, dbs, clients, blocking, tuple(sorted(self.config.items())), errno)
+
+
+# The commands whose handlers run lazy expiry themselves, where Redis looks their keys up (EXPIRE-LAZY-2).
+SELF_EXPIRING: set[str] = set()
+
+
+def _remember_keys(call: Call) -> None:
+    TRACKING_HOOKS["remember"](call)
+
+
+def _expires_of(db: dict[bytes, Value]) -> dict[bytes, Instant]:
+    """A database's expiry table (empty for a plain dict)."""
+    return db.expires if isinstance(db, Keyspace) else {}
 
 
 def render_op(argv: list[bytes | int]) -> list[bytes]:

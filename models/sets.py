@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from xspec.models.server import Call, HandlerResult, PreRendered, command
+from xspec.models.notify import notify_keyspace_event, notify_new
+from xspec.models.samples import OneOf, Sample
+from xspec.models.server import Call, CommandError, HandlerResult, PreRendered, command
 from xspec.models.state import SetValue
-from xspec.spec.ids import string2ll
-from xspec.spec.resp import Array, Bulk, Int, Reply, Set
+from xspec.spec import commands as table
+from xspec.spec.ids import I64_MAX, parse_ll, string2ll
+from xspec.spec.resp import NULL_BULK, Array, Bulk, Int, Reply, Set
 
 SET_MAX_INTSET_ENTRIES = 512
 SET_MAX_LISTPACK_ENTRIES = 128  # 7.2+
@@ -111,9 +114,11 @@ def sadd(call: Call) -> Reply:
     if value is None:
         value = new_set(call, call.argv[2], len(call.argv) - 2)  # SETS-2
         call.db[key] = value
+        notify_new(call, key)  # NOTIFY-3
     added = sum(add_member(call, value, m) for m in call.argv[2:])
     if added:  # SETS-2: only a change is signalled and propagated
         call.modified(key)
+        notify_keyspace_event(call, "s", "sadd", key)  # NOTIFY-4
         call.changed(added)  # STATS-4
         call.propagate_verbatim()
     return Int(added)
@@ -135,6 +140,9 @@ def srem(call: Call) -> Reply:
                 break
     if removed:
         call.modified(key)
+        notify_keyspace_event(call, "s", "srem", key)  # NOTIFY-4
+        if key not in call.db:
+            notify_keyspace_event(call, "g", "del", key)
         call.changed(removed)  # STATS-4
         call.propagate_verbatim()
     return Int(removed)
@@ -161,3 +169,34 @@ def scard(call: Call) -> Reply:
 def sismember(call: Call) -> Reply:
     value = set_at(call, call.argv[1])
     return Int(int(value is not None and call.argv[2] in value.members))  # SETS-5
+
+
+RANDOM_COUNT_RANGE = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
+
+
+def random_count(arg: bytes) -> int:
+    """``getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)``: SRANDMEMBER's and ZRANDMEMBER's count (SETS-11)."""
+    value = parse_ll(arg)
+    if value is None:
+        raise CommandError(table.NOT_INTEGER)
+    if value < -I64_MAX:
+        raise CommandError(RANDOM_COUNT_RANGE)
+    return value
+
+
+@command("srandmember")
+def srandmember(call: Call) -> HandlerResult:
+    argv = call.argv
+    if len(argv) > 3:  # SETS-11
+        raise CommandError(table.SYNTAX)
+    if len(argv) == 2:
+        value = set_at(call, argv[1])
+        return NULL_BULK if value is None else PreRendered(OneOf.of(value.ordered()))  # ENV-RANDOM
+    count = random_count(argv[2])  # SETS-11: the count before the key
+    value = set_at(call, argv[1])
+    if value is None or count == 0:
+        return Array(())
+    pool = [(Bulk(m),) for m in value.ordered()]
+    distinct = count > 0
+    size = min(count, len(pool)) if distinct else -count
+    return PreRendered(Sample.of(pool, size, distinct))  # ENV-RANDOM

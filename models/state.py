@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sortedcontainers import SortedDict
+from sortedcontainers import SortedDict, SortedList
 
 from xspec.models.clock import Duration, Instant
 from xspec.models.layout import NodeLayout
@@ -163,7 +163,146 @@ class SetValue:
         return ("set", self.encoding, members)
 
 
-Value = Stream | bytes | ListValue | SetValue  # a key holds a stream, a string (SET/GET), a list or a set
+class ZSetValue:
+    """A sorted set: each member's score, the members in score order, and the encoding.
+
+    ``order`` holds ``(score, member)`` pairs sorted as Redis's skiplist is: by
+    score, ties by member bytes. ``encoding`` is ``listpack`` (``ziplist`` in
+    6.2: the dialect names it) or ``skiplist``; it decides how -0 is kept, how
+    ZSCAN walks the set and how the set is persisted. Never empty while stored.
+    """
+
+    __slots__ = ("scores", "order", "encoding")
+
+    def __init__(self, encoding: str = "listpack") -> None:
+        self.scores: dict[bytes, float] = {}
+        self.order: SortedList = SortedList()
+        self.encoding = encoding
+
+    def insert(self, member: bytes, score: float) -> None:
+        """Add a member that is not there yet."""
+        self.scores[member] = score
+        self.order.add((score, member))
+
+    def remove(self, member: bytes) -> float:
+        """Remove a member that is there; its score."""
+        score = self.scores.pop(member)
+        self.order.remove((score, member))
+        return score
+
+    def rank(self, member: bytes) -> int:
+        """The 0-based rank of a member that is there, lowest score first."""
+        return int(self.order.index((self.scores[member], member)))
+
+    def reload(self, unsigned_zero: bool) -> None:
+        """What loading the set from an RDB payload makes of it (RESTORE-11, ZSET-ENC-2, ZSET-ENC-3): a
+        listpack of more than 128 members becomes a skiplist; a skiplist that fits a listpack (at most 128
+        members, none longer than 64 bytes) becomes one, -0 then losing its sign when ``unsigned_zero``."""
+        if self.encoding == "listpack":
+            if len(self.scores) > 128:
+                self.encoding = "skiplist"
+            return
+        if len(self.scores) > 128 or any(len(m) > 64 for m in self.scores):
+            return
+        self.encoding = "listpack"
+        if unsigned_zero:
+            for member in [m for m, score in self.scores.items() if score == 0]:
+                self.remove(member)
+                self.insert(member, 0.0)
+
+    def freeze(self) -> tuple[Any, ...]:
+        return ("zset", self.encoding, tuple((m, repr(s)) for s, m in self.order))
+
+
+class HashValue:
+    """A hash: its fields and their values, and the encoding (which decides HGETALL's and HSCAN's order).
+
+    ``fields`` keeps insertion order, which is a ``listpack``'s order (a removal leaves the rest in
+    place; ``ziplist`` in 6.2, which the dialect names). A ``hashtable`` promises no order. Never
+    empty while stored.
+    """
+
+    __slots__ = ("fields", "encoding")
+
+    def __init__(self, encoding: str = "listpack") -> None:
+        self.fields: dict[bytes, bytes] = {}
+        self.encoding = encoding
+
+    def freeze(self) -> tuple[Any, ...]:
+        pairs = tuple(self.fields.items()) if self.encoding != "hashtable" else tuple(sorted(self.fields.items()))
+        return ("hash", self.encoding, pairs)
+
+
+Value = Stream | bytes | ListValue | SetValue | ZSetValue | HashValue  # what a key holds: the types the model has
+
+
+class Keyspace(dict[bytes, Value]):
+    """One database: its keys, and each expiring key's absolute expiry time (``db->expires``).
+
+    A key leaves ``expires`` whenever it leaves the database or is given a new value with
+    ``db[key] = value`` (``setKey`` without KEEPTTL, ``dbDelete``, FLUSHDB); a command that
+    changes a value and keeps its time (INCR, APPEND, SET KEEPTTL, HSET) stores it with
+    :meth:`replace`. Copies (snapshots, checkpoints) carry the times along.
+    """
+
+    __slots__ = ("expires",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.expires: dict[bytes, Instant] = {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_keyspace, (dict(self), dict(self.expires)))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Keyspace:
+        from copy import deepcopy
+        return _keyspace(deepcopy(dict(self), memo), dict(self.expires))
+
+    def __setitem__(self, key: bytes, value: Value) -> None:
+        if self.expires:
+            self.expires.pop(key, None)
+        dict.__setitem__(self, key, value)
+
+    def replace(self, key: bytes, value: Value) -> None:
+        """Store ``value`` at ``key`` keeping its expiry time, if it has one."""
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: bytes) -> None:
+        dict.__delitem__(self, key)
+        if self.expires:
+            self.expires.pop(key, None)
+
+    def pop(self, key: bytes, *default: Any) -> Any:  # type: ignore[override]
+        if self.expires:
+            self.expires.pop(key, None)
+        return dict.pop(self, key, *default)
+
+    def popitem(self) -> tuple[bytes, Value]:
+        key, value = dict.popitem(self)
+        self.expires.pop(key, None)
+        return key, value
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self.expires.clear()
+
+    def update(self, *args: Any) -> None:  # type: ignore[override]
+        """Add the keys of another database, with their times when it is a :class:`Keyspace`."""
+        for other in args:
+            dict.update(self, other)
+            if isinstance(other, Keyspace):
+                self.expires.update(other.expires)
+
+    def setdefault(self, key: bytes, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return dict.__getitem__(self, key)
+
+
+def _keyspace(data: dict[bytes, Value], expires: dict[bytes, Instant]) -> Keyspace:
+    ks = Keyspace(data)
+    ks.expires.update(expires)
+    return ks
 
 
 def value_size(v: Value) -> int:
@@ -174,6 +313,10 @@ def value_size(v: Value) -> int:
         return len(v.items)
     if isinstance(v, SetValue):
         return len(v.members)
+    if isinstance(v, ZSetValue):
+        return len(v.scores)
+    if isinstance(v, HashValue):
+        return len(v.fields)
     return len(v)
 
 
@@ -184,6 +327,10 @@ def type_name(v: Value) -> str:
         return "list"
     if isinstance(v, SetValue):
         return "set"
+    if isinstance(v, ZSetValue):
+        return "zset"
+    if isinstance(v, HashValue):
+        return "hash"
     return "string"
 
 
@@ -210,6 +357,24 @@ class BlockState:
     serve: Callable[..., Reply | None]
     timeout_reply: Reply
     kind: str = "stream"  # what it waits for: "stream" (XREAD, XREADGROUP) or "list" (BLPOP, BRPOP, BLMOVE)
+
+
+@dataclass
+class TrackingOptions:
+    """CLIENT TRACKING ON's options for one client (models/tracking.py), while tracking is on."""
+
+    redirect: int = 0  # the client id messages go to (0: the client itself)
+    bcast: bool = False
+    optin: bool = False
+    optout: bool = False
+    noloop: bool = False
+    caching: bool = False  # CLIENT CACHING given for the next command (or transaction)
+    broken: bool = False  # the redirect client was gone when a message was due
+    prefixes: tuple[bytes, ...] = ()  # BCAST prefixes, in byte order
+
+    def freeze(self) -> tuple[Any, ...]:
+        return (self.redirect, self.bcast, self.optin, self.optout, self.noloop, self.caching, self.broken,
+                self.prefixes)
 
 
 @dataclass
@@ -240,6 +405,12 @@ class Client:
     patterns: dict[bytes, None] = field(default_factory=dict)
     shard_channels: dict[bytes, None] = field(default_factory=dict)
     pushes_sent: int = 0
+    # CLIENT TRACKING (models/tracking.py): the options while on; the keys the tracking table holds
+    # under this client's id (kept after tracking is turned off, as Redis forgets them lazily).
+    tracking: TrackingOptions | None = None
+    tracked_keys: dict[bytes, None] = field(default_factory=dict)
+    # Watched keys that had expired (not yet deleted) when WATCHed (EXPIRE-WATCH-1).
+    watched_expired: set[tuple[int, bytes]] = field(default_factory=set)
 
     @property
     def subscriptions(self) -> int:
@@ -253,4 +424,8 @@ class Client:
                 tuple(tuple(c) for c in self.multi_queue), self.multi_error,
                 tuple(self.watched), self.dirty_cas, blocked, self.no_evict, self.no_touch) + (
                     (tuple(self.channels), tuple(self.patterns), tuple(self.shard_channels), self.pushes_sent)
-                    if self.subscriptions or self.pushes_sent else ())
+                    if self.subscriptions or self.pushes_sent else ()) + (
+                    (None if self.tracking is None else self.tracking.freeze(), tuple(sorted(self.tracked_keys)))
+                    if self.tracking is not None or self.tracked_keys else ()) + (
+                    (tuple(sorted(self.watched_expired & self.watched.keys())),)
+                    if self.watched_expired & self.watched.keys() else ())

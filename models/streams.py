@@ -28,6 +28,7 @@ from sortedcontainers import SortedDict
 from xspec.models.cerrno import note_entry_lookup, note_id_parse, note_iterator_end, strict_id
 from xspec.models.clock import Instant
 from xspec.models.intervals import interval_bounds
+from xspec.models.notify import notify_keyspace_event, notify_new
 from xspec.models.ordered import (
     discard_all,
     first_key,
@@ -265,6 +266,7 @@ def xadd(call: Call) -> HandlerResult:
             return NullBulk()
         stream = Stream()  # XADD-8: the key exists from here on, even if the append fails
         call.db[key] = stream
+        notify_new(call, key)  # NOTIFY-3
     last = stream.last_id
     if last == MAX_ID:  # XADD-9
         raise CommandError(ERR_EXHAUSTED)
@@ -303,10 +305,12 @@ def xadd(call: Call) -> HandlerResult:
     if stream.length == 1:
         stream.first_id = new_id
     call.modified(key)
+    notify_keyspace_event(call, "t", "xadd", key)  # NOTIFY-4
     call.changed()  # STATS-6: one change, whatever the trimming removes
     propagated: list[bytes | int] = list(argv)
     if args.strategy is not None:  # XADD-18: the new entry itself may go
-        trim(call, stream, args)
+        if trim(call, stream, args):
+            notify_keyspace_event(call, "t", "xtrim", key)  # NOTIFY-4
         if args.approx:
             propagated = rewritten_trim_argv(propagated, stream, args)
     if given is None or not given.seq_given:  # XADD-19
@@ -326,6 +330,7 @@ def xtrim(call: Call) -> Reply:
     deleted = trim(call, stream, args)
     if deleted:  # XTRIM-12
         call.modified(call.argv[1])
+        notify_keyspace_event(call, "t", "xtrim", call.argv[1])  # NOTIFY-4
         call.changed(deleted)  # STATS-6
         argv: list[bytes | int] = rewritten_trim_argv(call.argv, stream, args) if args.approx else list(call.argv)
         call.propagate(argv)
@@ -447,6 +452,7 @@ def xdel(call: Call) -> Reply:
         elif first_deleted:
             stream.first_id = first_key(stream.entries)
         call.modified(key)
+        notify_keyspace_event(call, "t", "xdel", key)  # NOTIFY-4
         call.changed(deleted)  # STATS-6
         call.propagate_verbatim()
     return Int(deleted)
@@ -473,6 +479,7 @@ def _xdel_walked(call: Call, stream: Stream, ids: list[StreamID]) -> Reply:
         elif first_deleted:
             stream.first_id = first_live_id(stream)
         call.modified(call.argv[1])
+        notify_keyspace_event(call, "t", "xdel", call.argv[1])  # NOTIFY-4
         call.changed(deleted)  # STATS-6
         call.propagate_verbatim()
     return Int(deleted)
@@ -526,5 +533,6 @@ def xsetid(call: Call) -> Reply:
         stream.max_deleted_id = max_deleted
     # XSETID-5: 7.0 does not signal the key as modified: WATCH does not see it.
     call.changed()  # STATS-6
+    notify_keyspace_event(call, "t", "xsetid", call.argv[1])  # NOTIFY-4
     call.propagate_verbatim()  # XSETID-6
     return OK

@@ -430,10 +430,17 @@ def rewrite_commands(core: Core) -> list[bytes]:
                 members = list(value.members)
                 for i in range(0, len(members), 64):  # AOF_REWRITE_ITEMS_PER_CMD
                     out.append(resp_command([b"SADD", key, *members[i:i + 64]]))
+            elif getattr(value, "kind", None) == "hash":  # rewriteHashObject: HMSET, 64 pairs a command
+                pairs = [x for pair in value.items() for x in pair]
+                for i in range(0, len(pairs), 128):
+                    out.append(resp_command([b"HMSET", key, *pairs[i:i + 128]]))
             else:
                 items = list(value)
                 for i in range(0, len(items), 64):
                     out.append(resp_command([b"RPUSH", key, *items[i:i + 64]]))
+            when = getattr(db, "expires", {}).get(key)
+            if when is not None:  # EXPIRE-KEYS-1: the key's time follows its value
+                out.append(resp_command([b"PEXPIREAT", key, b"%d" % when]))
     return out
 
 

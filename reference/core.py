@@ -42,11 +42,12 @@ from typing import Any, Protocol
 
 from xspec.reference.api import BLOCKED, POSTPONED, Blocked, Encoded, Postponed, PreRendered, ReplyError
 from xspec.reference.clock import Clock, WallClock
+from xspec.reference.keyspace import Database, expire_keys
 from xspec.reference.pubsub import Registry, drop_client
 from xspec.reference.tracking import Tracking
 from xspec.spec import commands as table
 from xspec.spec.commands import CommandSpec
-from xspec.spec.dialect import Dialect, get_dialect
+from xspec.spec.dialect import RANKS_72, Dialect, get_dialect
 from xspec.spec.errors import (
     DEBUG_NOT_ALLOWED,
     NOAUTH,
@@ -79,16 +80,27 @@ def _spec(name: str, arity: int, flags: str = "", subs: tuple[tuple[str, int, st
 
 
 # Server commands outside the shared table (which holds what the model runs):
-# COMMAND, DEBUG and WAIT as Redis 7.0.15 declares them, and the admin commands
+# LASTSAVE and replication's commands as Redis 7.0.15 declares them, and the admin commands
 # of the reference server itself.
 EXTRA_COMMANDS: dict[str, CommandSpec] = {s.name: s for s in (
-    _spec("command", -1, "loading stale", (
-        ("count", 2, "loading stale"), ("info", -2, "loading stale"), ("docs", -2, "loading stale"),
-        ("list", -2, "loading stale"), ("getkeys", -4, "loading stale"), ("help", 2, "loading stale"))),
     _spec("lastsave", 1, "random loading stale fast"),
     _spec("xspec.clock", -2, "admin noscript loading stale fast allow_busy"),
     _spec("xspec.fault", -2, "admin noscript loading stale fast no_auth allow_busy"),
+    # replication (reference/replication.py), as 7.0.15 declares them
+    _spec("psync", -3, "admin noscript no_async_loading no_multi"),
+    _spec("sync", 1, "admin noscript no_async_loading no_multi"),
+    _spec("replconf", -1, "admin noscript loading stale allow_busy"),
+    _spec("xspec.link", -2, "admin noscript loading stale fast allow_busy"),
+    _spec("xspec.node", 3, "admin noscript loading stale fast allow_busy"),
 )}
+
+
+# Subcommands of the shared table's containers that only the server has: CONFIG REWRITE, which Sentinel
+# sends inside its MULTI with REPLICAOF (reference/replication.py answers it as Redis without a config file).
+EXTRA_SUBCOMMANDS: dict[tuple[str, str], CommandSpec] = {
+    ("config", "rewrite"): CommandSpec("rewrite", 2, frozenset("admin noscript loading stale".split()),
+                                       container="config"),
+}
 
 
 def lookup(argv: list[bytes]) -> CommandSpec | None:
@@ -96,6 +108,11 @@ def lookup(argv: list[bytes]) -> CommandSpec | None:
     spec = table.lookup(argv)
     if spec is not None:
         return spec
+    if len(argv) > 1 and EXTRA_SUBCOMMANDS:
+        sub = EXTRA_SUBCOMMANDS.get((c_string(argv[0]).decode("latin-1").lower(),
+                                     c_string(argv[1]).decode("latin-1").lower()))
+        if sub is not None:
+            return sub
     extra = EXTRA_COMMANDS.get(c_string(argv[0]).decode("latin-1").lower())
     if extra is None or not extra.subcommands or len(argv) == 1:
         return extra
@@ -137,8 +154,14 @@ def dialect_dispatch(dialect: Dialect) -> tuple[Lookup, Callable[[list[bytes]], 
     if not more:
         return lookup, unknown_command_error
 
+    ranks = RANKS_72 if dialect.zset_size_hints else {}  # ZSET-DIALECT-2: ZRANK's WITHSCORE
+
     def lookup_newer(argv: list[bytes]) -> CommandSpec | None:
         spec = lookup(argv)
+        if spec is not None and spec.container is None and spec.name in ranks:
+            return ranks[spec.name]
+        if spec is not None and spec.container == "command":
+            return dialect.lookup(argv) or spec  # COMMAND-DIALECT-2: GETKEYS's arity
         if spec is None and len(argv) > 1 and c_string(argv[0]).lower() == b"client":
             return more.get(c_string(argv[1]).decode("latin-1").lower())
         return spec
@@ -219,7 +242,7 @@ class Client:
     __slots__ = ("id", "name", "proto", "db", "authenticated", "conn", "in_multi", "multi_queue",
                  "multi_error", "dirty_cas", "watched", "blocked", "last_cmd", "ctx", "addr", "laddr",
                  "fd", "created", "last_interaction", "no_evict", "tracking", "reply_mode", "kind",
-                 "multi_used", "no_touch", "lib_name", "lib_ver", "capa", "redirect", "pubsub")
+                 "multi_used", "no_touch", "lib_name", "lib_ver", "capa", "redirect", "pubsub", "woff")
 
     def __init__(self, client_id: int, conn: Connection | None, authenticated: bool,
                  addr: str = "127.0.0.1:0", laddr: str = "127.0.0.1:0", fd: int = -1) -> None:
@@ -251,6 +274,7 @@ class Client:
         self.lib_name = self.lib_ver = b""  # CLIENT SETINFO (7.2+)
         self.capa = ""  # CLIENT CAPA (Valkey): "r" once the client can handle redirects
         self.pubsub: Any = None  # reference/pubsub.py's Subscriptions while subscribed to something
+        self.woff = 0  # WAIT-2: the replication offset after the client's last command
 
 
 class Context:
@@ -402,7 +426,7 @@ class Core:
         self.requirepass = requirepass or None
         if requirepass is not None:
             self.config["requirepass"] = requirepass
-        self.dbs: list[dict[bytes, Any]] = [{} for _ in range(NUM_DATABASES)]
+        self.dbs: list[dict[bytes, Any]] = [Database() for _ in range(NUM_DATABASES)]
         self.clients: dict[int, Client] = {}
         self.next_client_id = 1
         self.blocking: dict[tuple[int, bytes], list[Client]] = {}
@@ -450,13 +474,20 @@ class Core:
         self.errno = 0  # the C errno of 7.0's main thread, which one XADD error shows (XADD-14)
         # CLIENT TRACKING (reference/tracking.py)
         self.pubsub = Registry()  # reference/pubsub.py
+        self.notify_events: frozenset[str] = frozenset()  # notify-keyspace-events' classes (reference/notify.py)
         self.tracking = Tracking(self.clients, self.dialect.tracking_redirect_before_reply,
                                  self.dialect.tracking_overlap_then_ok)
         self.server: Any = None  # the reference.server.ReferenceServer serving this core, if any
         self.dirty = 0  # STATS-4: changes since the last save (no save ever happens here)
         self.persistence: Any = None  # reference.persistence.Persistence, once a file is saved or loaded
+        self.scripting: Any = None  # reference.scripting.Scripting, once a script or library is loaded
         # reference.propagation.Propagator while an AOF is kept: told before and after every command
         self.propagation: Any = None
+        self.replication: Any = None  # reference.replication.Replication, once the server started
+        self.repl_offset = 0  # master_repl_offset, kept by reference.replication (WAIT-2)
+        self.woff_after_propagation_only = self.dialect.woff_after_propagation_only  # WAIT-DIALECT-1
+        # reference.replication's NOREPLICAS/READONLY check (REPL-10, REPL-11): an error text or None
+        self.write_gate: Callable[[Client, CommandSpec], str | None] | None = None
         self.reset_stats()
 
     def read_snapshot(self) -> int:
@@ -515,6 +546,8 @@ class Core:
         self.unwatch_all(c)
         self.tracking.disable(c)
         drop_client(self.pubsub, c)  # PUBSUB-CTX-3
+        if self.replication is not None:
+            self.replication.client_gone(c)
         c.in_multi = False
         c.multi_queue = []
         if self.observer is not None:
@@ -535,12 +568,15 @@ class Core:
     def _execute_plain(self, c: Client, argv: list[bytes]) -> Result:
         """:meth:`execute` in a dialect that reads the clock afresh each time."""
         self.stat_commands += 1
+        offset = self.repl_offset
         if self.observer is not None:
             observed = self._execute_observed(c, argv)
+            if self.repl_offset != offset or not self.woff_after_propagation_only:  # WAIT-2, WAIT-DIALECT-1
+                c.woff = self.repl_offset
             return self.tracking.finish(c, observed) if c.tracking or self.tracking.owed else observed
         fast = self.fast_commands.get(argv[0])
         if fast is not None and c.authenticated and not c.in_multi and not self.error_faults \
-                and not self.pause_until and c.pubsub is None:
+                and not self.pause_until and c.pubsub is None and self.write_gate is None:
             name, arity, handler, spec = fast
             if (arity == len(argv)) if arity > 0 else (len(argv) >= -arity):
                 # The common case, checked as _dispatch does: a known plain command, well formed,
@@ -551,6 +587,8 @@ class Core:
                 result = self._dispatch(c, argv)
         else:
             result = self._dispatch(c, argv)
+        if self.repl_offset != offset or not self.woff_after_propagation_only:  # WAIT-2, WAIT-DIALECT-1
+            c.woff = self.repl_offset
         if self.ready_keys:
             self.handle_ready()
         if c.tracking or self.tracking.owed:
@@ -614,6 +652,10 @@ class Core:
             text = self.injected_error(name)
             if text is not None:
                 self.fault_refused = True
+                return self.reject(c, text, spec)
+        if self.write_gate is not None:  # REPL-11, REPL-10: before the pause and the queuing
+            text = self.write_gate(c, spec)
+            if text is not None:
                 return self.reject(c, text, spec)
         if self.pause_until and not name.startswith("xspec.") and self.paused_for(c, spec):
             self.postponed[c] = None
@@ -704,6 +746,8 @@ class Core:
         token: Any = None
         if propagation is not None:
             token = propagation.before(spec.container or spec.name, ctx.db, argv)
+        if ctx.db.expires or c.watched:  # type: ignore[attr-defined]
+            expire_keys(self, c, spec, argv, ctx.now_ms())  # EXPIRE-LAZY-2, EXPIRE-WATCH-1
         try:
             r = handler(ctx)
         except ReplyError as e:
@@ -868,8 +912,9 @@ class Core:
         kinds = [(c, c.blocked.kind if c.blocked is not None else "") for c in waiting]
         if is_stream(value):
             return [c for c, kind in kinds if kind == "stream"]
-        lists = [c for c, kind in kinds if kind == "list"] if value_kind(value) == "list" else []
-        return lists + [c for c, kind in kinds if kind == "stream"]
+        held = value_kind(value)
+        own = [c for c, kind in kinds if kind == held] if held in ("list", "zset") else []  # BZSET-2
+        return own + [c for c, kind in kinds if kind == "stream"]
 
     def handle_ready(self) -> None:
         """``handleClientsBlockedOnKeys``: retry blocked clients, FIFO per key, keys in signal order
@@ -984,7 +1029,7 @@ class Core:
         """``scanDatabaseForReadyKeys``: every blocked-on key that holds a stream is ready (SWAPDB-7)."""
         for db, key in list(self.blocking):
             kind = value_kind(self.dbs[db].get(key))
-            if db == dbid and kind in ("stream", "list"):  # a list is signalled too (BLIST-1)
+            if db == dbid and kind in ("stream", "list", "zset"):  # lists and sorted sets too (BLIST-1, BZSET-2)
                 self.signal_ready(db, key, kind)
 
     def flush_db(self, dbid: int) -> None:

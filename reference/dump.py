@@ -18,6 +18,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from xspec.reference.api import ReplyError
+from xspec.reference.notify import notify_keyspace_event, notify_new
 from xspec.reference.streams import U64, Consumer, Group, Nack, Node, Stream, rax_key
 from xspec.spec import commands as table
 from xspec.spec import rdb
@@ -76,6 +77,10 @@ def value_record(value: object) -> rdb.RdbValue:
         return _stream_record(value)
     if isinstance(value, deque):
         return rdb.ListRecord(list(value))
+    if getattr(value, "kind", None) == "zset":
+        return rdb.ZSetRecord(list(value.walk()), value.encoding)  # type: ignore[attr-defined]
+    if getattr(value, "kind", None) == "hash":  # HASH-12
+        return rdb.HashRecord(list(value.items()), value.encoding)  # type: ignore[attr-defined]
     members = getattr(value, "members", None)
     encoding = getattr(value, "encoding", "hashtable")
     if members is None:
@@ -191,11 +196,48 @@ def record_value(record: rdb.RdbValue, dialect: Dialect) -> object:
         except ImportError:
             raise ReplyError("ERR xspec: lists are not implemented by this server") from None
         return RefList(record.items)
+    if isinstance(record, rdb.ZSetRecord):
+        return _zset(record, dialect)
+    if isinstance(record, rdb.HashRecord):
+        return _hash(record)
     try:
         from xspec.reference.sets import RefSet  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         raise ReplyError("ERR xspec: sets are not implemented by this server") from None
     return _set(RefSet, record, rdb.rdb_format(dialect.rdb_version).set_listpack)
+
+
+def _hash(r: rdb.HashRecord) -> object:
+    """HASH-12: a loaded hash is a listpack while it fits the listpack limits, else a hash table."""
+    try:
+        from xspec.reference.hashes import RefHash  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise ReplyError("ERR xspec: hashes are not implemented by this server") from None
+    value = RefHash()
+    value.update(r.pairs)
+    if len(value) > 128 or any(len(f) > 64 or len(v) > 64 for f, v in r.pairs):
+        value.encoding = "hashtable"
+    return value
+
+
+def _zset(r: rdb.ZSetRecord, dialect: Dialect) -> object:
+    """RESTORE-11, ZSET-ENC-2, ZSET-ENC-3: a listpack of more than 128 becomes a skiplist, a skiplist
+    that fits becomes a listpack (its integral scores stored as integers)."""
+    try:
+        from xspec.reference.zsets import RefZSet  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise ReplyError("ERR xspec: sorted sets are not implemented by this server") from None
+    n = len(r.pairs)
+    if r.encoding == "listpack":
+        value = RefZSet("listpack" if n <= 128 else "skiplist")
+        for member, score in r.pairs:
+            value.put(member, score, False)
+        return value
+    fits = n <= 128 and max(len(m) for m, _ in r.pairs) <= 64
+    value = RefZSet("listpack" if fits else "skiplist")
+    for member, score in r.pairs:
+        value.put(member, score, not dialect.zset_ziplist)
+    return value
 
 
 def _set(make: Any, r: rdb.SetRecord, set_listpack: bool) -> object:
@@ -292,14 +334,21 @@ def _restore(ctx: Context) -> Reply:
             when -= 1 << 64  # C's signed sum wraps to a time long past
         if when <= ctx.now_ms():  # RESTORE-7
             if old is not None:
+                notify_keyspace_event(ctx, "g", "del", key)  # NOTIFY-4
                 ctx.changed()
             return OK
     db[key] = value  # RESTORE-8
+    if ttl:
+        db.expires[key] = when  # type: ignore[attr-defined]  # EXPIRE-KEYS-1
+    notify_new(ctx, key)  # NOTIFY-3
     if isinstance(value, Stream):
         ctx.ready(key)
     elif isinstance(value, deque):
         ctx.ready(key, "list")
+    elif getattr(value, "kind", None) == "zset":
+        ctx.ready(key, "zset")  # BZSET-2
     ctx.modified(key)
+    notify_keyspace_event(ctx, "g", "restore", key)  # NOTIFY-4
     ctx.changed()
     return OK
 

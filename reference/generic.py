@@ -29,12 +29,15 @@ from collections.abc import Callable, Iterable
 from errno import EINVAL, ENOENT
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from xspec.reference import notify
 from xspec.reference.api import Blocked, PreRendered, ReplyError
-from xspec.reference.core import EXTRA_COMMANDS, is_stream, lookup, value_kind
+from xspec.reference.core import is_stream, value_kind
+from xspec.reference.keyspace import expire_if_needed
 from xspec.reference.protocol import decoded
 from xspec.spec import commands as table
 from xspec.spec.client_filters import ClientFilter, FilterError, parse_filters
-from xspec.spec.commands import COMMANDS, CommandSpec
+from xspec.spec.command_table import CommandTable, GetKeysError, MovableKeys, command_keys
+from xspec.spec.command_table import load as load_command_table
 from xspec.spec.config import MEMORY_UNITS
 from xspec.spec.errors import (
     AUTH_WITHOUT_PASSWORD,
@@ -66,6 +69,7 @@ from xspec.spec.errors import (
     config_set_failed,
     config_unknown_parameter,
     config_unsupported_parameter,
+    error_text,
     hello_bad_option,
     hello_noauth,
     no_such_user,
@@ -330,7 +334,7 @@ def flushdb(ctx: Context) -> Reply:
     _flush_mode(ctx.argv)
     ctx.changed(len(ctx.core.dbs[ctx.client.db]))  # STATS-5: one change per key removed
     ctx.core.flush_db(ctx.client.db)  # FLUSH-2 (Core.flush_db: FLUSH-3, FLUSH-4)
-    ctx.core.tracking.flushed(ctx.client)
+    ctx.core.tracking.flushed(ctx.client, ctx.dialect.tracking_flush_null_before_reply)  # TRACKING-DIALECT-1
     return OK
 
 
@@ -341,7 +345,7 @@ def flushall(ctx: Context) -> Reply:
     ctx.changed(sum(map(len, ctx.core.dbs)) + ctx.dialect.flushall_counts_itself)
     for dbid in range(len(ctx.core.dbs)):  # FLUSH-2
         ctx.core.flush_db(dbid)
-    ctx.core.tracking.flushed(ctx.client)  # one null invalidation per FLUSHALL
+    ctx.core.tracking.flushed(ctx.client, ctx.dialect.tracking_flush_null_before_reply)  # one null per FLUSHALL
     return OK
 
 
@@ -355,6 +359,7 @@ def _remove(ctx: Context, key: bytes) -> bool:
         ctx.deleted(key)
     else:
         ctx.modified(key)
+    notify.notify_keyspace_event(ctx, "g", "del", key)  # NOTIFY-4
     return True
 
 
@@ -407,12 +412,18 @@ def rename(ctx: Context) -> Reply:
         ctx.deleted(dst)
     db[dst] = value
     kind = value_kind(value)
-    if kind in ("stream", "list"):  # RENAME-3: dbAdd signals a stream or a list
+    if kind in ("stream", "list", "zset"):  # RENAME-3: dbAdd signals a blockable type
         ctx.ready(dst, kind)  # type: ignore[arg-type]
+    notify.notify_new(ctx, dst)  # NOTIFY-3
+    when = db.expires.pop(src, None)  # type: ignore[attr-defined]
     del db[src]
+    if when is not None:  # EXPIRE-KEYS-1: the time moves with the value
+        db.expires[dst] = when  # type: ignore[attr-defined]
     if is_stream(value):
         ctx.deleted(src)
     ctx.modified(dst)  # RENAME-4
+    notify.notify_keyspace_event(ctx, "g", "rename_from", src)  # NOTIFY-4
+    notify.notify_keyspace_event(ctx, "g", "rename_to", dst)
     ctx.changed()  # STATS-5
     return OK
 
@@ -421,7 +432,12 @@ def rename(ctx: Context) -> Reply:
 def keys(ctx: Context) -> Reply:
     pattern = ctx.argv[1]  # KEYS-2: "*" alone matches every key
     # KEYS-1: insertion order here (any order is the hash table's)
-    return Array(tuple(matching_keys(ctx.db, None if pattern == b"*" else pattern, None, type_name)))  # type: ignore[arg-type]
+    found = matching_keys(ctx.db, None if pattern == b"*" else pattern, None, type_name)  # type: ignore[arg-type]
+    expires = getattr(ctx.db, "expires", None)
+    if expires:  # EXPIRE-LAZY-3
+        now = ctx.now_ms()
+        found = [k for k in found if not (k.value in expires and now > expires[k.value])]
+    return Array(tuple(found))
 
 
 @command("scan")
@@ -453,7 +469,11 @@ def scan(ctx: Context) -> Reply:
         else:
             raise _err(table.SYNTAX)
         i += 2
-    return Array((Bulk(b"0"), Array(tuple(matching_keys(ctx.db, pattern, kind, type_name)))))  # type: ignore[arg-type]
+    found = matching_keys(ctx.db, pattern, kind, type_name)  # type: ignore[arg-type]
+    if getattr(ctx.db, "expires", None):  # EXPIRE-LAZY-3
+        now = ctx.now_ms()
+        found = [k for k in found if not expire_if_needed(ctx.core, ctx.client.db, k.value, now)]
+    return Array((Bulk(b"0"), Array(tuple(found))))
 
 
 # -- strings --------------------------------------------------------------------------------------
@@ -1160,7 +1180,8 @@ def info_text(core: Core, argv: list[bytes]) -> str:
             continue
         lines = [f"# {title}"]
         if section == "keyspace":  # INFO-3
-            lines += [f"db{i}:keys={len(db)},expires=0,avg_ttl=0" for i, db in enumerate(core.dbs) if db]
+            lines += [f"db{i}:keys={len(db)},expires={len(getattr(db, 'expires', ()))},avg_ttl=0"
+                      for i, db in enumerate(core.dbs) if db]
         elif section == "commandstats":  # STATS-2
             lines += [f"cmdstat_{name}:calls={calls},usec={usec},usec_per_call={usec / calls if calls else 0:.2f},"
                       f"rejected_calls={rejected},failed_calls={failed}"
@@ -1301,12 +1322,16 @@ def config_set_62(ctx: Context) -> Reply:
     try:
         value = _parse_setting(ctx.core, name, argv[3])
     except ValueError as e:
+        if name == notify.SETTING:  # NOTIFY-2: 6.2 gives no reason
+            raise _err(f"ERR Invalid argument '{error_text(argv[3])}' for CONFIG SET '{error_text(argv[2])}'") from None
         raise _err(config_invalid_argument(argv[3], argv[2], str(e))) from None
     _apply_settings(ctx.core, {name: value})
     return OK
 
 
 def _parse_setting(core: Core, name: str, value: bytes) -> str:
+    if name == notify.SETTING:  # NOTIFY-2
+        return notify.parse_setting(value, core.dialect.keyspace_new_events)
     parser = _CONFIG_PARSERS.get(name)
     if parser is _CONFIG_PARSERS["stream-node-max-bytes"]:
         core.errno = 0  # XADD-14: memtoull sets errno before its strtoull
@@ -1314,6 +1339,9 @@ def _parse_setting(core: Core, name: str, value: bytes) -> str:
 
 
 def _apply_settings(core: Core, new: dict[str, str]) -> None:
+    if notify.SETTING in new:  # NOTIFY-2: the classes in force; CONFIG GET prints them its own way
+        core.notify_events = frozenset(new[notify.SETTING])
+        new[notify.SETTING] = notify.shown(new[notify.SETTING])
     core.config.update(new)
     core.config_ints.clear()
     if "requirepass" in new:
@@ -1332,118 +1360,74 @@ def config_help(ctx: Context) -> Reply:
 
 
 # -- COMMAND ----------------------------------------------------------------------------------------
-def _all_commands() -> list[CommandSpec]:
-    return [*COMMANDS.values(), *EXTRA_COMMANDS.values()]
+# COMMAND describes the real server's table, measured per dialect (spec/command_table.py, COMMAND-1):
+# every command Redis has, whether or not this server runs it.
+def _table(ctx: Context) -> CommandTable:
+    found = load_command_table(ctx.dialect.name)
+    if found is None:
+        raise _err(f"ERR xspec: no command table was measured for {ctx.dialect.name}")
+    return found
 
 
-def _find_command(argv: list[bytes]) -> CommandSpec | None:
-    return lookup(argv)
-
-
-def command_all_62(ctx: Context) -> Reply:
-    """6.2's COMMAND: seven fields per command (no tips, key specifications or subcommands)."""
-    return Array(tuple(Array(command_info(s).items[:7]) for s in _all_commands()))
-
-
-def command_info_62(ctx: Context) -> Reply:
-    """6.2's COMMAND INFO: the named commands only (none named: an empty array), seven fields each."""
-    out: list[Reply] = []
-    for name in ctx.argv[2:]:
-        spec = _find_command([name])
-        out.append(NULL_BULK if spec is None else Array(command_info(spec).items[:7]))
-    return Array(tuple(out))
-
-
-def _acl_categories(spec: CommandSpec) -> list[str]:
-    cats = []
-    if "write" in spec.flags:
-        cats.append("@write")
-    if "readonly" in spec.flags:
-        cats.append("@read")
-    base = spec.container or spec.name
-    if base.startswith("x") and not base.startswith("xspec"):
-        cats.append("@stream")
-    if "admin" in spec.flags:
-        cats += ["@admin", "@dangerous"]
-    cats.append("@fast" if "fast" in spec.flags else "@slow")
-    if "blocking" in spec.flags:
-        cats.append("@blocking")
-    return cats
-
-
-def command_info(spec: CommandSpec) -> Array:
-    """A COMMAND INFO record: name, arity, flags, key positions, ACL categories, tips, key specs, subcommands."""
-    flags = sorted(f for f in spec.flags if f not in ("no_multi", "protected"))
-    subs = tuple(command_info(s) for s in spec.subcommands.values())
-    return Array((
-        Bulk(spec.fullname.encode()), Int(spec.arity),
-        Set(tuple(Simple(f) for f in flags)),
-        Int(spec.first_key), Int(spec.last_key), Int(spec.key_step),
-        Set(tuple(Simple(c) for c in _acl_categories(spec))),
-        Set(()), Array(()), Array(subs),
-    ))
-
-
-def _command_docs(spec: CommandSpec) -> Reply:
-    group = "stream" if "@stream" in _acl_categories(spec) else "server"
-    pairs: list[tuple[Reply, Reply]] = [
-        (Bulk(b"summary"), Bulk(b"")), (Bulk(b"since"), Bulk(b"1.0.0")), (Bulk(b"group"), Bulk(group.encode()))]
-    if spec.subcommands:
-        pairs.append((Bulk(b"subcommands"), Map(tuple(
-            (Bulk(s.fullname.encode()), _command_docs(s)) for s in spec.subcommands.values()))))
-    return Map(tuple(pairs))
+def _name_in(ctx: Context, t: CommandTable, name: bytes) -> str | None:
+    """``lookupCommandBySds``: a command, or ``container|sub`` (7.0+), any case (COMMAND-4)."""
+    found = t.find(c_string(name))
+    return None if found is None or ("|" in found and not ctx.dialect.subcommand_table) else found
 
 
 @command("command")
 def command_all(ctx: Context) -> Reply:
-    return Array(tuple(command_info(s) for s in _all_commands()))
+    t = _table(ctx)
+    return Array(tuple(t.info[n] for n in t.top))  # COMMAND-2
+
+
+def command_all_62(ctx: Context) -> Reply:
+    return command_all(ctx)
+
+
+def command_info_62(ctx: Context) -> Reply:
+    """6.2's COMMAND INFO: the named commands only (none named: an empty array) (COMMAND-DIALECT-1)."""
+    return command_info_cmd(ctx) if len(ctx.argv) > 2 else Array(())
 
 
 @command("command|count")
 def command_count(ctx: Context) -> Reply:
-    return Int(len(_all_commands()))
+    return Int(_table(ctx).count())  # COMMAND-3
 
 
 @command("command|info")
 def command_info_cmd(ctx: Context) -> Reply:
+    t = _table(ctx)
     if len(ctx.argv) == 2:
-        return command_all(ctx)
+        return command_all(ctx)  # COMMAND-4
     out: list[Reply] = []
     for name in ctx.argv[2:]:
-        spec = _named_command(name)
-        out.append(NULL_BULK if spec is None else command_info(spec))
+        found = _name_in(ctx, t, name)
+        out.append(NULL_BULK if found is None else t.info[found])
     return Array(tuple(out))
-
-
-def _named_command(name: bytes) -> CommandSpec | None:
-    """A command named as COMMAND INFO/DOCS take it: ``xadd``, or ``xgroup|create`` for a subcommand."""
-    parts = name.split(b"|")
-    spec = _find_command(parts[:1])
-    if spec is None or len(parts) == 1:
-        return spec
-    if len(parts) > 2 or not spec.subcommands:
-        return None
-    return _find_command(parts)
 
 
 @command("command|docs")
 def command_docs(ctx: Context) -> Reply:
+    t = _table(ctx)
+    docs = t.docs or {}
     names = ctx.argv[2:]
-    specs = _all_commands() if not names else [s for s in map(_named_command, names) if s is not None]
-    return Map(tuple((Bulk(s.fullname.encode()), _command_docs(s)) for s in specs))
+    found = list(t.top) if not names else [n for n in (_name_in(ctx, t, a) for a in names) if n is not None]
+    return Map(tuple((Bulk(n.encode()), docs[n]) for n in found if n in docs))  # COMMAND-5
 
 
 @command("command|list")
 def command_list(ctx: Context) -> Reply:
+    t = _table(ctx)
     argv = ctx.argv
-    names = [s.fullname for s in _all_commands()]
-    if len(argv) == 5 and lower(argv[2]) == b"filterby":
+    names = t.names()
+    if len(argv) == 5 and lower(argv[2]) == b"filterby":  # COMMAND-6
         kind, value = lower(argv[3]), argv[4]
         if kind == b"pattern":
             names = [n for n in names if pattern_matches(value, n.encode(), nocase=True)]
         elif kind == b"aclcat":
-            cat = "@" + c_text(value).lower()
-            names = [s.fullname for s in _all_commands() if cat in _acl_categories(s)]
+            category = c_text(value).lower()
+            names = [n for n in names if category in t.categories.get(n, ())]
         elif kind == b"module":
             names = []
         else:
@@ -1453,27 +1437,26 @@ def command_list(ctx: Context) -> Reply:
     return Array(tuple(Bulk(n.encode()) for n in names))
 
 
+def _command_keys(ctx: Context) -> list[tuple[int, list[str]]]:
+    try:
+        return command_keys(_table(ctx), ctx.argv[2:], ctx.dialect.subcommand_table)  # COMMAND-7
+    except GetKeysError as e:
+        raise _err(e.text) from None
+    except MovableKeys as e:
+        raise _err(f"ERR xspec: COMMAND GETKEYS of {e} is not supported (COMMAND-8)") from None
+
+
 @command("command|getkeys")
 def command_getkeys(ctx: Context) -> Reply:
     argv = ctx.argv[2:]
-    spec = _find_command(argv)
-    if spec is None:
-        raise _err("ERR Invalid command specified")
-    if not spec.arity_ok(len(argv)):
-        raise _err("ERR Invalid number of arguments specified for command")
-    keys: list[bytes] = []
-    if spec.name in ("xread", "xreadgroup"):
-        words = [lower(a) for a in argv]
-        if b"streams" in words:
-            start = words.index(b"streams") + 1
-            rest = argv[start:]
-            keys = rest[:len(rest) // 2]
-    elif spec.first_key:
-        last = spec.last_key if spec.last_key >= 0 else len(argv) + spec.last_key
-        keys = argv[spec.first_key:last + 1:spec.key_step]
-    if not keys:
-        raise _err("ERR The command has no key arguments")
-    return Array(tuple(Bulk(k) for k in keys))
+    return Array(tuple(Bulk(argv[p]) for p, _ in _command_keys(ctx)))
+
+
+@command("command|getkeysandflags")
+def command_getkeysandflags(ctx: Context) -> Reply:
+    argv = ctx.argv[2:]
+    return Array(tuple(Array((Bulk(argv[p]), Set(tuple(Simple(f) for f in flags))))
+                       for p, flags in _command_keys(ctx)))
 
 
 @command("command|help")
@@ -1501,6 +1484,8 @@ def debug(ctx: Context) -> Reply:
         if v is None:
             raise _err(table.NO_SUCH_KEY)
         encoding = "embstr" if type(v) is bytes else getattr(v, "encoding", "stream")
+        if encoding == "listpack" and value_kind(v) == "zset" and ctx.dialect.zset_ziplist:
+            encoding = "ziplist"  # ZSET-DIALECT-1
         return Simple(f"Value at:0x{id(v):x} refcount:1 encoding:{encoding} serializedlength:0 lru:0 "
                       f"lru_seconds_idle:0")
     if sub == b"help" and len(argv) == 2:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from xspec.reference.api import Blocked, ReplyError
 from xspec.reference.core import Context
+from xspec.reference.notify import notify_keyspace_event, notify_new
 from xspec.reference.values import handler_table, value_at
 from xspec.spec import commands as table
 from xspec.spec.errors import (
@@ -46,7 +47,15 @@ def _new(ctx: Context, key: bytes) -> RefList:
     fresh = RefList()
     ctx.db[key] = fresh
     ctx.ready(key, "list")  # BLIST-1: dbAdd signals list readers
+    notify_new(ctx, key)  # NOTIFY-3
     return fresh
+
+
+def _popped(ctx: Context, key: bytes, left: bool, gone: bool) -> None:
+    """NOTIFY-4: the pop's event, then ``del`` for an emptied list."""
+    notify_keyspace_event(ctx, "l", "lpop" if left else "rpop", key)
+    if gone:
+        notify_keyspace_event(ctx, "g", "del", key)
 
 
 def _take(lst: RefList, left: bool) -> bytes:
@@ -68,6 +77,7 @@ def _push(ctx: Context, left: bool) -> Reply:
         lst = _new(ctx, key)
     (lst.extendleft if left else lst.extend)(ctx.argv[2:])  # LIST-2
     ctx.modified(key)
+    notify_keyspace_event(ctx, "l", "lpush" if left else "rpush", key)  # NOTIFY-4
     ctx.changed(len(ctx.argv) - 2)  # STATS-4: one change per element
     return Int(len(lst))
 
@@ -102,6 +112,7 @@ def _pop(ctx: Context, left: bool, name: str) -> Reply:
     out = [_take(lst, left) for _ in range(n)]
     if not lst:
         del ctx.db[key]
+    _popped(ctx, key, left, not lst)
     ctx.modified(key)  # LIST-4
     ctx.changed(n)
     return Bulk(out[0]) if count is None else Array(tuple(map(Bulk, out)))
@@ -159,8 +170,10 @@ def _transfer(ctx: Context, src: bytes, source: RefList, dst: bytes, target: Ref
         target = _new(ctx, dst)
     ctx.modified(dst)
     _put(target, value, to_left)
+    notify_keyspace_event(ctx, "l", "lpush" if to_left else "rpush", dst)  # NOTIFY-4
     if not source:
         del ctx.db[src]
+    _popped(ctx, src, from_left, not source)
     return value
 
 
@@ -181,7 +194,7 @@ def lmove(ctx: Context) -> Reply:
 
 
 # -- blocking -----------------------------------------------------------------------------------
-def _timeout(ctx: Context, arg: bytes) -> tuple[int, int | None]:
+def block_timeout(ctx: Context, arg: bytes) -> tuple[int, int | None]:
     """BLIST-2: the timeout in ms, and the clock reading a positive one was taken at."""
     seconds = string2ld(arg)
     if seconds is None:
@@ -220,7 +233,7 @@ def _wait(ctx: Context, keys: list[bytes], timeout: int, read_at: int | None,
 
 def _bpop(ctx: Context, left: bool, deadline: int | None = None) -> Reply | Blocked:
     keys = ctx.argv[1:-1]
-    timeout, read_at = _timeout(ctx, ctx.argv[-1])
+    timeout, read_at = block_timeout(ctx, ctx.argv[-1])
     if deadline is not None:
         read_at = deadline - timeout
     for key in keys:  # BLIST-4
@@ -229,6 +242,7 @@ def _bpop(ctx: Context, left: bool, deadline: int | None = None) -> Reply | Bloc
             value = _take(lst, left)
             if not lst:
                 del ctx.db[key]
+            _popped(ctx, key, left, not lst)
             ctx.modified(key)
             ctx.changed()
             return Array((Bulk(key), Bulk(value)))
@@ -242,6 +256,7 @@ def _bpop(ctx: Context, left: bool, deadline: int | None = None) -> Reply | Bloc
         value = _take(lst, left)
         if not lst:
             del ctx.db[key]
+        _popped(ctx, key, left, not lst)
         return Array((Bulk(key), Bulk(value)))
 
     return _wait(ctx, list(keys), timeout, read_at, serve, lambda ctx, deadline: _bpop(ctx, left, deadline))
@@ -260,7 +275,7 @@ def brpop(ctx: Context) -> Reply | Blocked:
 @_handler("blmove")
 def blmove(ctx: Context, deadline: int | None = None) -> Reply | Blocked:
     from_left, to_left = _side(ctx.argv[3]), _side(ctx.argv[4])
-    timeout, read_at = _timeout(ctx, ctx.argv[5])
+    timeout, read_at = block_timeout(ctx, ctx.argv[5])
     if deadline is not None:
         read_at = deadline - timeout
     src, dst = ctx.argv[1], ctx.argv[2]

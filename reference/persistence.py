@@ -73,6 +73,8 @@ class Persistence:
         self.saves = 0  # rdb_saves
         self.finished = False  # the server shut down: nothing more is saved
         self.aof_rewrites = 0
+        # RDB-5: the replication ID and offset of the RDB file loaded at start (reference/replication.py)
+        self.loaded_replication: tuple[bytes | None, bytes | None] | None = None
         self.last_aof_rewrite_ok = True
 
     # -- paths and configuration ---------------------------------------------------------------------
@@ -97,9 +99,14 @@ class Persistence:
         core = self.core
         dialect = core.dialect
         version = dialect.rdb_version
-        dbs = {i: [rf.RdbKey(k, value_record(v)) for k, v in db.items()] for i, db in enumerate(core.dbs) if db}
+        # EXPIRE-KEYS-1: each key with its absolute expiry time
+        dbs = {i: [rf.RdbKey(k, value_record(v), getattr(db, "expires", {}).get(k)) for k, v in db.items()]
+               for i, db in enumerate(core.dbs) if db}
+        # RDB-5: a primary with a backlog, or a replica, records its replication ID and offset (not an AOF base)
+        replication = core.replication
+        repl = replication.rdb_info() if replication is not None and not aof_base else None
         aux = rf.standard_aux(version, dialect.server_name, dialect.version, core.now_ms() // 1000,
-                              _used_memory(), aof_base)
+                              _used_memory(), aof_base, repl)
         return rf.RdbFile(version, aux, [], dbs)
 
     def rdb_chunks(self, aof_base: bool = False) -> Iterable[bytes]:
@@ -243,6 +250,8 @@ class Persistence:
                     raise rf.RdbFileError(f"RDB has duplicated key '{k.key.decode('latin-1')}' in DB {dbid}")
                 try:
                     db[k.key] = record_value(k.value, core.dialect)
+                    if k.expire_ms is not None:  # EXPIRE-KEYS-1
+                        db.expires[k.key] = k.expire_ms  # type: ignore[attr-defined]
                 except ReplyError as e:
                     raise rf.RdbFileError(str(e)) from e
         for dbid, db in enumerate(core.dbs):
@@ -272,6 +281,7 @@ class Persistence:
         except (rf.RdbFileError, rdb.UnmodelledType) as e:
             raise LoadError(f"cannot load the RDB file {path!r}: {e}") from e
         log.info("DB loaded from disk: %d keys", sum(len(k) for k in f.dbs.values()))
+        self.loaded_replication = (f.aux_value(b"repl-id"), f.aux_value(b"repl-offset"))  # RDB-5
 
 
 def write_atomically(temp: str, target: str, chunks: Iterable[bytes]) -> None:

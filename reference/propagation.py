@@ -32,8 +32,11 @@ from xspec.spec.ids import c_string
 
 Argv = list[bytes]
 
-_NEVER_SELF = frozenset({"xreadgroup", "xclaim", "xautoclaim", "exec", "multi"})
-_POP_REWRITES = {"blpop": b"LPOP", "brpop": b"RPOP", "blmove": b"LMOVE", "brpoplpush": b"RPOPLPUSH"}
+# A script propagates the commands it ran, never itself (SCRIPT-9).
+_NEVER_SELF = frozenset({"xreadgroup", "xclaim", "xautoclaim", "exec", "multi", "eval", "evalsha", "eval_ro",
+                         "evalsha_ro", "fcall", "fcall_ro"})
+_POP_REWRITES = {"blpop": b"LPOP", "brpop": b"RPOP", "blmove": b"LMOVE", "brpoplpush": b"RPOPLPUSH",
+                 "bzpopmin": b"ZPOPMIN", "bzpopmax": b"ZPOPMAX", "zmpop": b"", "bzmpop": b"", "lmpop": b""}
 
 
 def id_text(key: int) -> bytes:
@@ -284,6 +287,9 @@ class Propagator:
         self.counters = counters  # the dialect's streams have entries-read (not 6.2)
         self.depth = 0
         self.pending: list[tuple[int, Argv]] = []
+        # What the running command propagates instead of its argv, set by its handler (SET's PXAT,
+        # EXPIRE's PEXPIREAT, INCRBYFLOAT's SET ... KEEPTTL: spec/rules/strings.md, expiry.md).
+        self.replacement: list[Argv] | None = None
 
     def before(self, name: str, db: dict[bytes, Any], argv: Argv) -> Any:
         self.depth += 1
@@ -307,12 +313,15 @@ class Propagator:
             if changed or _served(reply):  # a blocked pop served from handle_ready counts no change here
                 ops = [_pop(name, argv, reply)]
         elif changed and name not in _NEVER_SELF:
-            if name == "xadd":
+            if self.replacement is not None:
+                ops = self.replacement
+            elif name == "xadd":
                 ops = [_xadd(argv, reply, db)]
             elif name == "xtrim":
                 ops = [_xtrim(argv, db)]
             else:
                 ops = [list(argv)]
+        self.replacement = None
         self.pending += ((dbid, op) for op in ops)
         if self.depth == 0:
             self.flush()
@@ -334,8 +343,24 @@ def _served(reply: Any) -> bool:
 def _pop(name: str, argv: Argv, reply: Any) -> Argv:
     """A blocking pop as the pop it was: BLPOP/BRPOP as LPOP/RPOP of the key served (the reply's first
     element), BLMOVE and BRPOPLPUSH without their timeout."""
-    if name in ("blpop", "brpop"):
+    if name in ("zmpop", "bzmpop", "lmpop"):
+        return _mpop(name, argv, reply)
+    if name in ("blpop", "brpop", "bzpopmin", "bzpopmax"):
         items = getattr(reply, "items", None)
         key = getattr(items[0], "value", argv[1]) if items else argv[1]
         return [_POP_REWRITES[name], key]
     return [_POP_REWRITES[name], *argv[1:-1]]
+
+
+_MPOP_SIDES = {b"min": b"ZPOPMIN", b"max": b"ZPOPMAX", b"left": b"LPOP", b"right": b"RPOP"}
+
+
+def _mpop(name: str, argv: Argv, reply: Any) -> Argv:
+    """ZMPOP, BZMPOP and LMPOP as ZPOPMIN/ZPOPMAX/LPOP/RPOP of the key served with the count popped
+    (ZSET-16, BZSET-1, LIST-16): the reply is [key, [popped, ...]]; the side is the word after the keys."""
+    items: tuple[Any, ...] = getattr(reply, "items", ())
+    key = getattr(items[0], "value", b"")
+    popped = len(getattr(items[1], "items", ()))
+    at = 2 if name == "bzmpop" else 1
+    side = _word(argv[at + int(argv[at]) + 1])
+    return [_MPOP_SIDES[side], key, b"%d" % popped]

@@ -207,19 +207,32 @@ def _reply(ctx: Any, n: int, own: list[Reply]) -> Any:
 
 @_handler("publish")
 def publish(ctx: Any) -> Any:
-    registry: Registry = ctx.core.pubsub
-    channel, payload = ctx.argv[1], ctx.argv[2]
     own: list[Reply] = []
+    n = publish_message(ctx.core.pubsub, ctx.argv[1], ctx.argv[2], ctx.client, own)
+    return _reply(ctx, n, own)
+
+
+def publish_message(registry: Registry, channel: bytes, payload: bytes, current: Any, own: list[Reply]) -> int:
+    """``pubsubPublishMessage``: the message to the channel's subscribers, then each matching pattern's;
+    how many got it. Messages for ``current`` (the running client) go to ``own``, the others out
+    at once (PUBLISH; keyspace notifications, reference/notify.py)."""
     n = 0
     for c in list(registry.channels.get(channel, ())):  # PUBSUB-7: the channel's subscribers, in order
-        _deliver(ctx, c, Push((Bulk(MESSAGE), Bulk(channel), Bulk(payload))), own)
+        _deliver_to(current, c, Push((Bulk(MESSAGE), Bulk(channel), Bulk(payload))), own)
         n += 1
     for pattern, listeners in list(registry.patterns.items()):  # PUBSUB-7: then each matching pattern's
         if pattern_matches(pattern, channel):
             for c in list(listeners):
-                _deliver(ctx, c, Push((Bulk(PMESSAGE), Bulk(pattern), Bulk(channel), Bulk(payload))), own)
+                _deliver_to(current, c, Push((Bulk(PMESSAGE), Bulk(pattern), Bulk(channel), Bulk(payload))), own)
                 n += 1
-    return _reply(ctx, n, own)
+    return n
+
+
+def _deliver_to(current: Any, to: Any, message: Push, own: list[Reply]) -> None:
+    if to is current:
+        own.append(message)
+    else:
+        _write(to, message)
 
 
 @_handler("spublish")

@@ -148,6 +148,7 @@ class ClientConnection(asyncio.Protocol):
         self.high_water = OUTPUT_HIGH_WATER  # raised to let the buffer reach client-output-buffer-limit
         self.over_soft_limit_since = 0.0  # loop time the soft output limit was first exceeded (0: it is not)
         self.eof = False  # the client half-closed while commands it sent were held for a later turn
+        self.paused_input: list[bytes] = []  # read while the server was paused (XSPEC.NODE PAUSE)
 
     # -- asyncio callbacks ------------------------------------------------------------------
     def connection_made(self, transport: Any) -> None:  # Any: see self.transport
@@ -167,6 +168,8 @@ class ClientConnection(asyncio.Protocol):
                                    sock.fileno() if sock is not None else -1)
         self._set_high_water(OUTPUT_HIGH_WATER)
         self.server.connections.add(self)
+        if self.server.paused:  # XSPEC.NODE PAUSE (reference/replication_deployment.py): nothing is read
+            transport.pause_reading()
 
     def _refuse(self, text: bytes) -> None:
         assert self.transport is not None
@@ -181,6 +184,10 @@ class ClientConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self.client is None or self.closing or self.server.shutdown_asap:
+            return
+        if self.server.paused:  # XSPEC.NODE PAUSE: kept unread until RESUME (reference/replication_deployment.py)
+            self.transport.pause_reading()
+            self.paused_input.append(data)
             return
         if len(data) >= TURN_INPUT:
             self._defer()  # one full read per loop turn; this one still runs now
@@ -563,6 +570,7 @@ class ReferenceServer:
         self._server: Any = None  # asyncio's or uvloop's Server (not an asyncio.AbstractServer)
         self._stopped: asyncio.Event | None = None
         self.shutdown_asap = False  # a shutdown was asked for: no further command runs
+        self.paused = False  # XSPEC.NODE PAUSE: connections read nothing until RESUME
         self.to_flush: list[ClientConnection] = []  # connections with queued replies, in queuing order
         self._output_limits: tuple[str, tuple[int, int, int] | None] = ("", None)
         # Called before any reply leaves (reference.aof: appendfsync always syncs what the commands wrote)
@@ -619,6 +627,9 @@ class ReferenceServer:
         sock = self._server.sockets[0]  # a list in uvloop, a tuple in asyncio
         self.port = sock.getsockname()[1]
         self.core.config["port"] = str(self.port)
+        from xspec.reference.replica_link import replicaof_setting
+        from xspec.reference.replication import start_replication
+        start_replication(self.core, replicaof_setting(self.core))  # the replicaof setting: follow it
 
     async def serve_until_stopped(self) -> None:
         assert self._stopped is not None
@@ -633,6 +644,8 @@ class ReferenceServer:
         """
         from xspec.reference.aof import finish_persistence
         finish_persistence(self.core)  # once: the AOF synced, the final RDB save when save points are set
+        from xspec.reference.replication import finish_replication
+        finish_replication(self.core)  # the link to the primary closes
         self.shutdown_asap = True
         if self._server is not None:
             self._server.close()

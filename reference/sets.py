@@ -8,11 +8,17 @@ a hash order on a real server).
 
 from __future__ import annotations
 
-from xspec.reference.core import Context
-from xspec.reference.values import handler_table, is_integer, value_at
-from xspec.spec.resp import Bulk, Int, Reply, Set
+import random
 
-__all__ = ["HANDLERS", "RefSet"]
+from xspec.reference.api import ReplyError
+from xspec.reference.core import Context
+from xspec.reference.notify import notify_keyspace_event, notify_new
+from xspec.reference.values import handler_table, is_integer, value_at
+from xspec.spec import commands as table
+from xspec.spec.ids import I64_MAX, string2ll
+from xspec.spec.resp import NULL_BULK, Array, Bulk, Int, Reply, Set
+
+__all__ = ["HANDLERS", "RefSet", "add_member", "fresh_set"]
 
 INTSET_MAX = 512
 LISTPACK_MAX_ENTRIES = 128
@@ -45,7 +51,16 @@ def _get(ctx: Context, key: bytes) -> RefSet | None:
 _integer = is_integer
 
 
-def _add(s: RefSet, m: bytes, listpacks: bool) -> bool:
+def fresh_set(first: bytes, size_hint: int, listpacks: bool) -> RefSet:
+    """SETS-ENC-1, SETS-DIALECT-1: the encoding a set made for ``first`` and ``size_hint`` members starts in."""
+    if _integer(first) and (not listpacks or size_hint <= INTSET_MAX):
+        return RefSet("intset")
+    if listpacks and size_hint <= LISTPACK_MAX_ENTRIES:
+        return RefSet("listpack")
+    return RefSet("hashtable")
+
+
+def add_member(s: RefSet, m: bytes, listpacks: bool) -> bool:
     """SETS-ENC-2, SETS-DIALECT-1."""
     if m in s.members:
         return False
@@ -69,18 +84,15 @@ def sadd(ctx: Context) -> Reply:
     s = _get(ctx, key)
     listpacks = ctx.dialect.set_listpack
     if s is None:  # SETS-ENC-1
-        if _integer(members[0]) and (not listpacks or len(members) <= INTSET_MAX):
-            s = RefSet("intset")
-        elif listpacks and len(members) <= LISTPACK_MAX_ENTRIES:
-            s = RefSet("listpack")
-        else:
-            s = RefSet("hashtable")
+        s = fresh_set(members[0], len(members), listpacks)
         ctx.db[key] = s
+        notify_new(ctx, key)  # NOTIFY-3
     added = 0
     for m in members:
-        added += _add(s, m, listpacks)
+        added += add_member(s, m, listpacks)
     if added:
         ctx.modified(key)  # SETS-2
+        notify_keyspace_event(ctx, "s", "sadd", key)  # NOTIFY-4
         ctx.changed(added)  # STATS-4
     return Int(added)
 
@@ -99,6 +111,9 @@ def srem(ctx: Context) -> Reply:
                     break
     if gone:
         ctx.modified(key)
+        notify_keyspace_event(ctx, "s", "srem", key)  # NOTIFY-4
+        if s is not None and not s.members:
+            notify_keyspace_event(ctx, "g", "del", key)
         ctx.changed(gone)
     return Int(gone)
 
@@ -119,3 +134,26 @@ def scard(ctx: Context) -> Reply:
 def sismember(ctx: Context) -> Reply:
     s = _get(ctx, ctx.argv[1])
     return Int(1 if s is not None and ctx.argv[2] in s.members else 0)  # SETS-5
+
+
+@_handler("srandmember")
+def srandmember(ctx: Context) -> Reply:
+    argv = ctx.argv
+    if len(argv) > 3:  # SETS-11
+        raise ReplyError(table.SYNTAX)
+    if len(argv) == 2:
+        s = _get(ctx, argv[1])
+        return NULL_BULK if s is None else Bulk(random.choice(s.listed()))
+    n = string2ll(argv[2])  # SETS-11: the count first
+    if n is None:
+        raise ReplyError(table.NOT_INTEGER)
+    if n < -I64_MAX:
+        raise ReplyError("ERR value is out of range, value must between -9223372036854775807 and "
+                         "9223372036854775807")
+    s = _get(ctx, argv[1])
+    if s is None or n == 0:
+        return Array(())
+    members = s.listed()
+    if n > 0:
+        return Array(tuple(map(Bulk, random.sample(members, min(n, len(members))))))
+    return Array(tuple(Bulk(random.choice(members)) for _ in range(-n)))

@@ -76,6 +76,9 @@ def json_line(obj: object, separators: tuple[str, str] = (",", ":")) -> str:
     return line + "\n"
 
 
+_LINK_COMMANDS = (b"psync", b"sync", b"replconf")
+
+
 class TraceWriter:
     """Turns the core's events into trace events; writes them to ``path`` as they happen (or keeps them)."""
 
@@ -120,6 +123,11 @@ class TraceWriter:
         self.add(Close(c=c.id, by=by, t=now_us()))
 
     def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None:
+        if c.kind in ("replica", "master") or argv[0].lower() in _LINK_COMMANDS:
+            served, self.served_now = self.served_now, []  # clients it served (an ACK ends a WAIT)
+            for e in served:
+                self.add(e)
+            return  # a replication link's traffic (reference/replication.py), not a client's
         if argv[0][:6].lower() == b"xspec." and not (result is not None and _fault_seen_by_clients(argv, result)):
             # The server's own admin commands are not Redis traffic: a note says what they did
             # (virtual time shows in ``now``; faults show as the errors and closes they cause).
@@ -182,11 +190,9 @@ class FedClock:
 
 
 # Commands whose replies the model does not produce: the server's own XSPEC.* commands (no Redis
-# traffic); COMMAND, whose replies describe the serving program's own command table; CLIENT
-# TRACKING and the subcommands about it, whose invalidation messages the model does not send;
-# CLIENT REPLY, which decides which replies the client gets at all.
-_UNCHECKED = ("command", "xspec.", "client|tracking", "client|trackinginfo", "client|getredir", "client|caching",
-              "client|reply")
+# traffic); CLIENT REPLY, which decides which replies the client gets at all.
+_UNCHECKED = ("xspec.",
+              "client|reply", *("psync", "sync", "replconf"))  # the last: a replication link's, reference/replication.py
 
 
 class CheckedRun:

@@ -12,15 +12,16 @@ per prefix, keys in byte order. FLUSHDB/FLUSHALL send every tracking client
 the null invalidation and empty the table. SWAPDB invalidates nothing (7.0.15).
 
 Where the messages go (``sendTrackingMessage``): a RESP3 client gets pushes;
-with REDIRECT they go to the redirect client when it speaks RESP3 (this
-server has no SUBSCRIBE, so a RESP2 redirect client, which 7.0 serves only in
-Pub/Sub mode, gets nothing, as 7.0 does when it is not subscribed); when the
+with REDIRECT they go to the redirect client when it speaks RESP3, or, when it
+speaks RESP2 and is in Pub/Sub mode, as a message on ``__redis__:invalidate``
+(nothing when it is not subscribed); when the
 redirect client is gone, a RESP3 tracking client gets ``tracking-redir-broken``
 each time an invalidation would have been sent. Invalidations of the running
 client's own keys (and FLUSH*'s null to it) follow its reply; a message
 redirected to the running client precedes its reply (7.0.15's and 6.2.14's order;
-Valkey 9.1.2 sends it after, and this server does so in ``--dialect valkey-9.1``).
-Every other dialect is served as 7.0.15: Redis 7.2 and 7.4's source keeps these rules.
+Redis 7.2/7.4 and Valkey send it after: TRACKING-DIALECT-1). Redis 7.4.1 sends
+FLUSH*'s null to the running client before its reply (measured). The rules are
+spec/rules/tracking.md's; the model has them too (models/tracking.py).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from xspec.reference.api import POSTPONED, PreRendered
 from xspec.reference.protocol import Pushed, Raw, encode_into
+from xspec.spec import commands as table
 from xspec.spec.errors import prefix_overlaps_existing, prefix_overlaps_provided
-from xspec.spec.ids import c_string
 from xspec.spec.resp import Array, Bulk, Int, Push, Reply, encode
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ class Client(Protocol):
     def conn(self) -> Writer | None: ...
 
 INVALIDATE = Bulk(b"invalidate")
+MESSAGE = Bulk(b"message")
+TRACKING_CHANNEL = Bulk(b"__redis__:invalidate")
 REDIR_BROKEN = Bulk(b"tracking-redir-broken")
 # FLUSH*'s "every key": the tracking client's null, in its own protocol (``shared.null[c->resp]``).
 FLUSHED = {2: Raw(b"$-1\r\n"), 3: Raw(b"_\r\n")}
@@ -92,34 +95,6 @@ class Prefix:
 def _id_order(client_id: int) -> bytes:
     # 7.0 keeps each key's client ids in a radix tree of their 8 bytes as the (little-endian) host stores them.
     return client_id.to_bytes(8, "little")
-
-
-def command_keys(spec: CommandSpec, argv: list[bytes]) -> list[bytes]:
-    """The keys 7.0's ``getKeysFromCommand`` finds: XREAD/XREADGROUP by their STREAMS argument
-    (``xreadGetKeys``), every other command by its table entry (first, last, step)."""
-    if spec.name in ("xread", "xreadgroup"):
-        return _stream_keys(argv)
-    if not spec.first_key:
-        return []
-    last = spec.last_key if spec.last_key >= 0 else len(argv) + spec.last_key
-    return argv[spec.first_key:last + 1:spec.key_step]
-
-
-def _stream_keys(argv: list[bytes]) -> list[bytes]:
-    # The options before STREAMS are skipped with their arguments; anything else ends the search.
-    skip = {b"block": 1, b"count": 1, b"group": 2, b"noack": 0}
-    i = 1
-    while i < len(argv):
-        word = c_string(argv[i]).lower()
-        if word == b"streams":
-            rest = argv[i + 1:]
-            if not rest or len(rest) % 2:
-                return []
-            return rest[:len(rest) // 2]
-        if word not in skip:
-            return []
-        i += 1 + skip[word]
-    return []
 
 
 class Tracking:
@@ -193,6 +168,10 @@ class Tracking:
                     return prefix_overlaps_provided(new, other), i > 0 and self.overlap_then_ok
         return None, True
 
+    def hold(self, c: Client, item: Any, after: bool) -> None:
+        """A message for the running client, sent just before (or after) its reply."""
+        self._hold(c, item, after)
+
     def say_before_reply(self, c: Client, item: Reply) -> None:
         """Something the running client gets before its reply (7.0.15's stray second reply)."""
         self._hold(c, item, after=False)
@@ -203,7 +182,7 @@ class Tracking:
         st = self.options[c]
         if st.bcast or (st.optin and not st.caching) or (st.optout and st.caching):
             return
-        for key in command_keys(spec, argv):
+        for key in table.command_keys(spec, argv):
             ids = self.table.get(key)
             if ids is None:
                 ids = self.table[key] = {}
@@ -231,11 +210,18 @@ class Tracking:
             # The running client's own keys: after its reply (7.0.15's tracking_pending_keys).
             self._send(target, Array((Bulk(key),)), current, after=target is current)
 
-    def flushed(self, current: Client) -> None:
-        """``trackingInvalidateKeysOnFlush``: every tracking client gets the null; the table empties."""
+    def flushed(self, current: Client, before_reply: bool = False) -> None:
+        """``trackingInvalidateKeysOnFlush``: every tracking client gets the null; the table empties.
+        ``before_reply``: the running client's own null precedes its reply (TRACKING-DIALECT-1, 7.4)."""
         for c in list(self.clients.values()):  # 7.0 walks its client list: connection order
-            if c.tracking:
-                self._send(c, FLUSHED[c.proto], current, after=c is current)
+            if not c.tracking:
+                continue
+            if c is current and before_reply and not c.redirect:
+                if c.proto == 3:
+                    null: Any = FLUSHED[3]  # raw RESP, written as it is
+                    self._hold(c, Push((INVALIDATE, null)), after=False)
+                continue
+            self._send(c, FLUSHED[c.proto], current, after=c is current)
         self.table.clear()
 
     def _send(self, c: Client, keys: Any, current: Client | None, after: bool = False) -> None:
@@ -251,7 +237,9 @@ class Tracking:
             to = redirected
         if to.proto == 3:
             self._emit(to, Push((INVALIDATE, keys)), current, after)
-        # RESP2: 7.0 sends only to a redirect client in Pub/Sub mode, and this server has no SUBSCRIBE.
+        elif to is not c and getattr(to, "pubsub", None) is not None:
+            # TRACKING-5: a RESP2 redirect client in Pub/Sub mode gets a message on the invalidate channel
+            self._emit(to, Push((MESSAGE, TRACKING_CHANNEL, keys)), current, after)
 
     def _emit(self, to: Client, push: Push, current: Client | None, after: bool) -> None:
         if to is current:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from errno import EDOM, ERANGE
 
 from xspec.reference.api import BLOCKED, Blocked, Context, Encoded, Handler, ReplyError
+from xspec.reference.notify import notify_keyspace_event, notify_new
 from xspec.reference.protocol import encode_reply
 from xspec.reference.streams import (
     INVALID_ENTRIES_READ,
@@ -407,6 +408,7 @@ def xadd(ctx: Context) -> Reply:
         if t is not None and t.nomkstream:  # XADD-7
             return NULL_BULK
         stream = ctx.db[key] = Stream()  # XADD-8
+        notify_new(ctx, key)  # NOTIFY-3
     last = stream.last_id
     if last == MAX_KEY:  # XADD-9
         raise ReplyError(ERR_EXHAUSTED)
@@ -436,9 +438,10 @@ def xadd(ctx: Context) -> Reply:
     stream.append(new, fields, payload, ctx.config_int("stream-node-max-entries"),  # XADD-17
                   ctx.config_int("stream-node-max-bytes"))
     ctx.modified(key)
+    notify_keyspace_event(ctx, "t", "xadd", key)  # NOTIFY-4
     ctx.changed()  # STATS-6: one change, whatever the trimming removes
-    if t is not None and (t.maxlen is not None or t.minid is not None):  # XADD-18
-        _trim(ctx, stream, t)
+    if t is not None and (t.maxlen is not None or t.minid is not None) and _trim(ctx, stream, t):  # XADD-18
+        notify_keyspace_event(ctx, "t", "xtrim", key)  # NOTIFY-4
     ctx.ready(key)  # XADD-20
     # The ID's text (id_bytes), the millisecond part kept from the XADD before: most IDs share it.
     ms = new >> 64
@@ -459,6 +462,7 @@ def xtrim(ctx: Context) -> Reply:
     removed = _trim(ctx, stream, t)
     if removed:  # XTRIM-12
         ctx.modified(ctx.argv[1])
+        notify_keyspace_event(ctx, "t", "xtrim", ctx.argv[1])  # NOTIFY-4
         ctx.changed(removed)  # STATS-6
     return Int(removed)
 
@@ -541,6 +545,7 @@ def xdel(ctx: Context) -> Reply:
         if not stream.length or first_deleted:
             stream.first_id = stream.recorded_first()  # LAYOUT-3
         ctx.modified(key)
+        notify_keyspace_event(ctx, "t", "xdel", key)  # NOTIFY-4
         ctx.changed(deleted)  # STATS-6
     return Int(deleted)
 
@@ -586,6 +591,7 @@ def xsetid(ctx: Context) -> Reply:
     stream.entries_added = stream.entries_added if added == -1 else added
     stream.max_deleted = max_deleted or stream.max_deleted
     ctx.changed()  # STATS-6
+    notify_keyspace_event(ctx, "t", "xsetid", ctx.argv[1])  # NOTIFY-4
     return OK
 
 
@@ -649,12 +655,14 @@ def xgroup_create(ctx: Context) -> Reply:
     if stream is None:  # XGROUP-8: MKSTREAM's new empty stream wakes and touches the key
         ctx.db[key] = stream = Stream()
         ctx.ready(key)
+        notify_new(ctx, key)  # NOTIFY-3
         ctx.modified(key)
     elif name in stream.groups:  # XGROUP-9
         raise ReplyError(BUSYGROUP)
     stream.groups[name] = Group(name, position, entries_read)  # XGROUP-10
     stream.groups_allocated = True
     ctx.changed()  # STATS-6
+    notify_keyspace_event(ctx, "t", "xgroup-create", key)  # NOTIFY-4
     return OK
 
 
@@ -667,6 +675,7 @@ def xgroup_setid(ctx: Context) -> Reply:
     group.last_id = _group_position(ctx, ctx.argv[4], stream, create=False)  # XGROUP-11
     group.entries_read = entries_read  # LAG-5: ENTRIESREAD, or -1
     ctx.changed()  # STATS-6
+    notify_keyspace_event(ctx, "t", "xgroup-setid", ctx.argv[2])  # NOTIFY-4
     return OK
 
 
@@ -679,6 +688,7 @@ def xgroup_destroy(ctx: Context) -> Reply:
     del stream.groups[group.name]
     ctx.ready(ctx.argv[2])  # XGROUP-12: blocked clients re-check the key
     ctx.changed()  # STATS-6
+    notify_keyspace_event(ctx, "t", "xgroup-destroy", ctx.argv[2])  # NOTIFY-4
     return Int(1)
 
 
@@ -691,6 +701,7 @@ def xgroup_createconsumer(ctx: Context) -> Reply:
         return Int(0)
     group.add_consumer(name, ctx.now_ms())
     ctx.changed()  # STATS-6
+    notify_keyspace_event(ctx, "t", "xgroup-createconsumer", ctx.argv[2])  # NOTIFY-4
     return Int(1)
 
 
@@ -700,13 +711,15 @@ def xgroup_delconsumer(ctx: Context) -> Reply:
     assert group is not None
     consumer = group.consumers.pop(ctx.argv[4], None)
     if consumer is None:  # XGROUP-14
-        if ctx.dialect.delconsumer_always_counts:  # STATS-DIALECT-4
+        if ctx.dialect.delconsumer_always_counts:  # STATS-DIALECT-4; NOTIFY-DIALECT-2
             ctx.changed()
+            notify_keyspace_event(ctx, "t", "xgroup-delconsumer", ctx.argv[2])
         return Int(0)
     for k in consumer.pel:
         group.pel.pop(k)
     ctx.errno = 0  # the walk over the consumer's PEL ends off the tree
     ctx.changed()  # STATS-6
+    notify_keyspace_event(ctx, "t", "xgroup-delconsumer", ctx.argv[2])  # NOTIFY-4
     return Int(len(consumer.pel))
 
 
@@ -875,8 +888,9 @@ def _claimant(ctx: Context, group: Group, name: bytes) -> Consumer:
     now = ctx.now_ms()
     consumer = group.consumers.get(name)
     if consumer is None:
-        if ctx.dialect.consumer_creation_counts:  # STATS-8; STATS-DIALECT-5
+        if ctx.dialect.consumer_creation_counts:  # STATS-8; STATS-DIALECT-5; NOTIFY-DIALECT-2
             ctx.changed()
+            notify_keyspace_event(ctx, "t", "xgroup-createconsumer", ctx.argv[1])
         return group.add_consumer(name, now)
     consumer.seen = now
     return consumer
@@ -1081,14 +1095,15 @@ def _read_after(ctx: Context, stream: Stream, after: int, count: int) -> list[by
     return _entries(out)
 
 
-def _reader(ctx: Context, group: Group, name: bytes) -> Consumer:
+def _reader(ctx: Context, group: Group, name: bytes, key: bytes) -> Consumer:
     """XREADGROUP-9: the reading consumer, seen-time refreshed or created."""
     consumer = group.consumers.get(name)
     if consumer is not None:
         consumer.seen = ctx.now_ms()
         return consumer
-    if ctx.dialect.consumer_creation_counts:  # STATS-7; STATS-DIALECT-5
+    if ctx.dialect.consumer_creation_counts:  # STATS-7; STATS-DIALECT-5; NOTIFY-DIALECT-2
         ctx.changed()
+        notify_keyspace_event(ctx, "t", "xgroup-createconsumer", key)
     return group.add_consumer(name, ctx.now_ms())
 
 
@@ -1277,16 +1292,16 @@ def _read_command(ctx: Context, grouped: bool, deadline: int | None = None) -> R
             if s.length and s.top() > r.after:
                 served.append((r.key, _read_after(ctx, s, r.after, count)))
             continue
-        consumer = _reader(ctx, g, consumer_name) if touch_always else None
+        consumer = _reader(ctx, g, consumer_name, r.key) if touch_always else None
         if r.after != MAX_KEY:  # XREADGROUP-5
             if consumer is None:
-                consumer = _reader(ctx, g, consumer_name)
+                consumer = _reader(ctx, g, consumer_name, r.key)
             served.append((r.key, _history(ctx, s, consumer, r.after, count)))
             if dialect.history_read_counts:  # STATS-DIALECT-6
                 ctx.changed()  # STATS-7: one per stream served
         elif s.length and s.top() > g.last_id:  # XREADGROUP-7
             if consumer is None:
-                consumer = _reader(ctx, g, consumer_name)
+                consumer = _reader(ctx, g, consumer_name, r.key)
             served.append((r.key, _deliver(ctx, s, g, consumer, count, noack)))
             ctx.changed()  # STATS-7
     if served:  # XREAD-11
@@ -1327,7 +1342,7 @@ def _blocked_retry(count: int, group_name: bytes | None, consumer_name: bytes, n
                 raise ReplyError(UNBLOCKED_GROUP_GONE)
             if not value.last_id > group.last_id:  # BLOCK-3
                 return None
-            consumer = _reader(ctx, group, consumer_name)  # BLOCK-7
+            consumer = _reader(ctx, group, consumer_name, key)  # BLOCK-7
             entries = _deliver(ctx, value, group, consumer, count, noack)
         return _streams_reply(ctx, [(key, entries)])
 

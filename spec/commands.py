@@ -91,6 +91,71 @@ _TABLE: list[CommandSpec] = [
     _c("brpop", -3, "write noscript blocking", (1, -2, 1)),
     _c("blmove", 6, "write denyoom noscript blocking", (1, 2, 1)),
     # sets
+    # sets over several keys (spec/rules/sets.md, models/set_operations.py)
+    _c("sinter", -2, "readonly", (1, -1, 1)),
+    _c("sinterstore", -3, "write denyoom", (1, -1, 1)),
+    _c("sintercard", -3, "readonly"),
+    _c("sunion", -2, "readonly", (1, -1, 1)),
+    _c("sunionstore", -3, "write denyoom", (1, -1, 1)),
+    _c("sdiff", -2, "readonly", (1, -1, 1)),
+    _c("sdiffstore", -3, "write denyoom", (1, -1, 1)),
+    _c("smove", 4, "write fast", (1, 2, 1)),
+    _c("smismember", -3, "readonly fast", (1, 1, 1)),
+    _c("sscan", -3, "readonly", (1, 1, 1)),
+    # lists by position and value (spec/rules/lists.md, models/list_positions.py)
+    _c("lpushx", -3, "write denyoom fast", (1, 1, 1)),
+    _c("rpushx", -3, "write denyoom fast", (1, 1, 1)),
+    _c("linsert", 5, "write denyoom", (1, 1, 1)),
+    _c("lindex", 3, "readonly", (1, 1, 1)),
+    _c("lset", 4, "write denyoom", (1, 1, 1)),
+    _c("ltrim", 4, "write", (1, 1, 1)),
+    _c("lpos", -3, "readonly", (1, 1, 1)),
+    _c("lrem", 4, "write", (1, 1, 1)),
+    _c("rpoplpush", 3, "write denyoom", (1, 2, 1)),
+    _c("lmpop", -4, "write"),
+    # SORT (spec/rules/sort.md)
+    _c("sort", -2, "write denyoom", (1, 1, 1)),
+    _c("sort_ro", -2, "readonly", (1, 1, 1)),
+    # bit fields of strings (spec/rules/bitfield.md)
+    _c("bitfield", -2, "write denyoom", (1, 1, 1)),
+    _c("bitfield_ro", -2, "readonly fast", (1, 1, 1)),
+    # sorted sets (spec/rules/zsets.md)
+    _c("zadd", -4, "write denyoom fast", (1, 1, 1)),
+    _c("zincrby", 4, "write denyoom fast", (1, 1, 1)),
+    _c("zrem", -3, "write fast", (1, 1, 1)),
+    _c("zcard", 2, "readonly fast", (1, 1, 1)),
+    _c("zscore", 3, "readonly fast", (1, 1, 1)),
+    _c("zmscore", -3, "readonly fast", (1, 1, 1)),
+    _c("zrank", 3, "readonly fast", (1, 1, 1)),
+    _c("zrevrank", 3, "readonly fast", (1, 1, 1)),
+    _c("zcount", 4, "readonly fast", (1, 1, 1)),
+    _c("zlexcount", 4, "readonly fast", (1, 1, 1)),
+    _c("zrange", -4, "readonly", (1, 1, 1)),
+    _c("zrangestore", -5, "write denyoom", (1, 2, 1)),
+    _c("zrevrange", -4, "readonly", (1, 1, 1)),
+    _c("zrangebyscore", -4, "readonly", (1, 1, 1)),
+    _c("zrevrangebyscore", -4, "readonly", (1, 1, 1)),
+    _c("zrangebylex", -4, "readonly", (1, 1, 1)),
+    _c("zrevrangebylex", -4, "readonly", (1, 1, 1)),
+    _c("zremrangebyrank", 4, "write", (1, 1, 1)),
+    _c("zremrangebyscore", 4, "write", (1, 1, 1)),
+    _c("zremrangebylex", 4, "write", (1, 1, 1)),
+    _c("zunionstore", -4, "write denyoom", (1, 1, 1)),
+    _c("zinterstore", -4, "write denyoom", (1, 1, 1)),
+    _c("zdiffstore", -4, "write denyoom", (1, 1, 1)),
+    _c("zunion", -3, "readonly"),
+    _c("zinter", -3, "readonly"),
+    _c("zdiff", -3, "readonly"),
+    _c("zintercard", -3, "readonly"),
+    _c("zpopmin", -2, "write fast", (1, 1, 1)),
+    _c("zpopmax", -2, "write fast", (1, 1, 1)),
+    _c("bzpopmin", -3, "write noscript fast blocking", (1, -2, 1)),
+    _c("bzpopmax", -3, "write noscript fast blocking", (1, -2, 1)),
+    _c("zmpop", -4, "write"),
+    _c("bzmpop", -5, "write blocking"),
+    _c("zscan", -3, "readonly", (1, 1, 1)),
+    _c("zrandmember", -2, "readonly", (1, 1, 1)),
+    _c("srandmember", -2, "readonly", (1, 1, 1)),
     _c("sadd", -3, "write denyoom fast", (1, 1, 1)),
     _c("srem", -3, "write fast", (1, 1, 1)),
     _c("smembers", 2, "readonly", (1, 1, 1)),
@@ -113,7 +178,7 @@ _TABLE: list[CommandSpec] = [
         _c("shardnumsub", -2, "pubsub loading stale"),
         _c("help", 2, "loading stale"),
     ]),
-    # functions (the library is always empty: scripting is outside the model)
+    # functions (spec/rules/functions.md)
     _c("function", -2, "", subs=[
         _c("delete", 3, "write noscript"),
         _c("dump", 2, "noscript"),
@@ -124,6 +189,21 @@ _TABLE: list[CommandSpec] = [
         _c("load", -3, "write denyoom noscript"),
         _c("restore", -3, "write denyoom noscript"),
         _c("stats", 2, "noscript allow_busy"),
+    ]),
+    # scripting (spec/rules/scripting.md); EVAL's keys come from its numkeys argument
+    _c("eval", -3, "noscript skip_monitor may_replicate no_mandatory_keys stale"),
+    _c("evalsha", -3, "noscript skip_monitor may_replicate no_mandatory_keys stale"),
+    _c("eval_ro", -3, "noscript skip_monitor no_mandatory_keys stale readonly"),
+    _c("evalsha_ro", -3, "noscript skip_monitor no_mandatory_keys stale readonly"),
+    _c("fcall", -3, "noscript skip_monitor may_replicate no_mandatory_keys stale"),
+    _c("fcall_ro", -3, "noscript skip_monitor no_mandatory_keys stale readonly"),
+    _c("script", -2, "", subs=[
+        _c("debug", 3, "noscript"),
+        _c("exists", -3, "noscript"),
+        _c("flush", -2, "noscript"),
+        _c("help", 2, "loading stale"),
+        _c("kill", 2, "noscript allow_busy"),
+        _c("load", 3, "noscript stale"),
     ]),
     # connection
     _c("ping", -1, "fast"),
@@ -166,6 +246,52 @@ _TABLE: list[CommandSpec] = [
     _c("flushall", -1, "write"),
     _c("set", -3, "write denyoom", (1, 1, 1)),
     _c("get", 2, "readonly fast", (1, 1, 1)),
+    # strings (spec/rules/strings.md)
+    _c("getdel", 2, "write fast", (1, 1, 1)),
+    _c("getex", -2, "write fast", (1, 1, 1)),
+    _c("getset", 3, "write denyoom fast", (1, 1, 1)),
+    _c("setnx", 3, "write denyoom fast", (1, 1, 1)),
+    _c("setex", 4, "write denyoom", (1, 1, 1)),
+    _c("psetex", 4, "write denyoom", (1, 1, 1)),
+    _c("mget", -2, "readonly fast", (1, -1, 1)),
+    _c("mset", -3, "write denyoom", (1, -1, 2)),
+    _c("msetnx", -3, "write denyoom", (1, -1, 2)),
+    _c("incr", 2, "write denyoom fast", (1, 1, 1)),
+    _c("decr", 2, "write denyoom fast", (1, 1, 1)),
+    _c("incrby", 3, "write denyoom fast", (1, 1, 1)),
+    _c("decrby", 3, "write denyoom fast", (1, 1, 1)),
+    _c("incrbyfloat", 3, "write denyoom fast", (1, 1, 1)),
+    _c("append", 3, "write denyoom fast", (1, 1, 1)),
+    _c("strlen", 2, "readonly fast", (1, 1, 1)),
+    _c("getrange", 4, "readonly", (1, 1, 1)),
+    _c("substr", 4, "readonly", (1, 1, 1)),
+    _c("setrange", 4, "write denyoom", (1, 1, 1)),
+    # hashes (spec/rules/hashes.md)
+    _c("hset", -4, "write denyoom fast", (1, 1, 1)),
+    _c("hmset", -4, "write denyoom fast", (1, 1, 1)),
+    _c("hsetnx", 4, "write denyoom fast", (1, 1, 1)),
+    _c("hget", 3, "readonly fast", (1, 1, 1)),
+    _c("hmget", -3, "readonly fast", (1, 1, 1)),
+    _c("hgetall", 2, "readonly", (1, 1, 1)),
+    _c("hdel", -3, "write fast", (1, 1, 1)),
+    _c("hexists", 3, "readonly fast", (1, 1, 1)),
+    _c("hincrby", 4, "write denyoom fast", (1, 1, 1)),
+    _c("hincrbyfloat", 4, "write denyoom fast", (1, 1, 1)),
+    _c("hkeys", 2, "readonly", (1, 1, 1)),
+    _c("hvals", 2, "readonly", (1, 1, 1)),
+    _c("hlen", 2, "readonly fast", (1, 1, 1)),
+    _c("hstrlen", 3, "readonly fast", (1, 1, 1)),
+    _c("hscan", -3, "readonly", (1, 1, 1)),
+    # key expiry (spec/rules/expiry.md)
+    _c("expire", -3, "write fast", (1, 1, 1)),
+    _c("pexpire", -3, "write fast", (1, 1, 1)),
+    _c("expireat", -3, "write fast", (1, 1, 1)),
+    _c("pexpireat", -3, "write fast", (1, 1, 1)),
+    _c("ttl", 2, "readonly fast", (1, 1, 1)),
+    _c("pttl", 2, "readonly fast", (1, 1, 1)),
+    _c("expiretime", 2, "readonly fast", (1, 1, 1)),
+    _c("pexpiretime", 2, "readonly fast", (1, 1, 1)),
+    _c("persist", 2, "write fast", (1, 1, 1)),
     _c("dump", 2, "readonly", (1, 1, 1)),  # spec/rules/dump.md
     _c("restore", -4, "write denyoom", (1, 1, 1)),
     # transactions
@@ -194,6 +320,16 @@ _TABLE: list[CommandSpec] = [
     # DEBUG's subcommands that are no persistence (spec/rules/debug.md); a trace using DEBUG is
     # still outside the model's scope (OUT_OF_SCOPE): a real server's DEBUG reaches its internals.
     _c("debug", -2, "admin noscript loading stale protected"),
+    # COMMAND (spec/rules/command.md): answered from the measured tables of spec/command_table.py
+    _c("command", -1, "loading stale", subs=[
+        _c("count", 2, "loading stale"),
+        _c("docs", -2, "loading stale"),
+        _c("getkeys", -4, "loading stale"),
+        _c("getkeysandflags", -4, "loading stale"),
+        _c("help", 2, "loading stale"),
+        _c("info", -2, "loading stale"),
+        _c("list", -2, "loading stale"),
+    ]),
 ]
 
 COMMANDS: dict[str, CommandSpec] = {c.name: c for c in _TABLE}
@@ -202,22 +338,74 @@ COMMANDS: dict[str, CommandSpec] = {c.name: c for c in _TABLE}
 # that uses one is "unsupported", not "diverge". Also XSPEC.FAULT, the reference
 # server's fault injection, which its --trace writes as a call when it changes replies.
 OUT_OF_SCOPE: frozenset[str] = frozenset(
-    """eval evalsha eval_ro evalsha_ro fcall fcall_ro script monitor sync psync
+    """monitor sync psync
     debug object memory module acl shutdown
-    migrate cluster readonly readwrite expire pexpire expireat pexpireat ttl pttl
-    persist expiretime pexpiretime copy move sort sort_ro randomkey renamenx touch incr decr
-    incrby decrby incrbyfloat append strlen getrange setrange getset getdel getex mget mset msetnx
-    setnx setex psetex lindex lset lrem ltrim linsert lpos
-    brpoplpush lmpop blmpop rpoplpush lpushx rpushx
-    smismember spop srandmember smove sinter sunion sdiff sinterstore sunionstore
-    sdiffstore sintercard sscan zadd zrem zrange zscore zcard zincrby zrank zrevrank zcount
-    zrangebyscore zpopmin zpopmax bzpopmin bzpopmax zmpop bzmpop zscan hset hget hdel hgetall
-    hkeys hvals hlen hexists hincrby hmset hmget hsetnx hscan hstrlen hrandfield pfadd pfcount
-    pfmerge setbit getbit bitcount bitpos bitop bitfield bitfield_ro geoadd geodist geopos
-    georadius geosearch lastsave time lolwut latency slowlog command swapdb_ object
+    migrate cluster readonly readwrite
+    copy move randomkey renamenx touch
+    brpoplpush blmpop
+    spop
+    hrandfield pfadd pfcount
+    pfmerge setbit getbit bitcount bitpos bitop geoadd geodist geopos
+    georadius geosearch lastsave time lolwut latency slowlog swapdb_ object
     xspec.fault
     """.split()
 )
+
+# Commands that name their keys through a count (``numkeys``): the count's position, and the
+# destination key the STORE forms write after reading their sources (looked up last).
+KEYNUM_COMMANDS: dict[str, tuple[int, int | None]] = {
+    "zunion": (1, None), "zinter": (1, None), "zdiff": (1, None), "zintercard": (1, None), "zmpop": (1, None),
+    "bzmpop": (2, None), "lmpop": (1, None), "blmpop": (2, None), "sintercard": (1, None),
+    "zunionstore": (2, 1), "zinterstore": (2, 1), "zdiffstore": (2, 1),
+}
+
+
+def keynum_keys(name: str, argv: list[bytes]) -> list[bytes] | None:
+    """The keys of a :data:`KEYNUM_COMMANDS` command in the order it looks them up (None for other
+    commands; what a malformed count names is left to the handler's errors)."""
+    found = KEYNUM_COMMANDS.get(name)
+    if found is None:
+        return None
+    at, dst = found
+    count = parse_count(argv[at]) if at < len(argv) else None
+    keys = [] if count is None else argv[at + 1:at + 1 + count]
+    return keys + ([argv[dst]] if dst is not None else [])
+
+
+def command_keys(spec: CommandSpec, argv: list[bytes]) -> list[bytes]:
+    """The keys 7.0's ``getKeysFromCommand`` finds, in the order the command looks them up: XREAD's and
+    XREADGROUP's after STREAMS (``xreadGetKeys``), a :data:`KEYNUM_COMMANDS` command's after its count,
+    every other command's by its table entry (first, last, step). Lazy expiry and client tracking use it."""
+    keys = keynum_keys(spec.fullname, argv)
+    if keys is not None:
+        return keys
+    if spec.fullname in ("xread", "xreadgroup"):
+        return _stream_keys(argv)
+    if not spec.first_key:
+        return []
+    last = spec.last_key if spec.last_key >= 0 else len(argv) + spec.last_key
+    return argv[spec.first_key:last + 1:spec.key_step or 1]
+
+
+def _stream_keys(argv: list[bytes]) -> list[bytes]:
+    # The options before STREAMS are skipped with their arguments; anything else ends the search.
+    skip = {b"block": 1, b"count": 1, b"group": 2, b"noack": 0}
+    i = 1
+    while i < len(argv):
+        word = c_string(argv[i]).lower()
+        if word == b"streams":
+            rest = argv[i + 1:]
+            return [] if not rest or len(rest) % 2 else rest[:len(rest) // 2]
+        if word not in skip:
+            return []
+        i += 1 + skip[word]
+    return []
+
+
+def parse_count(arg: bytes) -> int | None:
+    """A positive decimal count, None otherwise."""
+    return int(arg) if arg.isdigit() and 0 < len(arg) < 19 and int(arg) > 0 else None
+
 
 # DISPATCH-4: the commands that run at once inside MULTI instead of being queued.
 RUN_INSIDE_MULTI = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})

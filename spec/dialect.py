@@ -105,6 +105,13 @@ class Dialect:
     # 6.2 wraps a transaction's propagated writes in MULTI/EXEC (even one) and nothing else;
     # 7.0 wraps whatever one command propagates when it is more than one op.
     wraps_transactions_only: bool = False
+    # 6.2's compact sorted sets are ziplists: OBJECT ENCODING and DUMP name them so, scores keep
+    # -0's sign, ZPOPMIN/ZPOPMAX read any count and a count below 1 replies an empty array at
+    # once, and there is no ZMPOP, BZMPOP or ZINTERCARD (ZSET-DIALECT-1).
+    zset_ziplist: bool = False
+    # LPOS's error for RANK 0 (LIST-DIALECT-2: 6.2's words end at "the second, ...").
+    lpos_rank_zero_error: str = ("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... "
+                                 "or use negative to start from the end of the list")
 
     # SET accepts GET together with NX (7.0+); 6.2 refuses the pair as a syntax error.
     set_nx_with_get: bool = True
@@ -115,6 +122,12 @@ class Dialect:
     # ``PX <ms>``, EXAT and PXAT as ``PXAT <absolute ms>``), "pxat-verbatim" (Valkey:
     # as 7.0, but a PXAT SET is propagated as typed).
     set_expiry_propagation: str = "pxat"
+    # GETEX checks its expiry time before looking the key up (Valkey; GETEX-DIALECT-1)
+    getex_checks_time_first: bool = False
+    # WATCH remembers a key that had already expired, which then does not fail EXEC (not 6.2; EXPIRE-WATCH-1)
+    watch_remembers_expired: bool = True
+    # EXPIRE or GETEX with a time already past notifies "expired", not "del" (Valkey; EXPIRE-DIALECT-2)
+    past_expiry_notifies_expired: bool = False
     # INFO takes several section names (7.0+); 6.2 takes at most one (INFO-DIALECT-2).
     info_multiple_sections: bool = True
     # CONFIG GET looks up an argument without glob characters as given and replies it under
@@ -194,6 +207,14 @@ class Dialect:
     select_after_multi: bool = False
     # Small sets of non-integers are listpacks, listed in insertion order (SETS-DIALECT-1).
     set_listpack: bool = False
+    # Doubles in replies are ``d2string``'s shortest digits, not ``%.17g`` (ZSET-DIALECT-2).
+    double_replies_shortest: bool = False
+    # ZADD and ZRANGESTORE size a new sorted set by the elements they add, and ZADD converts a listpack
+    # given more pairs than it may hold; ZRANK/ZREVRANK take WITHSCORE (ZSET-DIALECT-2).
+    zset_size_hints: bool = False
+    # Doubles are read by fast_float (``valkey_strtod``): no hexadecimal, no leading white space in a
+    # score range (ZSET-DIALECT-3; Valkey 9.1.2, measured).
+    fast_float_doubles: bool = False
     # A successful FUNCTION FLUSH also counts one ``config|get`` call in INFO commandstats: the Lua
     # engine it restarts runs CONFIG GET (Valkey 9.1.2, measured; STATS-DIALECT-2).
     function_flush_counts_config_get: bool = False
@@ -244,6 +265,11 @@ class Dialect:
     # prefix on: the error, then ``+OK`` with tracking on (Redis's stray second reply); Valkey
     # answers the error alone.
     tracking_overlap_then_ok: bool = True
+    # CLIENT TRACKING: FLUSHALL/FLUSHDB's null for the running client itself goes before its reply
+    # (TRACKING-DIALECT-1: 7.4.1, measured; every other dialect sends it after).
+    tracking_flush_null_before_reply: bool = False
+    # notify-keyspace-events knows the ``n`` class and a key's creation sends ``new`` (NOTIFY-DIALECT-1: 7.0+).
+    keyspace_new_events: bool = True
     # The RDB version DUMP writes and the newest one RESTORE loads (DUMP-2, DUMP-4, DUMP-DIALECT-1):
     # 6.2 9, 7.0 10, 7.2 11, 7.4 12, Valkey 8.1 11, Valkey 9.1 80 (Valkey's own numbering, measured;
     # Valkey 9 refuses version 0 and Redis's 12..79).
@@ -281,11 +307,21 @@ _LEGACY_ARITY: dict[str, int | tuple[int, ...]] = {
     "xinfo|help": -2,
     "config|get": 3,
     "config|set": 4,
+    "command|getkeys": -3,  # COMMAND-DIALECT-1: the command's own arity is checked by GETKEYS
+    # EXPIRE-DIALECT-1: 6.2's EXPIRE family takes no NX/XX/GT/LT
+    "expire": 3,
+    "pexpire": 3,
+    "expireat": 3,
+    "pexpireat": 3,
 }
 # Subcommands that 6.2 does not have.
-_LEGACY_MISSING = frozenset({"client|no-evict", "client|no-touch", "pubsub|shardchannels", "pubsub|shardnumsub"})
+_LEGACY_MISSING = frozenset({"client|no-evict", "client|no-touch", "pubsub|shardchannels", "pubsub|shardnumsub",
+                             "command|docs", "command|list", "command|getkeysandflags"})  # COMMAND-DIALECT-1
 # Commands that 6.2 does not have (FUNCTION-DIALECT-1).
-_LEGACY_MISSING_COMMANDS = frozenset({"function", "ssubscribe", "sunsubscribe", "spublish"})  # PUBSUB-DIALECT-1
+# PUBSUB-DIALECT-1, ZSET-DIALECT-1, EXPIRE-DIALECT-1, LIST-DIALECT-2 and 7.0's scripting commands
+_LEGACY_MISSING_COMMANDS = frozenset({
+    "function", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "ssubscribe", "sunsubscribe", "spublish", "zmpop",
+    "bzmpop", "zintercard", "expiretime", "pexpiretime", "lmpop", "sintercard", "sort_ro"})
 _legacy_specs: dict[tuple[str, ...], table.CommandSpec] = {}
 
 
@@ -378,6 +414,7 @@ REDIS_62 = replace(
     name="redis-6.2",
     version="6.2.14",
     config_parameters=CONFIG_62,
+    keyspace_new_events=False,
     rdb_version=9,
     stream_counters=False,
     xadd_auto_sequence=False,
@@ -400,8 +437,11 @@ REDIS_62 = replace(
     rdb_replication_on_primary=False,
     info_layout=INFO_LAYOUT_62,
     set_nx_with_get=False,
+    zset_ziplist=True,
+    lpos_rank_zero_error="ERR RANK can't be zero: use 1 to start from the first match, 2 from the second, ...",
     set_invalid_expire_error="ERR invalid expire time in set",
     set_expiry_propagation="px",
+    watch_remembers_expired=False,
     info_multiple_sections=False,
     config_get_plain_names=False,
     unsupported={"client|help": "6.2's help text is not modelled"},
@@ -422,9 +462,23 @@ CLIENT_SETINFO = table.CommandSpec("setinfo", 4, frozenset({"noscript", "loading
 WAITAOF = table.CommandSpec("waitaof", 4, frozenset({"noscript"}))
 
 
+# ZRANK and ZREVRANK take WITHSCORE from 7.2 (ZSET-DIALECT-2): their arity is -3.
+RANKS_72 = {name: table.CommandSpec(name, -3, frozenset({"readonly", "fast"}), 1, 1, 1)
+            for name in ("zrank", "zrevrank")}
+
+
+# COMMAND GETKEYS and GETKEYSANDFLAGS take a command without arguments from 7.2 (COMMAND-DIALECT-2): arity -3.
+GETKEYS_72 = {name: replace(table.COMMANDS["command"].subcommands[name], arity=-3)
+              for name in ("getkeys", "getkeysandflags")}
+
+
 def lookup_72(argv: list[bytes]) -> table.CommandSpec | None:
-    """7.2's ``lookupCommand``: 7.0's table, CLIENT SETINFO and WAITAOF."""
+    """7.2's ``lookupCommand``: 7.0's table, CLIENT SETINFO, WAITAOF and ZRANK's new arity."""
     spec = table.lookup(argv)
+    if spec is not None and spec.name in RANKS_72 and spec.container is None:
+        return RANKS_72[spec.name]
+    if spec is not None and spec.container == "command" and spec.name in GETKEYS_72:
+        return GETKEYS_72[spec.name]  # COMMAND-DIALECT-2
     if spec is None and len(argv) > 1 and c_string(argv[1]).lower() == b"setinfo" \
             and c_string(argv[0]).lower() == b"client":
         return CLIENT_SETINFO
@@ -438,6 +492,7 @@ REDIS_72 = replace(
     name="redis-7.2",
     version="7.2.6",
     lookup=lookup_72,
+    tracking_redirect_before_reply=False,  # TRACKING-DIALECT-1: after the reply, as Valkey (measured)
     client_unblock_counts="failed-on-error",
     rdb_version=11,
     time_snapshot_per_command=True,
@@ -451,6 +506,8 @@ REDIS_72 = replace(
     block_timeout_range_check=True,
     select_after_multi=True,
     set_listpack=True,
+    double_replies_shortest=True,
+    zset_size_hints=True,
     help_last_line="    Print this help.",
     info_layout=INFO_LAYOUT_72,
     help_texts="7.2",
@@ -470,7 +527,8 @@ _CLIENT_FIELDS_74 = tuple(
 REDIS_74 = replace(REDIS_72, name="redis-7.4", version="7.4.1", xread_plus_id=True,
                    xread_plus_zero_last_id_error=True, readgroup_propagates_group_id=True,
                    client_list_fields=_CLIENT_FIELDS_74, info_layout=INFO_LAYOUT_74, config_parameters=CONFIG_74,
-                   help_texts="7.4", rdb_version=12, history_read_counts=False)
+                   help_texts="7.4", rdb_version=12, history_read_counts=False,
+                   tracking_flush_null_before_reply=True)  # TRACKING-DIALECT-1
 
 VALKEY_91 = replace(
     REDIS_74,
@@ -483,6 +541,7 @@ VALKEY_91 = replace(
     rdb_version=80,
     server_name="valkey",
     lua_module=True,
+    fast_float_doubles=True,
     help_last_line="    Print this help.",
     info_layout=INFO_LAYOUT_VALKEY_91,
     unsupported={
@@ -506,7 +565,10 @@ VALKEY_91 = replace(
     client_extra_arguments_refused=False,
     help_texts="valkey",
     tracking_redirect_before_reply=False,
+    tracking_flush_null_before_reply=False,
     tracking_overlap_then_ok=False,
+    past_expiry_notifies_expired=True,
+    getex_checks_time_first=True,
     set_expiry_propagation="pxat-verbatim",
     auth_before_lookup=True,
     hello_options_then_auth=True,
@@ -521,11 +583,13 @@ VALKEY_81 = replace(
     VALKEY_91,
     name="valkey-8.1",
     version="8.1.8",
+    getex_checks_time_first=False,  # GETEX-DIALECT-1: 9.1 only
     rdb_version=11,
     function_flush_counts_config_get=False,  # STATS-DIALECT-2: measured on 8.1.8
     xread_plus_zero_last_id_error=True,
     lua_module=False,
     no_multi_error_names_command=False,
+    fast_float_doubles=False,  # ZSET-DIALECT-3: 8.1.8 reads hexadecimal scores (measured)
     auth_before_lookup=False,
     info_layout=INFO_LAYOUT_VALKEY_81,
     config_parameters=CONFIG_VALKEY_81,

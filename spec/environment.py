@@ -282,6 +282,26 @@ def _scan(argv: list[bytes], trace: Reply, model: Reply) -> bool:
     return set(got) == set(allowed) if whole else True
 
 
+def _zscan(argv: list[bytes], trace: Reply, model: Reply) -> bool:
+    """ENV-SCAN for ZSCAN of a hash-table sorted set: a page of member-score pairs the model has."""
+    if not (isinstance(trace, Array) and isinstance(model, Array) and len(trace.items) == len(model.items) == 2):
+        return False
+    cursor, page = trace.items
+    model_page = model.items[1]
+    if not (isinstance(cursor, Bulk) and cursor.value.isdigit() and isinstance(page, Array)
+            and isinstance(model_page, Array)):
+        return False
+    got, allowed = _bulk_values(page), _bulk_values(model_page)
+    if got is None or allowed is None or len(got) % 2 or len(allowed) % 2:
+        return False
+    pairs = list(zip(got[0::2], got[1::2], strict=True))
+    known = dict(zip(allowed[0::2], allowed[1::2], strict=True))
+    if len({m for m, _ in pairs}) != len(pairs) or any(known.get(m) != score for m, score in pairs):
+        return False
+    whole = argv[2].isdigit() and int(argv[2]) == 0 and cursor.value == b"0"
+    return len(pairs) == len(known) if whole else True
+
+
 _CHECKS: dict[str, Check] = {
     "hello": _hello,
     "client|id": _client_id,
@@ -291,6 +311,9 @@ _CHECKS: dict[str, Check] = {
     "config|get": _config_get,
     "keys": _keys,
     "scan": _scan,
+    "sscan": lambda argv, trace, model: _scan(argv[1:], trace, model),
+    "zscan": _zscan,
+    "hscan": _zscan,  # ENV-SCAN for HSCAN of a hash table: a page of field-value pairs the model has
     "debug": _debug,
 }
 

@@ -25,12 +25,14 @@ server each adapt it to their own value types.
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xspec.spec import lzf
 from xspec.spec.crc64 import crc64
+from xspec.spec.doubles import packed_score_text, strtod
 from xspec.spec.ids import StreamID
 from xspec.spec.listpack import as_listpack_int
 from xspec.spec.listpack_codec import (
@@ -70,9 +72,10 @@ TYPE_STREAM_LISTPACKS_2 = 19
 TYPE_SET_LISTPACK = 20
 TYPE_STREAM_LISTPACKS_3 = 21
 
-_UNMODELLED_TYPES = frozenset({TYPE_ZSET, TYPE_HASH, TYPE_ZSET_2, TYPE_MODULE_PRE_GA, TYPE_MODULE_2,
-                               TYPE_HASH_ZIPMAP, TYPE_ZSET_ZIPLIST, TYPE_HASH_ZIPLIST, TYPE_HASH_LISTPACK,
-                               TYPE_ZSET_LISTPACK, 22, 23, 24, 25})
+_UNMODELLED_TYPES = frozenset({TYPE_MODULE_PRE_GA, TYPE_MODULE_2, TYPE_HASH_ZIPMAP, 22, 23, 24, 25})
+_HASH_TYPES = frozenset({TYPE_HASH, TYPE_HASH_ZIPLIST, TYPE_HASH_LISTPACK})
+_ZSET_TYPES = frozenset({TYPE_ZSET, TYPE_ZSET_2, TYPE_ZSET_ZIPLIST, TYPE_ZSET_LISTPACK})
+_BINARY_DOUBLE = struct.Struct("<d")
 
 _ENC_INT8, _ENC_INT16, _ENC_INT32, _ENC_LZF = 0, 1, 2, 3
 _QUICKLIST_PLAIN, _QUICKLIST_PACKED = 1, 2
@@ -211,7 +214,25 @@ class StreamRecord:
     groups: list[GroupRecord] = field(default_factory=list)
 
 
-RdbValue = bytes | ListRecord | SetRecord | StreamRecord
+@dataclass
+class ZSetRecord:
+    """A sorted set: its (member, score) pairs, lowest first, and its encoding (``listpack``, which is
+    a ziplist in RDB 9, or ``skiplist``)."""
+
+    pairs: list[tuple[bytes, float]]
+    encoding: str
+
+
+@dataclass
+class HashRecord:
+    """A hash: its (field, value) pairs in the order the payload holds them, and its encoding
+    (``listpack``, a ziplist in RDB 9, or ``hashtable``)."""
+
+    pairs: list[tuple[bytes, bytes]]
+    encoding: str
+
+
+RdbValue = bytes | ListRecord | SetRecord | StreamRecord | ZSetRecord | HashRecord
 
 
 # -- writing ---------------------------------------------------------------------------------------
@@ -355,6 +376,40 @@ def _encode_list(items: list[bytes], fmt: RdbFormat, out: list[bytes]) -> None:
         out.append(encode_string(lp_encode(list[Element](n))))
 
 
+def _encode_zset(z: ZSetRecord, fmt: RdbFormat, out: list[bytes]) -> None:
+    """A compact sorted set as a ziplist (RDB 9) or listpack of member, score pairs, each score as the
+    encoding keeps it; a skiplist as ZSET_2: its members from the highest score down, each score a
+    little-endian binary double (rdbSaveObject)."""
+    if z.encoding == "listpack":
+        packing = "ziplist" if fmt.version <= 9 else "listpack" if fmt.version == 10 else "listpack-shortest"
+        elements: list[Element] = []
+        for member, score in z.pairs:
+            elements += (member, packed_score_text(score, packing).encode())
+        if fmt.version <= 9:
+            out += [bytes((TYPE_ZSET_ZIPLIST,)), encode_string(zl_encode(elements))]
+        else:
+            out += [bytes((TYPE_ZSET_LISTPACK,)), encode_string(lp_encode(elements))]
+        return
+    out += [bytes((TYPE_ZSET_2,)), encode_length(len(z.pairs))]
+    for member, score in reversed(z.pairs):
+        out += [encode_string(member), _BINARY_DOUBLE.pack(score)]
+
+
+def _encode_hash(h: HashRecord, fmt: RdbFormat, out: list[bytes]) -> None:
+    """A small hash as a ziplist (RDB 9) or listpack of field, value...; a hash table as HASH: its
+    length, then each field and value (rdbSaveObject)."""
+    if h.encoding == "listpack":
+        elements: list[Element] = [x for pair in h.pairs for x in pair]
+        if fmt.version <= 9:
+            out += [bytes((TYPE_HASH_ZIPLIST,)), encode_string(zl_encode(elements))]
+        else:
+            out += [bytes((TYPE_HASH_LISTPACK,)), encode_string(lp_encode(elements))]
+        return
+    out += [bytes((TYPE_HASH,)), encode_length(len(h.pairs))]
+    for f, v in h.pairs:
+        out += [encode_string(f), encode_string(v)]
+
+
 def encode_value(value: RdbValue, fmt: RdbFormat) -> bytes:
     """rdbSaveObjectType and rdbSaveObject of ``value`` in ``fmt``: the payload without its footer."""
     out: list[bytes] = []
@@ -366,6 +421,10 @@ def encode_value(value: RdbValue, fmt: RdbFormat) -> bytes:
     elif isinstance(value, ListRecord):
         out.append(bytes((fmt.list_type,)))
         _encode_list(value.items, fmt, out)
+    elif isinstance(value, ZSetRecord):
+        _encode_zset(value, fmt, out)
+    elif isinstance(value, HashRecord):
+        _encode_hash(value, fmt, out)
     elif value.encoding == "intset":
         out += [bytes((TYPE_SET_INTSET,)), encode_string(intset_encode([int(m) for m in value.members]))]
     elif value.encoding == "listpack" and fmt.set_listpack:
@@ -641,6 +700,74 @@ def _decode_set(r: _Reader, rdb_type: int) -> SetRecord:
     return SetRecord(members, encoding)
 
 
+def _decode_hash(r: _Reader, rdb_type: int) -> HashRecord:
+    if rdb_type == TYPE_HASH:
+        pairs = [(r.string(), r.string()) for _ in range(r.plain_length())]
+        encoding = "hashtable"
+    else:
+        elements = _container(zl_decode if rdb_type == TYPE_HASH_ZIPLIST else lp_decode, r.string())
+        if len(elements) % 2:
+            raise RdbFormatError("hash with a field but no value")
+        pairs = [(elements[i], elements[i + 1]) for i in range(0, len(elements), 2)]
+        encoding = "listpack"
+    if not pairs:
+        raise EmptyKey("empty hash")
+    if len({f for f, _ in pairs}) != len(pairs):
+        raise RdbFormatError("duplicate hash field")
+    return HashRecord(pairs, encoding)
+
+
+def _packed_score(e: Element) -> float:
+    """zzlGetScore: an integer entry, or a text read by strtod."""
+    if isinstance(e, int):
+        return float(e)
+    value, consumed, _ = strtod(e[:127])
+    if consumed == 0 or math.isnan(value):
+        raise RdbFormatError("sorted set score is not a number")
+    return value
+
+
+def _text_double(r: _Reader) -> float:
+    """rdbLoadDoubleValue (the old ZSET type): a length byte (253 nan, 254 inf, 255 -inf), then ASCII."""
+    n = r.byte()
+    if n == 253:
+        return math.nan
+    if n in (254, 255):
+        return math.inf if n == 254 else -math.inf
+    value, consumed, _ = strtod(r.take(n))
+    if consumed == 0:
+        raise RdbFormatError("sorted set score is not a number")
+    return value
+
+
+def _decode_zset(r: _Reader, rdb_type: int) -> ZSetRecord:
+    pairs: list[tuple[bytes, float]] = []
+    if rdb_type in (TYPE_ZSET, TYPE_ZSET_2):
+        for _ in range(r.plain_length()):
+            member = r.string()
+            score = _BINARY_DOUBLE.unpack(r.take(8))[0] if rdb_type == TYPE_ZSET_2 else _text_double(r)
+            if math.isnan(score):
+                raise RdbFormatError("sorted set with a NaN score")
+            pairs.append((member, score))
+        encoding = "skiplist"
+    else:
+        decode = zl_decode if rdb_type == TYPE_ZSET_ZIPLIST else lp_decode
+        try:
+            elements = decode(r.string())
+        except CorruptContainer as e:
+            raise RdbFormatError(str(e)) from e
+        if len(elements) % 2:
+            raise RdbFormatError("sorted set with a member but no score")
+        pairs = [(as_bytes(elements[i]), _packed_score(elements[i + 1])) for i in range(0, len(elements), 2)]
+        encoding = "listpack"
+    if not pairs:
+        raise EmptyKey("empty sorted set")
+    if len({m for m, _ in pairs}) != len(pairs):
+        raise RdbFormatError("duplicate sorted set member")
+    pairs.sort(key=lambda p: (p[1], p[0]))
+    return ZSetRecord(pairs, encoding)
+
+
 def decode_value(payload: bytes, fmt: RdbFormat) -> RdbValue:
     """rdbLoadObjectType and rdbLoadObject over a payload (its footer may follow; what the value
     does not use is ignored, as RESTORE ignores it). Raises :class:`RdbFormatError` for what
@@ -662,6 +789,10 @@ def read_object(r: _Reader, rdb_type: int, fmt: RdbFormat) -> RdbValue:
         return _decode_list(r, rdb_type)
     if rdb_type in (TYPE_SET, TYPE_SET_INTSET, TYPE_SET_LISTPACK):
         return _decode_set(r, rdb_type)
+    if rdb_type in _ZSET_TYPES:
+        return _decode_zset(r, rdb_type)
+    if rdb_type in _HASH_TYPES:
+        return _decode_hash(r, rdb_type)
     return _decode_stream(r, rdb_type)
 
 

@@ -68,6 +68,7 @@ def ledger_and_anomalies(trace: Trace, stuck_after_ms: int = 60_000,
         assert quarantine.num_rows == 0, quarantine.to_pylist()
         rows = [r for r in events.select(list(LEDGER_INPUT)).to_pylist() if r["ev"] != "header"]
         ledger = ledger_of(str(path), rows)
+        assert_columns_equal_fold(events)
         return ledger, anomalies_from(ledger, stuck_after_ms, poison)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -81,7 +82,27 @@ def file_ledger(path: Path, stuck_after_ms: int = 60_000,
     events, _, quarantine = read_files([str(path)])
     assert quarantine.num_rows == 0, quarantine.to_pylist()
     ledger = ledger_of(str(path), events.select(list(LEDGER_INPUT)).to_pylist())
+    assert_columns_equal_fold(events)
     return ledger, anomalies_from(ledger, stuck_after_ms, poison)
+
+
+def batch_ledger(events: pa.Table, columns: bool = True, chunk: int = 500) -> pa.Table:
+    """The ledger step's table (canonical order) over an events table, fed in batches of ``chunk`` rows."""
+    from xspec.audit.batches import ledger_batches
+    from xspec.audit.ledger import LEDGER_INPUT
+    from xspec.audit.schema import LEDGER
+    events = events.sort_by([("trace", "ascending"), ("event", "ascending")]).select(list(LEDGER_INPUT))
+    return canonical("ledger", pa.Table.from_batches(list(ledger_batches(iter(events.to_batches(
+        max_chunksize=chunk)), columns=columns)), LEDGER))
+
+
+def assert_columns_equal_fold(events: pa.Table) -> None:
+    """The column-wise ledger (with the fold for what it leaves) equals the fold's, row for row."""
+    by_columns, by_fold = batch_ledger(events), batch_ledger(events, columns=False)
+    if not by_columns.equals(by_fold):
+        for a, b in zip(by_columns.to_pylist(), by_fold.to_pylist(), strict=False):
+            assert a == b
+        assert by_columns.num_rows == by_fold.num_rows
 
 
 def kinds(anomalies: list[dict[str, Any]]) -> set[tuple[str, str]]:

@@ -384,9 +384,9 @@ def test_virtual_clock_traces_run_in_file_order_at_now() -> None:
 
 
 def test_out_of_scope_commands_and_settings_are_unsupported() -> None:
-    v = check([call(1, ["HSET", "h", "f", "x"], {"int": 1}, 0)])
+    v = check([call(1, ["PFADD", "h", "x"], {"int": 1}, 0)])
     assert_verdict(v, "unsupported")
-    assert "HSET" in v.message
+    assert "PFADD" in v.message
     v = check([call(1, ["PING"], {"simple": "PONG"}, 0)], config={"maxmemory": "10"})
     assert_verdict(v, "unsupported")
     assert "maxmemory" in v.message
@@ -416,7 +416,7 @@ def test_replay_report_counts_and_expectations(tmp_path: Path) -> None:
     bad = good[:3] + [recv(2, bulk("b"), 0.03)]
     write(tmp_path / "a-good.jsonl", good)
     write(tmp_path / "b-finding.jsonl", bad, expect={"verdict": "diverge", "dialect": "redis-7.0", "event": 4})
-    write(tmp_path / "c-scope.jsonl", [call(1, ["HSET", "h", "f", "x"], {"int": 1}, 0)],
+    write(tmp_path / "c-scope.jsonl", [call(1, ["PFADD", "h", "x"], {"int": 1}, 0)],
           expect={"verdict": "unsupported"})
     runner = CliRunner()
     r = runner.invoke(main, ["replay", str(tmp_path), "--against", "model"])

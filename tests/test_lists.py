@@ -46,10 +46,17 @@ def _args(step: Sequence[object]) -> list[bytes]:
     return [a if isinstance(a, bytes) else str(a).encode() for a in step[2:]]
 
 
+_SET_REPLIES = frozenset({"SMEMBERS", "SINTER", "SUNION", "SDIFF"})
+
+
 def _normal(step: Sequence[object], r: Reply) -> object:
-    """SMEMBERS of a hash table comes in the seed's order: compare it sorted."""
-    if len(step) > 2 and str(step[2]).upper() == "SMEMBERS" and isinstance(r, Array | Set):
+    """A hash table's members come in the seed's order: SMEMBERS, SINTER, SUNION, SDIFF and an SSCAN page
+    are compared sorted."""
+    name = str(step[2]).upper() if len(step) > 2 else ""
+    if name in _SET_REPLIES and isinstance(r, Array | Set):
         return (type(r).__name__, sorted(map(repr, r.items)))
+    if name == "SSCAN" and isinstance(r, Array) and len(r.items) == 2 and isinstance(r.items[1], Array):
+        return ("sscan", r.items[0], sorted(map(repr, r.items[1].items)))
     return r
 
 

@@ -118,7 +118,9 @@ def test_bad_payload_contents_are_format_errors() -> None:
         with pytest.raises(rdb.RdbFormatError):
             rdb.decode_value(body + b"\x0a\x00" + b"\x00" * 8, fmt)
     with pytest.raises(rdb.UnmodelledType):
-        rdb.decode_value(b"\x04\x00", fmt)
+        rdb.decode_value(b"\x07\x00", fmt)  # a module value
+    with pytest.raises(rdb.EmptyKey):
+        rdb.decode_value(b"\x04\x00", fmt)  # a hash with no field (HASH-12)
     # 7.0 knows types up to 19: a listpack set (20) is a format error there, not in 7.2
     with pytest.raises(rdb.RdbFormatError):
         rdb.decode_value(b"\x14" + rdb.encode_string(lp_encode([b"a"])), fmt)

@@ -146,7 +146,13 @@ FAMILY_WEIGHTS: dict[str, int] = {
     "transaction": 2,  # MULTI, several writes, EXEC in a row: many keys signalled at once
     "burst": 0,  # many XADDs and one group read of them all (opt in: a profile gives it a weight)
     "contend": 0,  # several clients block on one key, another writes to it (opt in)
+    # strings, hashes and key expiry (spec/rules/strings.md, hashes.md, expiry.md; opt in: profile "types")
+    "strings": 0, "hashes": 0, "expiry": 0,
 }
+# Keys the string, hash and expiry families write to, apart from the streams' keys (and one of them).
+VALUE_KEYS: tuple[bytes, ...] = (b"a", b"b", b"h", b"s")
+NUMBERS: tuple[bytes, ...] = (b"0", b"1", b"-1", b"10", b"1.5", b"-0.25", b"1e3", b"x", b"9223372036854775807",
+                              b"-9223372036854775808", b"", b"inf")
 
 
 def _pick(rng: random.Random, items: Sequence[bytes]) -> bytes:
@@ -666,6 +672,41 @@ class Generator:
                                  [b"KEYS", b"s*"], [b"KEYS", b"k*"], [b"SELECT", b"16"]],
                                 [6, 1, 1, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])[0])
 
+    def value_key(self) -> bytes:
+        return _pick(self.rng, VALUE_KEYS)
+
+    def strings(self, client: int) -> list[Arg]:
+        """A string command with its options, valid mostly (spec/rules/strings.md)."""
+        k, n = self.value_key(), _pick(self.rng, NUMBERS)
+        expiry = self.rng.choice([[], [], [b"EX", b"100"], [b"PX", b"100000"], [b"KEEPTTL"], [b"PX", b"0"]])
+        flags = self.rng.choice([[], [], [b"NX"], [b"XX"], [b"GET"], [b"NX", b"GET"]])
+        return list(self.rng.choice([
+            [b"SET", k, n, *flags, *expiry], [b"GET", k], [b"INCR", k], [b"DECRBY", k, n], [b"INCRBY", k, n],
+            [b"INCRBYFLOAT", k, n], [b"APPEND", k, n], [b"STRLEN", k], [b"GETRANGE", k, n, b"-1"],
+            [b"SETRANGE", k, self.rng.choice([b"0", b"2", b"-1"]), n], [b"MGET", k, self.value_key()],
+            [b"MSET", k, n, self.value_key(), b"v"], [b"MSETNX", k, n], [b"GETDEL", k], [b"GETSET", k, n],
+            [b"GETEX", k, *self.rng.choice([[], [b"PERSIST"], [b"EX", b"100"], [b"PXAT", b"1"], [b"EX", n]])],
+            [b"SETNX", k, n], [b"SETEX", k, self.rng.choice([b"100", b"0", n]), b"v"]]))
+
+    def hashes(self, client: int) -> list[Arg]:
+        """A hash command on a small hash (listpack order), valid mostly (spec/rules/hashes.md)."""
+        k, f, n = self.value_key(), self.rng.choice([b"f", b"g", b"h"]), _pick(self.rng, NUMBERS)
+        return list(self.rng.choice([
+            [b"HSET", k, f, n], [b"HSET", k, f, n, b"g", b"v"], [b"HMSET", k, f, n], [b"HSETNX", k, f, n],
+            [b"HGET", k, f], [b"HMGET", k, f, b"g"], [b"HGETALL", k], [b"HDEL", k, f], [b"HDEL", k, f, b"g", b"h"],
+            [b"HEXISTS", k, f], [b"HINCRBY", k, f, n], [b"HINCRBYFLOAT", k, f, n], [b"HKEYS", k], [b"HVALS", k],
+            [b"HLEN", k], [b"HSTRLEN", k, f], [b"HSCAN", k, b"0", *self.rng.choice([[], [b"MATCH", b"f*"], [b"COUNT", n]])]]))
+
+    def expiry(self, client: int) -> list[Arg]:
+        """An expiry command with long times, so that nothing expires behind the model's back (expiry.md)."""
+        k = self.rng.choice([self.value_key(), self.key()])
+        opts = self.rng.choice([[], [], [b"NX"], [b"XX"], [b"GT"], [b"LT"], [b"NX", b"GT"], [b"BOGUS"]])
+        return list(self.rng.choice([
+            [b"EXPIRE", k, self.rng.choice([b"100", b"200", b"-1", b"x"]), *opts],
+            [b"PEXPIRE", k, self.rng.choice([b"100000", b"200000"]), *opts],
+            [b"EXPIREAT", k, self.rng.choice([b"1", b"99999999999"]), *opts], [b"TTL", k], [b"PTTL", k],
+            [b"PERSIST", k], [b"EXPIRETIME", k], [b"PEXPIRETIME", k]]))
+
     def config(self, client: int) -> list[Arg]:
         if self.chance(0.2):
             return [b"CONFIG", b"GET", self.rng.choice([b"stream-node-max-entries", b"stream-node-max-bytes"])]
@@ -681,6 +722,7 @@ FAMILIES: dict[str, Callable[[Generator, int], list[Arg]]] = {
     "xpending": Generator.xpending, "xclaim": Generator.xclaim, "xautoclaim": Generator.xautoclaim,
     "xinfo": Generator.xinfo, "keyspace": Generator.keyspace, "multi": Generator.multi,
     "watch": Generator.watch, "connection": Generator.connection, "config": Generator.config,
+    "strings": Generator.strings, "hashes": Generator.hashes, "expiry": Generator.expiry,
 }
 
 
@@ -707,6 +749,9 @@ PROFILES: dict[str, Profile] = {
     "clock": Profile(clock_mode=1.0, weights=(("xadd", 30), ("xrange", 10), ("pause", 5), ("xautoclaim", 8))),
     # few mistakes, so long valid histories build up
     "valid": Profile(invalid=0.02),
+    # strings, hashes and key expiry beside the streams (long expiry times: active expiry is not modelled)
+    "types": Profile(weights=(("strings", 14), ("hashes", 12), ("expiry", 8), ("keyspace", 4), ("multi", 3),
+                              ("watch", 2))),
     # large streams and PELs: many entries, many deliveries, little deletion
     "bulk": Profile(clients=2, invalid=0.03, trim=0.03, weights=(("xadd", 40), ("xreadgroup", 14), ("xtrim", 1), ("xdel", 2),
                                                       ("keyspace", 0), ("xsetid", 1), ("xgroup", 3), ("config", 0),

@@ -25,6 +25,7 @@ from itertools import accumulate
 
 from hypothesis import strategies as st
 
+from xspec.traces.fuzz import scripting as _scripting  # noqa: F401  # registers the "scripting" family
 from xspec.traces.fuzz.generate import FAMILIES, KEYS, PROFILES, Arg, Generator, Profile, Step
 
 DETAIL_SEEDS = 1 << 16
@@ -93,6 +94,84 @@ def _pick(rng: random.Random, items: tuple[bytes, ...]) -> bytes:
 
 FAMILIES.setdefault("lists", lists_family)
 
+ZSET_KEYS: tuple[bytes, ...] = (KEYS[0], b"z", b"y", b"l")
+SCORES: tuple[bytes, ...] = (b"1", b"2.5", b"-0.0", b"1.1", b"inf", b"-inf", b"1e-7", b"x", b"0x10", b"")
+MEMBERS: tuple[bytes, ...] = (b"a", b"b", b"1", b"", b"m" * 70)
+
+
+def zsets_family(gen: Generator, client: int) -> list[Arg]:
+    """A sorted-set command on the keys the stream and list commands use (WRONGTYPE both ways, a sorted
+    set replacing a stream that readers block on): ZADD with its options, ranges, stores, pops. No
+    blocking pops, for the reason :func:`lists_family` gives (tests/test_zsets.py covers them)."""
+    rng = gen.rng
+    key = _pick(rng, ZSET_KEYS)
+    kind = rng.randrange(12)
+    if kind in (0, 1, 2):
+        flags = [f for f in (b"NX", b"XX", b"GT", b"LT", b"CH", b"INCR") if gen.chance(0.15)]
+        pairs = [x for _ in range(rng.randrange(1, 3)) for x in (_pick(rng, SCORES), _pick(rng, MEMBERS))]
+        return [b"ZADD", key, *flags, *pairs]
+    if kind == 3:
+        return [b"ZINCRBY", key, _pick(rng, SCORES), _pick(rng, MEMBERS)]
+    if kind == 4:
+        return [rng.choice((b"ZREM", b"ZSCORE", b"ZRANK", b"ZREVRANK")), key, _pick(rng, MEMBERS)]
+    if kind == 5:
+        by = [rng.choice((b"BYSCORE", b"BYLEX"))] if gen.chance(0.4) else []
+        bounds = (b"(1", b"+inf") if by == [b"BYSCORE"] else (b"[a", b"+") if by else (b"0", b"-1")
+        extra = [w for w in (b"REV", b"WITHSCORES") if gen.chance(0.3)]
+        limit = [b"LIMIT", b"0", rng.choice((b"1", b"-1"))] if by and gen.chance(0.3) else []
+        return [b"ZRANGE", key, *bounds, *by, *extra, *limit]
+    if kind == 6:
+        return [rng.choice((b"ZCARD", b"ZPOPMIN", b"ZPOPMAX")), key]
+    if kind == 7:
+        return [rng.choice((b"ZPOPMIN", b"ZPOPMAX")), key, rng.choice((b"0", b"2", b"-1"))]
+    if kind == 8:
+        return [rng.choice((b"ZUNIONSTORE", b"ZINTERSTORE", b"ZDIFFSTORE")), _pick(rng, ZSET_KEYS), b"2", key,
+                _pick(rng, (*ZSET_KEYS, INTSET_KEY))]
+    if kind == 9:
+        return [rng.choice((b"ZREMRANGEBYSCORE", b"ZCOUNT")), key, rng.choice((b"-inf", b"(1")), b"2"]
+    if kind == 10:
+        return [b"ZMPOP", b"2", key, _pick(rng, ZSET_KEYS), rng.choice((b"MIN", b"MAX")), b"COUNT", b"2"]
+    return [b"ZRANGESTORE", _pick(rng, ZSET_KEYS), key, b"0", b"1"]
+
+
+FAMILIES.setdefault("zsets", zsets_family)
+
+
+def collections_family(gen: Generator, client: int) -> list[Arg]:
+    """A list command by position or value, or a set command over several keys, on the keys the list and
+    stream commands use (WRONGTYPE both ways; results stored where stream readers may block)."""
+    rng = gen.rng
+    key = _pick(rng, LIST_KEYS)
+    other = _pick(rng, (*LIST_KEYS, INTSET_KEY))
+    element = _pick(rng, (b"a", b"b", b"1", b"", b"x" * 70))
+    kind = rng.randrange(12)
+    if kind == 0:
+        return [b"LINSERT", key, rng.choice((b"BEFORE", b"after", b"middle")), element, _pick(rng, (b"n", b"2"))]
+    if kind == 1:
+        index = rng.choice((b"0", b"-1", b"5", b"x"))
+        return [b"LSET", key, index, element] if gen.chance(0.5) else [b"LINDEX", key, index]
+    if kind == 2:
+        return [b"LPOS", key, element, *([b"RANK", rng.choice((b"1", b"-1", b"0"))] if gen.chance(0.5) else []),
+                *([b"COUNT", rng.choice((b"0", b"2"))] if gen.chance(0.5) else [])]
+    if kind == 3:
+        return [b"LREM", key, rng.choice((b"0", b"1", b"-1")), element]
+    if kind == 4:
+        return [b"LTRIM", key, rng.choice((b"0", b"1", b"-2")), rng.choice((b"-1", b"0", b"3"))]
+    if kind == 5:
+        return [rng.choice((b"RPOPLPUSH", b"LPUSHX")), key, _pick(rng, LIST_KEYS) if gen.chance(0.5) else element]
+    if kind == 6:
+        return [b"LMPOP", b"2", key, other, rng.choice((b"LEFT", b"RIGHT")), b"COUNT", b"2"]
+    if kind in (7, 8):
+        return [rng.choice((b"SINTER", b"SUNION", b"SDIFF")), key, other]
+    if kind == 9:
+        return [rng.choice((b"SINTERSTORE", b"SUNIONSTORE", b"SDIFFSTORE")), _pick(rng, LIST_KEYS), key, other]
+    if kind == 10:
+        return [b"SMOVE", key, other, _pick(rng, (b"a", b"1", b"2"))]
+    return [b"SMISMEMBER", other, b"a", b"1"]
+
+
+FAMILIES.setdefault("collections", collections_family)
+
 FUZZ_PROFILES: dict[str, Profile] = {
     **PROFILES,
     # long PELs, COUNT and XAUTOCLAIM's scan budget, entries deleted and trimmed while pending
@@ -107,10 +186,10 @@ FUZZ_PROFILES: dict[str, Profile] = {
     "contention": Profile(clients=4, weights=(("contend", 8), ("xadd", 10), ("xreadgroup", 8), ("xread", 4),
                                               ("xgroup", 4), ("keyspace", 3), ("xinfo", 2), ("pause", 2),
                                               ("xpending", 2))),
-    # lists, sets and streams on the same keys: list and set writes where stream readers block
+    # lists, sets, sorted sets and streams on the same keys: their writes where stream readers block
     # (UNBLOCKED for XREADGROUP, XREAD left waiting), WRONGTYPE both ways, transactions mixing them
-    "mixed": Profile(clients=4, weights=(("lists", 18), ("xadd", 10), ("xread", 6), ("xreadgroup", 8),
-                                         ("xgroup", 3), ("keyspace", 4), ("multi", 3), ("transaction", 2),
+    "mixed": Profile(clients=4, weights=(("lists", 18), ("zsets", 8), ("collections", 6), ("xadd", 10), ("xread", 6),
+                                         ("xreadgroup", 8), ("xgroup", 3), ("keyspace", 4), ("multi", 3), ("transaction", 2),
                                          ("contend", 2))),
 }
 """The profiles a campaign draws from: the generator's, and one for large pending entries lists."""

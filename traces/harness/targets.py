@@ -587,6 +587,10 @@ class LiveTarget:
             reply = self._call(b"FLUSHALL")
             if reply != Simple("OK"):
                 raise TargetError(f"{self.url}: FLUSHALL failed: {reply}")
+            # the script cache and the function libraries outlive FLUSHALL (SCRIPT-2, FUNCTION-2): a fresh
+            # model has neither; a server without FUNCTION (6.2) answers an error, which is fine
+            self._call(b"SCRIPT", b"FLUSH")
+            self._call(b"FUNCTION", b"FLUSH")
         else:
             prefix = b"xspec:" + uuid.uuid4().hex[:12].encode() + b":"
             self._skip("FLUSHALL is renamed or disabled: each run is confined to a fresh key prefix; steps "

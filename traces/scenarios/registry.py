@@ -21,7 +21,7 @@ ScenarioFn = Callable[[Recorder], None]
 TOPIC_MODULES = (
     "xadd", "ranges", "trim", "xsetid", "xgroup", "xread", "xreadgroup", "pending", "claim",
     "xinfo", "lag", "blocking", "transactions", "generic", "resp3", "seeds", "dump", "lists",
-    "stats", "pubsub",
+    "stats", "pubsub", "notify", "tracking", "zsets", "scripting", "collections", "strings",
 )
 """Topic modules of this package, imported in this order by :func:`all_scenarios`."""
 

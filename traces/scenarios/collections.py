@@ -1,0 +1,73 @@
+"""Lists by position and value, sets over several keys, SORT and BITFIELD: LINSERT, LINDEX, LSET, LTRIM, LPOS, LREM,
+RPOPLPUSH, LMPOP; SINTER, SUNION, SDIFF and their STORE forms, SMOVE, SMISMEMBER, SSCAN."""
+
+from __future__ import annotations
+
+from xspec.traces.record.recorder import Recorder
+from xspec.traces.scenarios.registry import topic
+
+scenario = topic("collections")
+
+
+@scenario("LINSERT, LINDEX, LSET, LPOS with RANK and COUNT, LREM from both ends, LTRIM, RPOPLPUSH, LPUSHX",
+          tags=["lists"])
+def list_positions(r: Recorder) -> None:
+    r.call(1, "RPUSH", "l", "a", "b", "c", "b", "a")
+    r.call(1, "LINSERT", "l", "BEFORE", "c", "x")  # LIST-10
+    r.call(1, "LINDEX", "l", "-1")  # LIST-11
+    r.call(1, "LSET", "l", "0", "first")
+    r.call(1, "LSET", "l", "99", "v")
+    r.call(1, "LPOS", "l", "b", "RANK", "-1", "COUNT", "0")  # LIST-13
+    r.call(1, "LREM", "l", "-1", "b")  # LIST-14
+    r.call(1, "LTRIM", "l", "1", "-2")  # LIST-12
+    r.call(1, "LRANGE", "l", "0", "-1")
+    r.call(1, "RPOPLPUSH", "l", "m")  # LIST-15
+    r.call(1, "LPUSHX", "nokey", "v")  # LIST-9
+    r.call(1, "EXISTS", "nokey")
+
+
+@scenario("SINTER, SUNION and SDIFF of intsets and sets of strings; their STORE forms; SMOVE; SMISMEMBER; SSCAN",
+          tags=["sets"])
+def set_operations(r: Recorder) -> None:
+    r.call(1, "SADD", "i1", "1", "2", "3")
+    r.call(1, "SADD", "i2", "2", "3", "4")
+    r.call(1, "SADD", "s", "a", "2")
+    r.call(1, "SINTER", "i1", "i2")  # SETS-6
+    r.call(1, "SUNION", "i1", "i2")  # SETS-8
+    r.call(1, "SDIFF", "i1", "i2")
+    r.call(1, "SINTERSTORE", "d", "i1", "nokey")
+    r.call(1, "SUNIONSTORE", "d", "i1", "i2")
+    r.call(1, "SMEMBERS", "d")
+    r.call(1, "SMOVE", "i1", "s", "1")  # SETS-9
+    r.call(1, "SMISMEMBER", "s", "1", "a", "zz")
+    r.call(1, "SSCAN", "i2", "0")  # SETS-10
+
+
+@scenario("SORT of a list numerically and with ALPHA, BY a string and a hash field, GET, LIMIT, DESC, STORE",
+          tags=["lists", "sort"])
+def sort(r: Recorder) -> None:
+    r.call(1, "RPUSH", "l", "3", "1", "10", "2")
+    r.call(1, "RPUSH", "names", "bob", "alice", "carol")
+    r.call(1, "SET", "w_bob", "2")
+    r.call(1, "SET", "w_alice", "1")
+    r.call(1, "SET", "w_carol", "3")
+    r.call(1, "HSET", "h_bob", "age", "30")
+    r.call(1, "SORT", "l")  # SORT-3
+    r.call(1, "SORT", "l", "DESC", "LIMIT", "1", "2")  # SORT-4
+    r.call(1, "SORT", "names", "ALPHA")
+    r.call(1, "SORT", "names", "BY", "w_*", "GET", "#", "GET", "h_*->age")  # SORT-5
+    r.call(1, "SORT", "names", "BY", "nosort", "STORE", "dst")  # SORT-6
+    r.call(1, "LRANGE", "dst", "0", "-1")
+    r.call(1, "SORT", "names")
+
+
+@scenario("BITFIELD: SET, GET and INCRBY of signed and unsigned fields, OVERFLOW WRAP, SAT and FAIL; BITFIELD_RO",
+          tags=["strings", "bitfield"])
+def bitfield(r: Recorder) -> None:
+    r.call(1, "BITFIELD", "b", "SET", "u8", "0", "200", "GET", "i8", "0", "INCRBY", "u8", "0", "100")  # BITFIELD-4
+    r.call(1, "BITFIELD", "b", "OVERFLOW", "SAT", "INCRBY", "i8", "#1", "-200", "OVERFLOW", "FAIL",
+           "INCRBY", "u4", "0", "100")
+    r.call(1, "GET", "b")  # BITFIELD-5
+    r.call(1, "BITFIELD_RO", "b", "GET", "u16", "0")  # BITFIELD-7
+    r.call(1, "BITFIELD_RO", "b", "SET", "u8", "0", "1")
+    r.call(1, "BITFIELD", "b", "GET", "u64", "0")  # BITFIELD-2
