@@ -747,7 +747,7 @@ class Core:
         if propagation is not None:
             token = propagation.before(spec.container or spec.name, ctx.db, argv)
         if ctx.db.expires or c.watched:  # type: ignore[attr-defined]
-            expire_keys(self, c, spec, argv, ctx.now_ms())  # EXPIRE-LAZY-2, EXPIRE-WATCH-1
+            expire_keys(self, c, spec, argv, ctx.now_ms)  # EXPIRE-LAZY-2, EXPIRE-WATCH-1
         try:
             r = handler(ctx)
         except ReplyError as e:

@@ -9,6 +9,7 @@ command whose module does not do it itself (:data:`SELF_EXPIRING`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from xspec.reference.notify import notify_core_event
@@ -113,12 +114,12 @@ def _remembered(core: Any) -> dict[int, set[tuple[int, bytes]]]:
     return found
 
 
-def _expired(core: Any, dbid: int, key: bytes, now: int) -> bool:
+def _expired(core: Any, dbid: int, key: bytes, clock: Callable[[], int]) -> bool:
     when = core.dbs[dbid].expires.get(key)
-    return when is not None and now > when
+    return when is not None and clock() > when  # the clock is read only for a key with a time, as the model
 
 
-def _watch_or_exec(core: Any, c: Any, exec_: bool, argv: list[bytes], now: int) -> None:
+def _watch_or_exec(core: Any, c: Any, exec_: bool, argv: list[bytes], clock: Callable[[], int]) -> None:
     """EXPIRE-WATCH-1: WATCH remembers the keys already expired; EXEC fails if another one has expired."""
     remember = core.dialect.watch_remembers_expired  # EXPIRE-DIALECT-3
     remembered = _remembered(core)
@@ -128,20 +129,20 @@ def _watch_or_exec(core: Any, c: Any, exec_: bool, argv: list[bytes], now: int) 
             mine.clear()
         for key in argv[1:]:
             k = (c.db, key)
-            if remember and k not in c.watched and _expired(core, c.db, key, now):
+            if remember and k not in c.watched and _expired(core, c.db, key, clock):
                 mine.add(k)
             elif k not in c.watched:
                 mine.discard(k)
         return
-    if c.in_multi and any(k not in mine and _expired(core, k[0], k[1], now) for k in c.watched):
+    if c.in_multi and any(k not in mine and _expired(core, k[0], k[1], clock) for k in c.watched):
         c.dirty_cas = True
 
 
-def expire_keys(core: Any, c: Any, spec: CommandSpec, argv: list[bytes], now: int) -> None:
+def expire_keys(core: Any, c: Any, spec: CommandSpec, argv: list[bytes], clock: Callable[[], int]) -> None:
     """Lazy expiry of a command's keys before its handler runs (EXPIRE-LAZY-2)."""
     name = spec.fullname
     if name == "watch" or name == "exec":
-        _watch_or_exec(core, c, name == "exec", argv, now)
+        _watch_or_exec(core, c, name == "exec", argv, clock)
         return
     if name in SELF_EXPIRING:
         return
@@ -149,4 +150,4 @@ def expire_keys(core: Any, c: Any, spec: CommandSpec, argv: list[bytes], now: in
     expires = core.dbs[dbid].expires
     for key in table.command_keys(spec, argv):
         if key in expires:
-            expire_if_needed(core, dbid, key, now)
+            expire_if_needed(core, dbid, key, clock())

@@ -313,6 +313,7 @@ _LEGACY_ARITY: dict[str, int | tuple[int, ...]] = {
     "pexpire": 3,
     "expireat": 3,
     "pexpireat": 3,
+    "script|exists": -2,  # SCRIPT-DIALECT-6: 6.2's SCRIPT EXISTS with no SHA replies an empty array
 }
 # Subcommands that 6.2 does not have.
 _LEGACY_MISSING = frozenset({"client|no-evict", "client|no-touch", "pubsub|shardchannels", "pubsub|shardnumsub",

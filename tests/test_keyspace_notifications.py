@@ -25,16 +25,21 @@ from xspec.traces.scenarios.registry import Scenario, all_scenarios
 NOTIFY = [s for s in all_scenarios() if s.topic == "notify"]
 
 
+def _reset(host: str, port: int) -> None:
+    conn = RespConnection(host, port)
+    conn.call([b"CONFIG", b"SET", b"notify-keyspace-events", b""])  # the servers are shared
+    conn.call([b"FLUSHALL"])
+    conn.close()
+
+
 def record(host: str, port: int, sc: Scenario, name: str, version: str) -> Trace:
+    _reset(host, port)  # other tests leave keys on the shared servers
     r = Recorder(host, port, server_name=name, server_version=version, title=sc.title)
     try:
         sc.run(r)
     finally:
         r.close_all()
-        conn = RespConnection(host, port)
-        conn.call([b"CONFIG", b"SET", b"notify-keyspace-events", b""])  # the servers are shared
-        conn.call([b"FLUSHALL"])
-        conn.close()
+        _reset(host, port)
     return r.trace()
 
 

@@ -206,3 +206,9 @@ def script_reference_servers(reference_servers_by_dialect: dict[str, ServerThrea
     return reference_servers_by_dialect
 
 
+
+
+def test_script_exists_without_a_sha(real_servers_by_dialect, reference_servers_by_dialect):
+    """SCRIPT-DIALECT-6: 6.2's SCRIPT EXISTS without a SHA replies an empty array, 7.0+ the arity error."""
+    differential(real_servers_by_dialect, reference_servers_by_dialect,
+                 [("call", 1, "SCRIPT", "EXISTS"), ("call", 1, "SCRIPT", "EXISTS", "abc")], ALL_DIALECTS)
