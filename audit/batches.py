@@ -99,6 +99,128 @@ def conformance_batches(paths: Iterator[pa.RecordBatch], dialect: str = "auto",
             yield pa.RecordBatch.from_pylist(rows, VERDICTS)
 
 
+PLAN = pa.schema([("trace", pa.string()), ("events", pa.int64()), ("part", pa.int32()), ("size", pa.int64()),
+                  ("file", pa.string()), ("reason", pa.string())])
+"""The split's plan of each big trace: a row per part (its number of events, and the Parquet file that lists every
+part's events and lines), or one row (``part`` -1) saying why the trace is checked whole."""
+
+PART_RESULTS = pa.schema([("trace", pa.string()), ("part", pa.int32()), ("status", pa.string()),
+                          ("steps", pa.string())])
+"""A part's verdict, and the Parquet file of its witness steps (null without a witness)."""
+
+SPLIT_TRACES = pa.schema([("trace", pa.string()), ("events", pa.int64()), ("parts", pa.int32()),
+                          ("reason", pa.string()), ("statuses", pa.list_(pa.string())),
+                          ("steps", pa.list_(pa.string()))])
+"""What deciding a split trace's verdict reads: its parts' results in part order (or why it was not split)."""
+
+
+def _file_name(trace: str) -> str:
+    import hashlib
+    return hashlib.sha1(trace.encode()).hexdigest()
+
+
+def plan_batches(paths: Iterator[pa.RecordBatch], events_dir: str, out: str) -> Iterator[pa.RecordBatch]:
+    """Batches of a ``path`` column (trace/1 traces of the events table) in, PLAN batches out: each trace's parts,
+    planned from its rows of the events table (:func:`xspec.audit.split.plan_events`, the very plan the in-process
+    split makes from the loaded trace); the parts' events and lines are written to ``out``."""
+    import os
+
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    from xspec.audit.split import plan_events
+    events = ds.dataset(events_dir, format="parquet", schema=EVENTS)
+    for batch in paths:
+        for path in batch.column("path").to_pylist():
+            table = events.to_table(columns=["event", "line", "ev", "client", "cmd"],
+                                    filter=(ds.field("trace") == path) & (ds.field("ev") != "header"))
+            table = table.sort_by("event")
+            n = table.num_rows
+            plan = plan_events(list(zip(table.column("ev").to_pylist(), table.column("client").to_pylist(),
+                                        table.column("cmd").to_pylist(), strict=True)))
+            if isinstance(plan, str):
+                yield pa.RecordBatch.from_pylist([{"trace": path, "events": n, "part": -1, "size": n,
+                                                   "reason": plan}], PLAN)
+                continue
+            index = [i for p in plan for i in p.events]
+            file = os.path.join(out, _file_name(path) + ".parquet")
+            pq.write_table(pa.table({
+                "part": pa.array([k for k, p in enumerate(plan) for _ in p.events], pa.int32()),
+                "event": pa.array(index, pa.int64()),
+                "line": pc.take(table.column("line"), pa.array(index, pa.int64()))}), file)
+            yield pa.RecordBatch.from_pylist([{"trace": path, "events": n, "part": k, "size": len(p.events),
+                                               "file": file} for k, p in enumerate(plan)], PLAN)
+
+
+def part_batches(parts: Iterator[pa.RecordBatch], dialect: str, out: str) -> Iterator[pa.RecordBatch]:
+    """PLAN batches (one row per part) in, PART_RESULTS batches out: each part checked on its own, read from its
+    lines of the file; the witness steps of a conforming part are written to ``out``."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from xspec.audit.split import STEP, check_part
+    for batch in parts:
+        rows = []
+        for r in batch.to_pylist():
+            plan = pq.read_table(r["file"], filters=[("part", "==", r["part"])])
+            try:
+                status, steps = check_part(r["trace"], plan.column("line").to_pylist(),
+                                           plan.column("event").to_pylist(), dialect)
+            except Exception:  # an unknown dialect, a defect: the whole trace is checked as in process
+                status, steps = "error", None
+            file = None
+            if steps is not None:
+                file = os.path.join(out, f"{_file_name(r['trace'])}-{r['part']}.parquet")
+                pq.write_table(pa.table({"step": steps}, schema=pa.schema([("step", STEP)])), file)
+            rows.append({"trace": r["trace"], "part": r["part"], "status": status, "steps": file})
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, PART_RESULTS)
+
+
+def decide_batches(traces: Iterator[pa.RecordBatch], dialect: str, split_min_events: int
+                   ) -> Iterator[pa.RecordBatch]:
+    """SPLIT_TRACES batches in, VERDICTS batches out: each row exactly as the in-process split gives it
+    (:func:`xspec.audit.split.check_split`), decided from the parts' verdicts and merged witnesses, checking the
+    whole trace where they cannot decide."""
+    for batch in traces:
+        rows = [row for r in batch.to_pylist() if (row := _decided(r, dialect, split_min_events)) is not None]
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, VERDICTS)
+
+
+def _decided(r: dict[str, Any], dialect: str, split_min_events: int) -> dict[str, Any] | None:
+    """The VERDICTS row of one SPLIT_TRACES row (None: the file is malformed)."""
+    import pyarrow.parquet as pq
+
+    from xspec.audit.conformance import check_file, verdict_row
+    from xspec.audit.split import part_trace, steps_of, undecided
+    from xspec.spec.trace_format import Trace
+    from xspec.traces.check.checker import Verdict, check_trace
+
+    path, reason, statuses, files = r["trace"], r["reason"], r["statuses"], r["steps"]
+    if reason is not None:
+        def whole(trace: Trace, dialect: str) -> tuple[Verdict, int, str]:
+            return check_trace(trace, dialect), 1, f"whole: {reason}"
+        return check_file(path, dialect, decide=whole)
+    if "error" in statuses:  # a part raised: the in-process split raises the same, and reports it as it does
+        return check_file(path, dialect, split_min_events)
+
+    def witnesses() -> list[list[Any]] | None:
+        if any(f is None for f in files):
+            return None
+        return [steps_of(pq.read_table(f).column("step").combine_chunks()) for f in files]
+
+    head = part_trace(path, [])  # the header alone: the verdict row reads only it
+    why = undecided(head.header.clock, statuses, witnesses)
+    if why is None:
+        return verdict_row(head, path, Verdict("conform", r["events"]), dialect, parts=r["parts"], split="split")
+
+    def fallback(trace: Trace, dialect: str) -> tuple[Verdict, int, str]:
+        return check_trace(trace, dialect), r["parts"], f"fallback: {why}"
+    return check_file(path, dialect, decide=fallback)
+
+
 _SILENT_OPS = pa.array(["XREADGROUP", "XCLAIM", "XAUTOCLAIM"])
 _META_EVS = pa.array(META_EVS)
 _GROUP = pa.array([b"GROUP", b"group", b"Group"], pa.binary())
@@ -140,26 +262,47 @@ CHUNK_ROWS = 262_144
 next trace's first one, however many there are)."""
 
 
+def _rows_of(batch: pa.RecordBatch, trace: Any) -> int:
+    return int(pc.sum(pc.equal(batch.column("trace"), trace)).as_py() or 0)
+
+
+def _combined(held: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    if len(held) == 1:
+        yield held[0]
+    else:
+        yield from pa.Table.from_batches(held).combine_chunks().to_batches()
+
+
 def _whole_traces(events: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """EVENTS batches (sorted by trace and event) regrouped into batches of whole traces of about CHUNK_ROWS rows."""
+    """EVENTS batches (sorted by trace and event) regrouped into batches of whole traces of about CHUNK_ROWS rows.
+
+    Small batches are gathered (copied into one); a big batch is cut where its traces start, and only the rows that
+    end the trace held from the batches before are copied with them, the rest goes on as slices of it.
+    """
     held: list[pa.RecordBatch] = []
     rows = 0
     for batch in events:
-        if batch.num_rows == 0:
+        n = batch.num_rows
+        if n == 0:
             continue
         held.append(batch)
-        rows += batch.num_rows
+        rows += n
         if rows < CHUNK_ROWS:
             continue
-        table = pa.Table.from_batches(held)
-        last = batch.column("trace")[-1]
-        cut = table.num_rows - pc.sum(pc.equal(table.column("trace"), last)).as_py()
-        if cut > 0:
-            yield from table.slice(0, cut).combine_chunks().to_batches()
-            held = table.slice(cut).to_batches()
-            rows = table.num_rows - cut
+        tail = _rows_of(batch, batch.column("trace")[-1])  # the rows of its last trace, which may go on
+        if tail == n and len(held) > 1 and held[-2].column("trace")[-1] == batch.column("trace")[-1]:
+            continue  # one trace goes on: nothing is whole yet
+        if len(held) > 1 and 2 * n >= CHUNK_ROWS:
+            head = _rows_of(batch, held[-2].column("trace")[-1])  # the rows that end the held trace
+            yield from _combined([*held[:-1], batch.slice(0, head)])
+            if n - tail > head:
+                yield batch.slice(head, n - tail - head)
+        elif n - tail > 0 or len(held) > 1:
+            yield from _combined([*held[:-1], batch.slice(0, n - tail)])
+        held = [batch.slice(n - tail)]
+        rows = tail
     if held:
-        yield from pa.Table.from_batches(held).combine_chunks().to_batches()
+        yield from _combined(held)
 
 
 def _trace_ends(batch: pa.RecordBatch) -> dict[str, int | None]:
@@ -187,28 +330,37 @@ def ledger_batches(events: Iterator[pa.RecordBatch], columns: bool = True) -> It
             yield pa.RecordBatch.from_pylist(rows[at: at + OUT_ROWS], LEDGER)
 
 
-def ledger_files(paths: Iterator[pa.RecordBatch], out: str, stuck_after_ms: int,
-                 poison_deliveries: int) -> Iterator[pa.RecordBatch]:
-    """Batches of a ``path`` column (events-table files: whole traces sorted by trace and event) in, ANOMALIES
-    batches out; each events file's ledger is written to ``out`` as a Parquet file of the same name.
+WRITTEN = pa.schema([("path", pa.string())])
+"""What a step that writes its own files returns: their paths."""
 
-    The files are read and written here with pyarrow: through Spark, every nested event and ledger row would be
-    turned into a JVM row and back into Arrow, which costs more than the ledger itself. A task run again writes
-    the same files again.
+
+def ledger_files(paths: Iterator[pa.RecordBatch], out: str, anomalies_out: str, stuck_after_ms: int,
+                 poison_deliveries: int) -> Iterator[pa.RecordBatch]:
+    """Batches of a ``path`` column (events-table files: whole traces sorted by trace and event) in, WRITTEN batches
+    out: each events file's ledger is written to ``out`` and its anomalies to ``anomalies_out``, as Parquet files of
+    the same name, whose anomalies paths are returned.
+
+    The files are read and written here with pyarrow: through Spark, every nested event, ledger row and anomaly
+    would be turned into a JVM row and back into Arrow, which costs more than the ledger itself. A task run again
+    writes the same files again.
     """
     import os
 
     import pyarrow.parquet as pq
     for batch in paths:
         for path in batch.column("path").to_pylist():
-            source = pq.ParquetFile(path).iter_batches(batch_size=65_536, columns=list(LEDGER_INPUT))
+            source = pq.ParquetFile(path).iter_batches(batch_size=CHUNK_ROWS, columns=list(LEDGER_INPUT))
             name = os.path.basename(path)
             partial = os.path.join(out, f"_{name}")  # a name readers skip until it is whole
+            found: list[pa.RecordBatch] = []
             with pq.ParquetWriter(partial, LEDGER) as writer:
                 for ledger in ledger_batches(source):
                     writer.write_batch(ledger)
-                    yield from anomaly_batches(iter([ledger]), stuck_after_ms, poison_deliveries)
+                    found += anomaly_batches(iter([ledger]), stuck_after_ms, poison_deliveries)
             os.replace(partial, os.path.join(out, name))
+            done = os.path.join(anomalies_out, name)
+            pq.write_table(pa.Table.from_batches(found, ANOMALIES), done)
+            yield pa.RecordBatch.from_pylist([{"path": done}], WRITTEN)
 
 
 def _fold(batch: pa.RecordBatch, ends: dict[str, int | None]) -> list[dict[str, Any]]:
@@ -278,14 +430,20 @@ def _anomaly_candidates(batch: pa.RecordBatch, poison_deliveries: int) -> pa.Arr
     return pc.fill_null(mask, False)
 
 
-def anomaly_batches(ledger: Iterator[pa.RecordBatch], stuck_after_ms: int,
-                    poison_deliveries: int) -> Iterator[pa.RecordBatch]:
+def anomaly_batches(ledger: Iterator[pa.RecordBatch], stuck_after_ms: int, poison_deliveries: int,
+                    columns: bool = True) -> Iterator[pa.RecordBatch]:
     """LEDGER batches in, ANOMALIES batches out (each anomaly is a property of one ledger row).
 
-    Arrow compute picks the rows that may show one; only those become Python rows.
+    :func:`xspec.audit.anomaly_columns.anomaly_table` computes them column by column over the whole batch; with
+    ``columns=False``, Arrow compute picks the rows that may show one and :func:`anomalies_of` reads each of those in
+    Python.
     """
+    from xspec.audit.anomaly_columns import anomaly_table
     for batch in ledger:
         if batch.num_rows == 0:
+            continue
+        if columns:
+            yield from anomaly_table(batch, stuck_after_ms, poison_deliveries).to_batches()
             continue
         batch = batch.filter(_anomaly_candidates(batch, poison_deliveries))
         out: list[dict[str, Any]] = []

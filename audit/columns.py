@@ -60,18 +60,24 @@ class _Args:
     values: pa.Array
     starts: np.ndarray
     lens: np.ndarray
+    taken: dict[int, pa.Array]
 
     @classmethod
     def of(cls, cmd: pa.Array) -> _Args:
         offsets = np.asarray(cmd.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
         lens = np.where(_np(cmd.is_valid()), offsets[1:] - offsets[:-1], 0)
-        return cls(cmd.values, offsets[:-1], lens)
+        return cls(cmd.values, offsets[:-1], lens, {})
 
     def at(self, i: int | np.ndarray) -> pa.Array:
         """Argument ``i`` of every row (a negative ``i`` counts from the end)."""
+        if isinstance(i, int) and i in self.taken:
+            return self.taken[i]
         pos = np.where(np.asarray(i) >= 0, i, self.lens + i)
         ok = (pos >= 0) & (pos < self.lens)
-        return pc.take(self.values, pa.array(np.where(ok, self.starts + pos, 0), mask=~ok))
+        got = pc.take(self.values, pa.array(np.where(ok, self.starts + pos, 0), mask=~ok))
+        if isinstance(i, int):
+            self.taken[i] = got
+        return got
 
     def tail(self, rows: np.ndarray, first: int) -> tuple[np.ndarray, pa.Array]:
         """(row, argument) for every argument from position ``first`` on, of the given rows."""

@@ -10,6 +10,7 @@ outcome as a row of :data:`~xspec.audit.schema.VERDICTS`: status, event, the ver
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,22 @@ def verdict_row(trace: Trace | None, path: str, verdict: Verdict | None, dialect
             "met": meets(verdict, expected, event), "parts": parts, "split": split}
 
 
+Decide = Callable[[Trace, str], tuple[Verdict, int, str]]
+"""How a big trace's verdict is reached: (verdict, number of parts, how), as :func:`xspec.audit.split.check_split`
+gives them."""
+
+
 def check_loaded(trace: Trace, path: str, dialect: str = "auto",
-                 split_min_events: int = DEFAULT_SPLIT_MIN_EVENTS) -> dict[str, Any]:
-    """Check one loaded trace; never raises (a defect of the checker becomes an ``error`` row)."""
+                 split_min_events: int = DEFAULT_SPLIT_MIN_EVENTS, decide: Decide | None = None) -> dict[str, Any]:
+    """Check one loaded trace; never raises (a defect of the checker becomes an ``error`` row). A trace of at least
+    ``split_min_events`` events is split (:func:`xspec.audit.split.check_split`), or decided by ``decide`` when given
+    (the Spark job decides from parts it checked on other tasks)."""
     try:
-        if split_min_events and len(trace.events) >= split_min_events:
-            from xspec.audit.split import check_split
-            verdict, parts, how = check_split(trace, dialect)
+        if split_min_events and len(trace.events) >= split_min_events or decide is not None:
+            if decide is None:
+                from xspec.audit.split import check_split
+                decide = check_split
+            verdict, parts, how = decide(trace, dialect)
             return verdict_row(trace, path, verdict, dialect, parts=parts, split=how)
         verdict = check_trace(trace, dialect)
     except UnknownDialect as e:
@@ -59,10 +69,10 @@ def check_loaded(trace: Trace, path: str, dialect: str = "auto",
 
 
 def check_file(path: str, dialect: str = "auto", split_min_events: int = DEFAULT_SPLIT_MIN_EVENTS,
-               ) -> dict[str, Any] | None:
+               decide: Decide | None = None) -> dict[str, Any] | None:
     """The VERDICTS row of one file; None when the file is malformed (the ingest quarantines it)."""
     try:
         trace = load(path)
     except TraceError:
         return None
-    return check_loaded(trace, path, dialect, split_min_events)
+    return check_loaded(trace, path, dialect, split_min_events, decide)

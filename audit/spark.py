@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from xspec.audit import batches
 from xspec.audit.ingest import Check
 from xspec.audit.schema import ANOMALIES, EVENTS, LEDGER, QUARANTINE, TRACES, VERDICTS, spark_schema
+from xspec.spec.trace_format import FORMAT
 
 LOG4J2 = """\
 rootLogger.level = error
@@ -152,14 +153,66 @@ def _paths_frame(spark: Any, files: list[str], slices: int, split_bytes: int | N
 def deal(rows: list[tuple[str, int, int, int, int]], slices: int) -> list[list[tuple[str, int, int, int, int]]]:
     """Rows (with their size second) dealt into ``slices`` bins: biggest first, each to the lightest bin; the bins
     heaviest first."""
+    return deal_by(rows, slices, lambda r: r[1])
+
+
+def deal_by(rows: list[Any], slices: int, size: Callable[[Any], int]) -> list[list[Any]]:
+    """Rows dealt into ``slices`` bins by ``size``: biggest first, each to the lightest bin; the bins heaviest
+    first."""
     import heapq
     heap = [(0, n) for n in range(slices)]
-    bins: list[list[tuple[str, int, int, int, int]]] = [[] for _ in range(slices)]
-    for row in sorted(rows, key=lambda r: -r[1]):
+    bins: list[list[Any]] = [[] for _ in range(slices)]
+    for row in sorted(rows, key=lambda r: -size(r)):
         load, n = heapq.heappop(heap)
         bins[n].append(row)
-        heapq.heappush(heap, (load + row[1], n))
-    return sorted((b for b in bins if b), key=lambda b: -sum(r[1] for r in b))
+        heapq.heappush(heap, (load + size(row), n))
+    return sorted((b for b in bins if b), key=lambda b: -sum(size(r) for r in b))
+
+
+def _rows_frame(spark: Any, rows: list[dict[str, Any]], schema: pa.Schema, size: str, slices: int) -> Any:
+    """A DataFrame of ``rows`` (of ``schema``) dealt into at most ``slices`` partitions by their ``size`` column, one
+    task each (as :func:`_paths_frame` deals files)."""
+    tuples = [tuple(r.get(name) for name in schema.names) for r in rows]
+    at = schema.names.index(size)
+    bins = deal_by(tuples, max(1, min(slices, len(tuples))), lambda r: int(r[at]))
+    rdd = spark.sparkContext.parallelize(bins, len(bins)).flatMap(lambda b: b)
+    return spark.createDataFrame(rdd, spark_schema(schema))
+
+
+def split_stage(spark: Any, traces: list[str], out: Path, dialect: str, split_min_events: int) -> pa.Table:
+    """The VERDICTS rows of big trace/1 traces, each split into parts (spec/audit.md, "The split") checked on
+    separate tasks: (1) a task per trace plans its parts from the events table, (2) a task per part (dealt by size)
+    checks it, read from its lines of the file, and writes its witness steps, (3) a task per trace decides the
+    verdict from the parts' verdicts and merged witnesses, or checks the whole trace where they cannot."""
+    parallelism = spark.sparkContext.defaultParallelism
+    work = out / "_split"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    plans = _paths_frame(spark, traces, parallelism * 4).mapInArrow(
+        functools.partial(batches.plan_batches, events_dir=str(out / "events"), out=str(work)),
+        spark_schema(batches.PLAN)).toArrow().cast(batches.PLAN).to_pylist()
+    parts = [p for p in plans if p["part"] >= 0]
+    results: dict[tuple[str, int], dict[str, Any]] = {}
+    if parts:
+        got = _rows_frame(spark, parts, batches.PLAN, "size", parallelism * 4).mapInArrow(
+            functools.partial(batches.part_batches, dialect=dialect, out=str(work)),
+            spark_schema(batches.PART_RESULTS)).toArrow().cast(batches.PART_RESULTS).to_pylist()
+        results = {(r["trace"], r["part"]): r for r in got}
+    decide: list[dict[str, Any]] = []
+    for t in sorted({p["trace"] for p in plans}):
+        mine = sorted((p for p in plans if p["trace"] == t), key=lambda p: p["part"])
+        first = mine[0]
+        if first["part"] < 0:
+            decide.append({**first, "parts": 1, "statuses": None, "steps": None})
+            continue
+        done = [results[(t, p["part"])] for p in mine]
+        decide.append({"trace": t, "events": first["events"], "parts": len(mine), "reason": None,
+                       "statuses": [d["status"] for d in done], "steps": [d["steps"] for d in done]})
+    verdicts = _rows_frame(spark, decide, batches.SPLIT_TRACES, "events", parallelism * 4).mapInArrow(
+        functools.partial(batches.decide_batches, dialect=dialect, split_min_events=split_min_events),
+        spark_schema(VERDICTS)).toArrow().cast(VERDICTS)
+    shutil.rmtree(work, ignore_errors=True)
+    return verdicts
 
 
 @dataclass
@@ -238,10 +291,10 @@ def ledger_stage(spark: Any, events_dir: Path, ledger_dir: Path, stuck_after_ms:
     """The events table (files of whole traces, sorted by trace and event) to the ledger table; returns the
     anomalies.
 
-    The tasks get the events files' paths (dealt by size), read them and write each one's ledger file with pyarrow
-    (:func:`batches.ledger_files`), and return the anomalies: a Spark scan would turn every nested event row into a
-    JVM row and back into Arrow on its way to Python, and Spark's writer every ledger row again, which costs more
-    than the ledger itself.
+    The tasks get the events files' paths (dealt by size), read them and write each one's ledger and anomalies
+    files with pyarrow (:func:`batches.ledger_files`); the driver reads the anomalies back. A Spark scan would turn
+    every nested event row into a JVM row and back into Arrow on its way to Python, and Spark's writer every ledger
+    row (and collecting every anomaly) again, which costs more than the ledger itself.
     """
     shutil.rmtree(ledger_dir, ignore_errors=True)
     ledger_dir.mkdir(parents=True)
@@ -249,11 +302,17 @@ def ledger_stage(spark: Any, events_dir: Path, ledger_dir: Path, stuck_after_ms:
     if not files:
         pq.write_table(LEDGER.empty_table(), ledger_dir / "part-00000.parquet")
         return ANOMALIES.empty_table()
-    step = functools.partial(batches.ledger_files, out=str(ledger_dir), stuck_after_ms=stuck_after_ms,
-                             poison_deliveries=poison_deliveries)
-    found = _paths_frame(spark, files, spark.sparkContext.defaultParallelism * 4).mapInArrow(
-        step, spark_schema(ANOMALIES)).toArrow()
-    return found.cast(ANOMALIES)
+    found_dir = ledger_dir.parent / "_anomalies"
+    shutil.rmtree(found_dir, ignore_errors=True)
+    found_dir.mkdir(parents=True)
+    step = functools.partial(batches.ledger_files, out=str(ledger_dir), anomalies_out=str(found_dir),
+                             stuck_after_ms=stuck_after_ms, poison_deliveries=poison_deliveries)
+    written = _paths_frame(spark, files, spark.sparkContext.defaultParallelism * 4).mapInArrow(
+        step, spark_schema(batches.WRITTEN)).toArrow().column("path").to_pylist()
+    found = pa.concat_tables([pq.read_table(p, schema=ANOMALIES) for p in sorted(written)]) if written else \
+        ANOMALIES.empty_table()
+    shutil.rmtree(found_dir, ignore_errors=True)
+    return found
 
 
 def ingest_stage(spark: Any, files: list[str], out: Path, *, check: Check | None,
@@ -308,14 +367,21 @@ def run_spark(spark: Any, files: list[str], out: Path, *, dialect: str, stuck_af
         ticker.phase = "ingest and conformance"
         progress(f"ingest and conformance: {len(files)} files on {parallelism} cores")
         trace_rows, quarantine_rows, verdict_rows = ingest_stage(spark, files, out, check=Check(
-            dialect, split_min_events), split_bytes=ingest_split_bytes)
+            dialect, split_min_events, split_elsewhere=True), split_bytes=ingest_split_bytes)
         traces = pa.Table.from_pylist(trace_rows, TRACES)
         quarantine = pa.Table.from_pylist(quarantine_rows, QUARANTINE)
         good = sorted(t["trace"] for t in trace_rows)
 
         checked = {v["trace"] for v in verdict_rows}
-        todo = [t for t in good if t not in checked]  # trace/2, and files read in byte ranges
+        todo = [t for t in good if t not in checked]  # trace/2, files read in byte ranges, and traces to split
         verdicts = pa.Table.from_pylist(verdict_rows, VERDICTS)
+        big = [t["trace"] for t in trace_rows if split_min_events and t["trace"] not in checked
+               and t["format"] == FORMAT and t["events"] >= split_min_events]
+        if big:
+            ticker.phase = "conformance of split traces"
+            progress(f"conformance: {len(big)} traces split into parts")
+            verdicts = pa.concat_tables([verdicts, split_stage(spark, big, out, dialect, split_min_events)])
+            todo = sorted(set(todo) - set(big))
         if todo:
             ticker.phase = "conformance"
             progress(f"conformance: {len(todo)} traces")

@@ -23,9 +23,13 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
 
 from xspec.audit.commands import command_keys, op_name
-from xspec.spec.trace_format import Call, Close, Connect, Note, Recv, Send, Trace
+from xspec.audit.json_text import loads
+from xspec.spec.trace_format import Recv, Trace
 from xspec.traces.check.checker import Verdict, check_trace
 from xspec.traces.check.witness import Witness
 
@@ -76,46 +80,66 @@ def _blocks(cmd: list[bytes]) -> bool:
     return cmd[0].upper() in (b"XREAD", b"XREADGROUP") and any(a.upper() == b"BLOCK" for a in cmd[1:])
 
 
+PlanEvent = tuple[str, "int | None", "list[bytes] | None"]
+"""What planning reads of an event: its kind as the events table's ``ev`` names it (``call``, ``send``, ``recv``,
+``connect``, ``close``, ``note``...), its client and its command (None for a recv: it answers its client's oldest
+send)."""
+
+
+def plan_events_of(trace: Trace) -> list[PlanEvent]:
+    """The planning view of a loaded trace's events (the events table's ``ev``, ``client`` and ``cmd``)."""
+    return [(type(e).__name__.lower(), getattr(e, "c", None), None if isinstance(e, Recv) else getattr(e, "cmd", None))
+            for e in trace.events]
+
+
 def plan_split(trace: Trace) -> list[Part] | str:
     """The parts of ``trace``, or why it is not split (then it is checked whole)."""
+    return plan_events(plan_events_of(trace))
+
+
+def plan_events(events: Sequence[PlanEvent]) -> list[Part] | str:
+    """The parts of a trace/1 trace given by its events' (kind, client, command), or why it is not split: the same
+    plan from a loaded trace (:func:`plan_split`) and from the events table (the Spark job plans there)."""
     keys = _Keys()
-    owner: list[list[bytes] | None] = [None] * len(trace.events)  # event -> the keys it belongs with
+    owner: list[list[bytes] | None] = [None] * len(events)  # event -> the keys it belongs with
     shared: list[int] = []  # connection events, copied into each part of their client
     client_keys: dict[int, list[bytes]] = {}
     blocking: set[int] = set()
     outstanding: dict[int, list[int]] = {}  # client -> its sends without a recv yet
     multi: dict[int, list[int]] = {}  # client -> events of its open MULTI
-    for i, e in enumerate(trace.events):
-        if isinstance(e, Note):
+    for i, (kind, c, cmd) in enumerate(events):
+        if kind == "note":
             continue
-        if isinstance(e, (Connect, Close)):
+        if kind in ("connect", "close"):
             shared.append(i)
-            if isinstance(e, Close):
-                outstanding.pop(e.c, None)
+            if kind == "close":
+                outstanding.pop(c, None)  # type: ignore[arg-type]
             continue
-        if isinstance(e, Recv):
-            queue = outstanding.get(e.c)
+        if kind == "recv":
+            queue = outstanding.get(c)  # type: ignore[arg-type]
             if not queue:
                 return "a reply that answers no command"
             owner[i] = owner[queue.pop(0)]
             if owner[i] is None:
                 shared.append(i)
             continue
-        if not isinstance(e, (Call, Send)):
-            return f"a {type(e).__name__.lower()} event"
-        if e.cmd is None:
+        if kind not in ("call", "send"):
+            return f"a {kind} event"
+        if cmd is None:
             return "raw protocol bytes"
-        name = op_name(e.cmd) or ""
-        in_multi = multi.get(e.c)
+        assert c is not None
+        name = op_name(cmd) or ""
+        in_multi = multi.get(c)
         if name == "MULTI" or in_multi is not None:
-            group = multi.setdefault(e.c, [])
+            group = multi.setdefault(c, [])
             group.append(i)
             if name in ("EXEC", "DISCARD"):
-                del multi[e.c]
+                del multi[c]
                 unit: list[bytes] = []
                 for j in group:
-                    k = command_keys(trace.events[j].cmd)  # type: ignore[union-attr]
-                    jn = op_name(trace.events[j].cmd)  # type: ignore[union-attr]
+                    jcmd = events[j][2] or []
+                    k = command_keys(jcmd)
+                    jn = op_name(jcmd)
                     if k is None and jn not in ("MULTI", "EXEC", "DISCARD") and jn not in CONNECTION_COMMANDS:
                         return f"uses {jn}, whose keys the split does not know"
                     unit += k or []
@@ -124,25 +148,25 @@ def plan_split(trace: Trace) -> list[Part] | str:
                 keys.union(unit)
                 for j in group:
                     owner[j] = unit
-                client_keys.setdefault(e.c, []).extend(unit)
-            if isinstance(e, Send):
-                outstanding.setdefault(e.c, []).append(i)
+                client_keys.setdefault(c, []).extend(unit)
+            if kind == "send":
+                outstanding.setdefault(c, []).append(i)
             continue
         if name in CONNECTION_COMMANDS:
             shared.append(i)
         else:
-            k = command_keys(e.cmd)
+            k = command_keys(cmd)
             if k is None:
                 return f"uses {name}, whose keys the split does not know"
             if not k:
                 return f"uses {name}, which names no key"
             keys.union(k)
             owner[i] = k
-            client_keys.setdefault(e.c, []).extend(k)
-            if _blocks(e.cmd):
-                blocking.add(e.c)
-        if isinstance(e, Send):
-            outstanding.setdefault(e.c, []).append(i)
+            client_keys.setdefault(c, []).extend(k)
+            if _blocks(cmd):
+                blocking.add(c)
+        if kind == "send":
+            outstanding.setdefault(c, []).append(i)
     if multi:
         return "a MULTI without EXEC"
     for c in blocking:  # a blocked client executes nothing else until it is served: keep it in one part
@@ -168,11 +192,9 @@ def plan_split(trace: Trace) -> list[Part] | str:
         if o:
             p = part_of[keys.find(o[0])]
             members[p].append(i)
-            c = trace.events[i].c  # type: ignore[union-attr]
-            client_parts.setdefault(c, set()).add(p)
+            client_parts.setdefault(events[i][1], set()).add(p)  # type: ignore[arg-type]
     for i in shared:
-        c = trace.events[i].c  # type: ignore[union-attr]
-        for p in client_parts.get(c, {0}):
+        for p in client_parts.get(events[i][1], {0}):  # type: ignore[arg-type]
             members[p].append(i)
     return [Part(sorted(m)) for m in members if m]
 
@@ -288,17 +310,78 @@ def check_split(trace: Trace, dialect: str | None = "auto",
 def merge_verdicts(trace: Trace, dialect: str | None, plan: list[Part], verdicts: list[Verdict],
                    check: Callable[[Trace, str | None], Verdict] = check_trace) -> tuple[Verdict, int, str]:
     """The whole trace's verdict from its parts' (checking the whole where the parts cannot decide)."""
-    n = len(trace.events)
-    bad = [v for v in verdicts if v.status != "conform"]
+
+    def witnesses() -> list[list[_Step]] | None:
+        if any(v.witness is None for v in verdicts):
+            return None
+        return [_steps(v.witness, p) for p, v in zip(plan, verdicts, strict=True)]  # type: ignore[arg-type]
+
+    why = undecided(trace.header.clock, [v.status for v in verdicts], witnesses)
+    if why is None:
+        return Verdict("conform", len(trace.events)), len(plan), "split"
+    return check(trace, dialect), len(plan), f"fallback: {why}"
+
+
+def undecided(clock: str | None, statuses: Sequence[str], witnesses: Callable[[], list[list[_Step]] | None],
+              ) -> str | None:
+    """None when the parts' verdicts (and, on a wall clock, their merged witnesses) prove the whole trace
+    conforms; else why the whole trace must be checked."""
+    bad = [s for s in statuses if s != "conform"]
     if bad:
-        return check(trace, dialect), len(plan), f"fallback: a part is {bad[0].status}"
-    if trace.header.clock == "virtual":
-        return Verdict("conform", n), len(plan), "split"
-    steps = []
-    for p, v in zip(plan, verdicts, strict=True):
-        if v.witness is None:
-            return check(trace, dialect), len(plan), "fallback: a part has no witness"
-        steps.append(_steps(v.witness, p))
-    if merge(steps):
-        return Verdict("conform", n), len(plan), "split"
-    return check(trace, dialect), len(plan), "fallback: the parts' executions do not merge"
+        return f"a part is {bad[0]}"
+    if clock == "virtual":
+        return None
+    steps = witnesses()
+    if steps is None:
+        return "a part has no witness"
+    return None if merge(steps) else "the parts' executions do not merge"
+
+
+# ---------------------------------------------------------------------------------------------
+# Parts checked apart (the Spark job: each part in its own task, the witnesses merged in another)
+
+STEP = pa.struct([("kind", pa.string()), ("event", pa.int64()), ("inv", pa.int64()), ("resp", pa.int64()),
+                  ("client", pa.int64()), ("readings", pa.list_(pa.int64()))])
+"""A part's witness step in the whole trace's numbering (what :func:`merge` reads)."""
+
+
+def part_trace(path: str, lines: Sequence[int]) -> Trace:
+    """The trace of the header and the given lines (sorted) of a trace/1 file: one part, parsed by the format's own
+    reader without parsing the other lines."""
+    from xspec.spec import trace_format as tf
+    wanted = iter(lines)
+    want = next(wanted, None)
+    header = None
+    events = []
+    with tf._open_text(Path(path)) as f:  # type: ignore[attr-defined]
+        for n, text in enumerate(f, 1):
+            if header is None:
+                if text.strip():
+                    header = tf.parse_header(loads(text), path)
+                continue
+            if want is None:
+                break
+            if n == want:
+                events.append(tf.parse_event(loads(text), path, n))
+                want = next(wanted, None)
+    if header is None:
+        raise tf.TraceError(path, 1, "empty file: a trace starts with its header line")
+    return Trace(header, events, path)
+
+
+def check_part(path: str, lines: Sequence[int], events: Sequence[int], dialect: str | None,
+               check: Callable[[Trace, str | None], Verdict] = check_trace) -> tuple[str, pa.Array | None]:
+    """(status, witness steps in the whole trace's numbering; None without a witness) of one part: the events at
+    ``events`` (indexes into the whole trace), which are the file's ``lines``."""
+    verdict = check(part_trace(path, lines), dialect)
+    if verdict.status != "conform" or verdict.witness is None:
+        return verdict.status, None
+    steps = _steps(verdict.witness, Part(list(events)))
+    return verdict.status, pa.array([{"kind": s.ident[0], "event": s.ident[1], "inv": s.inv, "resp": s.resp,
+                                      "client": s.client, "readings": list(s.readings)} for s in steps], STEP)
+
+
+def steps_of(column: pa.Array) -> list[_Step]:
+    """The steps :func:`check_part` wrote, back as :func:`merge` reads them."""
+    return [_Step((s["kind"], s["event"]), s["inv"], s["resp"], s["client"], tuple(s["readings"]))
+            for s in column.to_pylist()]

@@ -96,13 +96,31 @@ def batch_ledger(events: pa.Table, columns: bool = True, chunk: int = 500) -> pa
         max_chunksize=chunk)), columns=columns)), LEDGER))
 
 
-def assert_columns_equal_fold(events: pa.Table) -> None:
-    """The column-wise ledger (with the fold for what it leaves) equals the fold's, row for row."""
+def assert_columns_equal_fold(events: pa.Table) -> set[str]:
+    """The column-wise ledger (with the fold for what it leaves) equals the fold's, row for row, and so do the
+    column-wise anomalies and :func:`anomalies_of`'s, under several thresholds; returns the anomaly kinds seen."""
     by_columns, by_fold = batch_ledger(events), batch_ledger(events, columns=False)
     if not by_columns.equals(by_fold):
         for a, b in zip(by_columns.to_pylist(), by_fold.to_pylist(), strict=False):
             assert a == b
         assert by_columns.num_rows == by_fold.num_rows
+    return assert_anomalies_equal(by_fold)
+
+
+def assert_anomalies_equal(ledger: pa.Table) -> set[str]:
+    """The column-wise anomalies of ``ledger`` equal :func:`anomalies_of`'s, row for row and in order, under several
+    thresholds; returns the anomaly kinds seen."""
+    from xspec.audit.batches import anomaly_batches
+    from xspec.audit.schema import ANOMALIES
+    seen: set[str] = set()
+    for stuck_after_ms, poison in ((60_000, 5), (1_000, 2), (0, 1), (10**9, 0)):
+        got = [pa.Table.from_batches(list(anomaly_batches(iter(ledger.to_batches(max_chunksize=97)), stuck_after_ms,
+                                                          poison, columns=columns)), ANOMALIES)
+               for columns in (True, False)]
+        if not got[0].equals(got[1]):
+            assert got[0].to_pylist() == got[1].to_pylist(), (stuck_after_ms, poison)
+        seen |= set(got[1].column("kind").to_pylist())
+    return seen
 
 
 def kinds(anomalies: list[dict[str, Any]]) -> set[tuple[str, str]]:
@@ -127,3 +145,49 @@ class Script:
 
     def trace(self) -> Trace:
         return self.driver.trace()
+
+
+def straddling_traces(folder: Path) -> list[Path]:
+    """Small wall-clock traces whose commands straddle keys, written to ``folder``: parts whose executions merge, parts
+    that each conform but need the clock to go back, a part that diverges, a multi-key command, a blocking client,
+    a MULTI/EXEC over two keys and a send/recv pair (each exercises one way the split decides; spec/audit.md, "The
+    split")."""
+    from xspec.spec.resp import Array, Bulk, Int, Simple
+    from xspec.spec.trace_format import Call, Header, Recv, Send
+
+    def xadd(c: int, key: str, t0_ms: float, t1_ms: float, entry: str) -> Call:
+        return Call(c=c, cmd=[b"XADD", key.encode(), b"*", b"f", b"v"], reply=Bulk(entry.encode()),
+                    t0=int(t0_ms * 1000), t1=int(t1_ms * 1000))
+
+    def xlen(c: int, key: str, t0_ms: float, n: int) -> Call:
+        return Call(c=c, cmd=[b"XLEN", key.encode()], reply=Int(n), t0=int(t0_ms * 1000), t1=int(t0_ms * 1000) + 100)
+
+    cases: dict[str, list[Any]] = {
+        "merge": [xadd(1, "a", 10_000, 10_002, "10001-0"), xadd(2, "b", 10_002.5, 10_003, "10003-0"),
+                  xlen(1, "a", 10_004, 1), xlen(2, "b", 10_005, 1)],
+        "clock-back": [xadd(1, "a", 10_000, 10_002, "10003-0"), xadd(2, "b", 10_002.5, 10_003, "10001-0")],
+        "part-diverges": [xadd(1, "a", 10_000, 10_002, "10001-0"), xadd(2, "b", 10_003, 10_004, "10003-0"),
+                          xlen(2, "b", 10_005, 7)],
+        "multi-key": [xadd(1, "a", 1000, 1001, "1001-0"), xadd(2, "b", 1002, 1003, "1003-0"),
+                      Call(c=1, cmd=[b"DEL", b"a", b"b"], reply=Int(2), t0=1_004_000, t1=1_004_500)],
+        "blocking": [Send(c=3, cmd=[b"XREAD", b"BLOCK", b"0", b"STREAMS", b"a", b"$"], t=1_000_000),
+                     xadd(1, "a", 1001, 1002, "1002-0"),
+                     Recv(c=3, reply=Array((Array((Bulk(b"a"), Array((Array((Bulk(b"1002-0"), Array((
+                         Bulk(b"f"), Bulk(b"v"))))),)))),)), t=1_002_500),
+                     xadd(3, "b", 1003, 1004, "1004-0")],
+        "multi-exec": [Call(c=1, cmd=[b"MULTI"], reply=Simple("OK"), t0=1_000_000, t1=1_000_100),
+                       Call(c=1, cmd=[b"XLEN", b"a"], reply=Simple("QUEUED"), t0=1_000_200, t1=1_000_300),
+                       Call(c=1, cmd=[b"XLEN", b"b"], reply=Simple("QUEUED"), t0=1_000_400, t1=1_000_500),
+                       Call(c=1, cmd=[b"EXEC"], reply=Array((Int(0), Int(0))), t0=1_000_600, t1=1_000_700),
+                       xadd(2, "c", 1001, 1002, "1002-0")],
+        "send-recv": [Send(c=1, cmd=[b"XADD", b"a", b"*", b"f", b"v"], t=1_000_000),
+                      xadd(2, "b", 1000.1, 1000.4, "1000-0"),
+                      Recv(c=1, reply=Bulk(b"1000-0"), t=1_000_500), xlen(2, "b", 1001, 1)],
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, events in cases.items():
+        path = folder / f"{name}.jsonl"
+        dump(Trace(Header(), events), path)
+        out.append(path)
+    return out

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.audit_support import read_tables, spark_session
+from tests.audit_support import read_tables, spark_session, straddling_traces
 from xspec.audit.run import AuditOptions, audit
 from xspec.audit.workload import ALGORITHMS, Params, generate
 
@@ -47,6 +47,28 @@ def test_spark_and_in_process_paths_write_the_same_tables(tmp_path: Path) -> Non
                                        "message": "missing field 'c'"}]
     assert summary["conformance"]["diverge"] > 0 and not summary["unmet"]
     assert {a["kind"] for a in summary["anomalies"]} >= {"lost", "stuck", "id-reuse"}  # type: ignore[index]
+
+
+def test_split_traces_are_checked_part_by_part_on_separate_tasks_with_the_whole_traces_verdicts(
+        tmp_path: Path) -> None:
+    from xspec.spec.trace_format import load
+    from xspec.traces.check.checker import check_trace
+    inputs = tmp_path / "in"
+    shutil.copytree(ROOT / "traces" / "tutorial", inputs / "tutorial")
+    for name in ("xadd/star-ids.jsonl", "xreadgroup/dollar-and-gt.jsonl"):
+        (inputs / "corpus" / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "traces" / "redis-7.0.15" / name, inputs / "corpus" / name)
+    straddling_traces(inputs / "straddle")
+    # every trace is split (the Spark job plans, checks and merges its parts on separate tasks; the in-process path
+    # splits in one process); both() asserts the two verdict tables (parts and how included) are equal
+    both([inputs], tmp_path, split_min_events=1)
+    verdicts = read_tables(tmp_path / "spark")["verdicts"].to_pylist()
+    hows = {str(v["split"]).split(":")[0] for v in verdicts}
+    assert {"split", "fallback", "whole"} <= hows, hows
+    assert any(v["split"] == "split" and v["parts"] >= 2 for v in verdicts)
+    for v in verdicts:
+        whole = check_trace(load(v["trace"]))
+        assert (v["status"], v["event"], v["message"]) == (whole.status, whole.event, whole.describe()), v
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
