@@ -23,11 +23,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from xspec.explore.failover import ACK, ADD, CLAIM, MARK, PRODUCER, FailoverConfig, FailoverSystem, T
+from xspec.explore.failover import ACK, ADD, CLAIM, DEAD, MARK, PRODUCER, FailoverConfig, FailoverSystem, T
 from xspec.models.clock import ManualClock
 from xspec.models.replication import Deployment, announced
 from xspec.models.state import Stream
-from xspec.spec.resp import Array, Bulk, Int, NullArray, Simple
+from xspec.spec.resp import Array, Bulk, Error, Int, NullArray, Simple
 
 CONSUMER_NAMES = (b"c1", b"c2", b"w")
 CLIENT_OF = {0: 1, 1: 2, 2: 3, 3: 4, 4: 5}  # process -> client id on every node
@@ -40,6 +40,8 @@ class Refinement:
     mismatches: list[str] = field(default_factory=list)
     waits: int = 0  # WAIT replies compared (a timeout's 0, an acknowledgement's 1)
     handovers: int = 0  # FAILOVER commands run to their handover
+    inspections: int = 0  # the worker's XPENDING of what it claimed (the poison-pill limit)
+    dead_letters: int = 0  # the worker's XADD to the dead-letter stream
 
 
 def deployment(config: FailoverConfig) -> Deployment:
@@ -72,6 +74,8 @@ def _entry_id(text: bytes) -> int:
 def abstract_op(argv: list[bytes]) -> tuple[Any, ...] | None:
     """A command of the replication stream as a link operation of the compact system (None: not one)."""
     head = argv[0].upper()
+    if head == b"XADD" and argv[1] == b"dlq":
+        return (DEAD, _entry_id(argv[2]))
     if head == b"XADD":
         return (ADD, _entry_id(argv[2]), int(argv[4]))
     if head == b"XCLAIM":
@@ -96,7 +100,13 @@ def abstract_node(d: Deployment, name: str) -> Any:
     for cname in group.consumers:
         cons |= 1 << CONSUMER_NAMES.index(cname)
     ld = group.last_id.seq if group.last_id.ms == T else -1
-    return (tuple(entries), ld, pel, cons)
+    dead = 0
+    letters = server.dbs[0].get(b"dlq")
+    if isinstance(letters, Stream):
+        for entry in letters.entries:
+            assert entry.ms == T, entry
+            dead |= 1 << entry.seq
+    return (tuple(entries), ld, pel, cons, dead)
 
 
 def abstract(d: Deployment, s: Any, cut: dict[int, bool]) -> Any:
@@ -127,21 +137,25 @@ def abstract(d: Deployment, s: Any, cut: dict[int, bool]) -> Any:
 def expected(s: Any) -> Any:
     nodes, serving, up, links, *_ = s
     return (tuple(None if node is None or (i == serving and not up) else node for i, node in enumerate(nodes)),
-            tuple(None if link is None else (tuple(op for op in link[0] if op[0] in (ADD, CLAIM, ACK)), link[1])
+            tuple(None if link is None else (tuple(op for op in link[0] if op[0] in (ADD, CLAIM, ACK, DEAD)), link[1])
                   for link in links))
 
 
 def _reply_matches(system: FailoverSystem, before: Any, after: Any, argv: tuple[bytes, ...], reply: Any) -> str:
     """'' when the model's ``reply`` is what the compact step from ``before`` to ``after`` stands for."""
     nodes, serving, *_ = before
-    entries, ld, pel, cons = nodes[serving]
+    entries, ld, pel, cons, dead = nodes[serving]
     head = argv[0]
 
     def entry(seq: int) -> Any:
         return Array((Bulk(b"%d-%d" % (T, seq)), Array((Bulk(b"p"), Bulk(b"%d" % entries[seq])))))
 
-    if head == b"XADD":
-        want: Any = Bulk(b"%d-%d" % (T, len(entries)))
+    if head == b"XADD" and argv[1] == b"dlq":  # the ID named, or XADD-15's error
+        if dead >> _entry_id(argv[2]):
+            return "" if isinstance(reply, Error) else f"XADD dlq: model {reply!r}, compact an error"
+        want: Any = Bulk(argv[2])
+    elif head == b"XADD":
+        want = Bulk(b"%d-%d" % (T, len(entries)))
     elif head == b"XREADGROUP" and argv[-1] == b">":
         want = NullArray() if ld + 1 >= len(entries) else Array((Array((Bulk(b"s"), Array((entry(ld + 1),)))),))
     elif head == b"XREADGROUP":
@@ -153,9 +167,11 @@ def _reply_matches(system: FailoverSystem, before: Any, after: Any, argv: tuple[
     elif head == b"XAUTOCLAIM":
         want = Array((Bulk(b"0-0" if len(pel) < 2 else b"%d-%d" % (T, pel[1][0])),
                       Array((entry(pel[0][0]),) if pel else ()), Array(())))
-    elif head == b"XPENDING":
+    elif head == b"XPENDING":  # the monitor's (- +) or the worker's (one ID)
+        low = 0 if argv[3] == b"-" else _entry_id(argv[3])
+        high = 1 << 30 if argv[4] == b"+" else _entry_id(argv[4])
         want = Array(tuple(Array((Bulk(b"%d-%d" % (T, seq)), Bulk(CONSUMER_NAMES[o]), Int(0), Int(c)))
-                           for seq, o, c in pel))
+                           for seq, o, c in pel if low <= seq <= high))
     elif head == b"XINFO":
         got = tuple(item.items[1].value for item in reply.items)
         names = tuple(CONSUMER_NAMES[b] for b in range(3) if cons >> b & 1)
@@ -188,8 +204,10 @@ def _failover_command(d: Deployment, primary: str, target: str) -> str:
     return f"FAILOVER TO {target} did not hand over: {d.steps()}"
 
 
-def random_walks(config: FailoverConfig, walks: int, length: int, seed: int = 0) -> Refinement:
-    """See the module docstring."""
+def random_walks(config: FailoverConfig, walks: int, length: int, seed: int = 0,
+                 favour_worker: bool = False) -> Refinement:
+    """See the module docstring. With ``favour_worker``, half the time the worker's step is taken when it
+    claims something or holds something (so that walks reach its poison-pill branch)."""
     system = FailoverSystem(config, symmetry=False)
     rng = random.Random(seed)
     out = Refinement()
@@ -203,6 +221,12 @@ def random_walks(config: FailoverConfig, walks: int, length: int, seed: int = 0)
             if not choices:
                 break
             sid, nxt = rng.choice(choices)
+            if favour_worker and system.has_worker and rng.random() < 0.5:
+                w = 1 + system.consumers
+                mine = [c for c in choices if system.steps[c[0]].proc == w
+                        and (s[5][w][0] is not None or c[1][5][w][0] is not None)]
+                if mine:
+                    sid, nxt = rng.choice(mine)
             step = system.steps[sid]
             where = f"walk {w} step {n}: {step.describe(system.process_names)}"
             serving = f"n{s[1]}"
@@ -216,6 +240,8 @@ def random_walks(config: FailoverConfig, walks: int, length: int, seed: int = 0)
                     s = nxt
                     continue
                 reply = d.execute(serving, client, list(step.argv)).reply
+                out.inspections += step.argv[0] == b"XPENDING" and step.argv[3] != b"-"
+                out.dead_letters += step.argv[:2] == (b"XADD", b"dlq")
                 problem = _reply_matches(system, s, nxt, step.argv, reply)
                 if problem:
                     out.mismatches.append(f"{where}: {problem}")
@@ -226,7 +252,7 @@ def random_walks(config: FailoverConfig, walks: int, length: int, seed: int = 0)
             elif step.kind == "apply":
                 r = int(step.argv[0])
                 head = s[3][r][0][0]
-                if head[0] in (ADD, CLAIM, ACK):
+                if head[0] in (ADD, CLAIM, ACK, DEAD):
                     d.step("apply", f"n{r}")
                     while d.links[f"n{r}"].pending and abstract_op(d.links[f"n{r}"].pending[0][1]) is None:
                         d.step("apply", f"n{r}")  # SELECT, MULTI, PING, GETACK: no operation of the compact system

@@ -62,14 +62,16 @@ def describe_state(system: FailoverSystem, s: Any) -> str:
     names = ["c1", "c2", "w"]
     if node is None:
         return ""
-    entries, ld, pel, cons = node
+    entries, ld, pel, cons, dead = node
     stream = " ".join(f"{T}-{i}:{p}" for i, p in enumerate(entries)) or "(empty)"
+    letters = " ".join(f"{T}-{i}" for i in range(dead.bit_length()) if dead >> i & 1)
     pending = " ".join(f"{i}@{names[o]}x{c}" for i, o, c in pel) or "-"
     who = ",".join(n for b, n in enumerate(names) if cons >> b & 1) or "-"
     queues = "; ".join(f"to node {r}: {len(link[0])} queued{' (cut)' if link[1] else ''}"
                        for r, link in enumerate(links) if link is not None)
     return (f"[node {serving}{'' if up else ' DOWN'}: entries {stream}; last-delivered {ld if ld >= 0 else '0-0'}; "
-            f"pending {pending}; consumers {who}{'; ' + queues if queues else ''}]")
+            f"pending {pending}; consumers {who}{'; dead letters ' + letters if letters else ''}"
+            f"{'; ' + queues if queues else ''}]")
 
 
 def render_failover(report: FailoverReport, out: TextIO, *, counterexamples: bool = True) -> None:

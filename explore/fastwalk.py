@@ -172,12 +172,15 @@ def _walk(system: CompactSystem, max_states: int | None, check: bool,
         succ = expand(s)
         transitions += len(succ)
         for step, raw in succ:
+            if raw is s:  # a step that changed nothing (already known; a tuple is not hashed again)
+                continue
             key = raw if whole else hash(raw)
             if key in index or key in alias:
                 continue
             c, perm = canonical(raw)
+            ckey = key if c is raw else c if whole else hash(c)
             if c is not raw:
-                j = index.get(c if whole else hash(c))
+                j = index.get(ckey)
                 if j is not None:
                     alias[key] = j
                     continue
@@ -185,7 +188,7 @@ def _walk(system: CompactSystem, max_states: int | None, check: bool,
                 complete = False
                 continue
             j = len(states)
-            index[c if whole else hash(c)] = j
+            index[ckey] = j
             if c is not raw:
                 alias[key] = j
             if perm is not None:
@@ -195,7 +198,7 @@ def _walk(system: CompactSystem, max_states: int | None, check: bool,
                     perms.append(perm)
             else:
                 pid = 0
-            states.append(c if whole else hash(c))
+            states.append(ckey)
             queue.append(c)
             parent.append(i)
             via.append(step)

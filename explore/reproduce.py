@@ -17,18 +17,28 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from xspec.explore.failover import ACK, ADD, CLAIM, MARK, PROPERTIES, FailoverSystem, T
+from xspec.explore.failover import ACK, ADD, CLAIM, DEAD, DLQ_BIT, MARK, PROPERTIES, FailoverSystem, T
 from xspec.spec.resp import Array, Bulk, Int, Reply
-from xspec.spec.trace_format import Trace
+from xspec.spec.trace_format import Call, Crash, Note, Recv, Send, Trace
 from xspec.traces.cluster.harness import Client, Cluster, HarnessError
 from xspec.traces.cluster.nodes import KNOWN_SERVERS, ServerKind, find_server
 
 NODE_NAMES = ("a", "b", "c")
+ANOMALY = {"acked-add-durable": "acked-add-lost", "acked-never-redelivered": "acked-pending-again",
+           "single-owner": "two-owners", "last-delivered-monotone": "last-delivered-regressed",
+           "delivery-count-monotone": "delivery-count-regressed", "no-id-reuse": "id-reissued",
+           "consumer-persists": "consumer-vanished"}
+"""Each property's anomaly, as spec/anomalies.md names it (the recordings' tags)."""
+LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")  # Debian's libfaketime
+FROZEN_AT = "2023-11-14 22:13:20"  # T, in UTC: the standing clock of EXPLORE-FAIL-1
 WAIT_MS = 3000  # a WAIT the step says is met: the replica's acknowledgement comes within a second
 TIMEOUT_MS = 100  # a WAIT the step says times out
 
@@ -120,6 +130,8 @@ class RealObserver:
 
     def reply(self, who: str, argv: tuple[bytes, ...], reply: Reply) -> None:
         head = argv[0].upper()
+        if head == b"XADD" and argv[1] == b"dlq":
+            return  # the worker's dead letter: the properties are read on stream s (EXPLORE-REPRO-3)
         if head == b"XADD" and isinstance(reply, Bulk):
             entry, payload = _id(reply), int(argv[-1])
             if self.given.get(entry, payload) != payload:
@@ -187,6 +199,50 @@ class RealObserver:
         self.awaiting.pop(who, None)
 
 
+_STEP_NOTE = re.compile(r"step (\d+): ([\w-]+): ")
+_HARNESS_COMMANDS = (b"REPLICAOF", b"FAILOVER", b"XGROUP")
+
+
+def judge_recording(trace: Trace) -> dict[str, int]:
+    """The properties a recorded (or model-run) counterexample violates, read from the file alone
+    (EXPLORE-REPRO-3): the ``step N: who: ...`` notes say which process each connection serves, every
+    ``XRANGE s - +`` is the probe after a step, a ``crash`` or a promotion drops the WAITs in flight; the
+    rest goes to :class:`RealObserver` as the reproduction fed it. Property -> first step."""
+    regime_wait = "wait" in (trace.header.tags or [])
+    observer = RealObserver(regime_wait)
+    who_of: dict[int, str] = {}
+    sent: dict[int, list[bytes]] = {}
+    step_who = ""
+    for e in trace.events:
+        if isinstance(e, Note):
+            found = _STEP_NOTE.match(e.text)
+            if found:
+                observer.step, step_who = int(found.group(1)), found.group(2)
+        elif isinstance(e, Crash):
+            for proc in list(observer.awaiting):
+                observer.lost_connection(proc)
+        elif isinstance(e, (Call, Send)):
+            argv = tuple(e.cmd or ())
+            if argv[:1] == (b"XRANGE",):
+                if isinstance(e, Call):
+                    observer.probe(e.reply)
+                continue
+            if argv[:1] in ((b"REPLICAOF",), (b"FAILOVER",)) and observer.step:  # a promotion
+                for proc in list(observer.awaiting):
+                    observer.lost_connection(proc)
+                observer.replicated = False
+            if not argv or argv[0] in _HARNESS_COMMANDS or not observer.step:
+                continue
+            who = who_of.setdefault(e.c, step_who)
+            if isinstance(e, Call):
+                observer.reply(who, argv, e.reply)
+            else:
+                sent[e.c] = list(argv)
+        elif isinstance(e, Recv) and e.c in sent:
+            observer.reply(who_of[e.c], tuple(sent.pop(e.c)), e.reply)
+    return dict(observer.violated)
+
+
 # ---------------------------------------------------------------------------------------------------
 # Driving the deployment
 
@@ -219,12 +275,17 @@ class _Driver:
         self.observer = RealObserver(system.config.regime == "wait")
         self.log: list[str] = []
         # `<ms>-*` (the milliseconds named, the sequence generated) came with Redis 7.0.
-        self.explicit_ms = not (h.kind.name == "redis" and int(h.kind.version.split(".")[0]) < 7)
+        self.explicit_ms = not _without_explicit_ms(h.kind)
 
     def setup(self) -> None:
         h = self.h
         for replica in self.names[1:]:
             h.replicaof(replica, "a")
+        if h.kind.name == "valkey":  # its first PING follows the sync by a second: let it pass before the setup's
+            h.settle(*self.names[1:])  # write, so that no recording races it (EXPLORE-REPRO-1)
+            deadline = time.monotonic() + 3
+            while int(h.info("a").get("master_repl_offset", "0")) == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)
         h.client("a").call("XGROUP", "CREATE", "s", "g", "0", "MKSTREAM")
         h.settle(*self.names[1:])
         for replica in self.names[1:]:
@@ -272,18 +333,22 @@ class _Driver:
         self.h.note(f"step {self.observer.step}: {step.describe(names)}")
         if step.kind == "command":
             argv = step.argv
-            if argv[0] == b"XADD" and self.explicit_ms:  # the standing clock (EXPLORE-REPRO-2)
+            if argv[:2] == (b"XADD", b"s") and self.explicit_ms:  # the standing clock (EXPLORE-REPRO-2)
                 argv = (b"XADD", b"s", b"%d-*" % T) + argv[3:]
             if argv[0] == b"WAIT":
                 argv = (b"WAIT", b"1", b"%d" % TIMEOUT_MS)
             if argv[0] == b"XACK" and step.proc in self.held:  # the ID the client was given
                 argv = argv[:3] + (self.held[step.proc],)
+            if argv[0] == b"XPENDING" and argv[3] != b"-" and step.proc in self.held:  # the worker's inspection
+                argv = argv[:3] + (self.held[step.proc],) * 2 + argv[5:]
+            if argv[:2] == (b"XADD", b"dlq") and step.proc in self.held:  # its dead letter, under that ID
+                argv = (b"XADD", b"dlq", self.held[step.proc], b"id", self.held[step.proc])
             self.call(step.proc, serving, *argv)
         elif step.kind == "apply":
             r = int(step.argv[0])
             replica = self.names[r]
             op = before[3][r][0][0]
-            if op[0] in (ADD, CLAIM, ACK):
+            if op[0] in (ADD, CLAIM, ACK, DEAD):
                 self.caught_up(replica, self.h.release(serving, replica, 1))
             elif op[0] == MARK:  # WAIT 1 of the write's client, met by this replica's acknowledgement
                 proc = 0 if op[1] < 0 else op[1]
@@ -335,8 +400,59 @@ def reproduce(system: FailoverSystem, steps: list[tuple[int, Any]], prop: str, s
         raise ValueError(prop)
     names = NODE_NAMES[:1 + system.config.replicas]
     config = {"repl-ping-replica-period": "3600"}  # no PINGs to interleave with the stepped writes
-    h = Cluster(server, names, config=config, tags=["replication", "explore", system.config.name, prop],
-                title=title or f"{system.config.name}: {prop} (xspec explore counterexample)")
+    regime = system.config.regime
+    tags = ["replication", "failover-command" if regime == "coordinated" else "failover", ANOMALY[prop]] + \
+        (["wait"] if regime == "wait" else [])
+    frozen = _needs_frozen_clock(system, steps, prop, server)
+    title = title or f"{system.config.name}: {prop} (xspec explore counterexample)"
+    with tempfile.TemporaryDirectory(prefix="xspec-faketime-") as folder:
+        if frozen:
+            server = frozen_clock(server, Path(folder))
+            title += "; every node's clock frozen at 1700000000000 ms by libfaketime"
+        h = Cluster(server, names, config=config, tags=tags, title=title)
+        r = _drive(system, steps, prop, server, h)
+    if frozen:
+        r.trace.header.expect = _frozen_clock_verdict(r.trace)
+    return r
+
+
+def _frozen_clock_verdict(trace: Trace) -> dict[str, Any]:
+    """What the checker says of a recording under a frozen clock (EXPLORE-REPRO-5): the first ``XADD s *``
+    replies an ID of the frozen millisecond, which no reading of the trace's wall clock gives."""
+    for i, e in enumerate(trace.events):
+        if isinstance(e, Call) and e.cmd[:3] == [b"XADD", b"s", b"*"] and e.node is not None:
+            return {"verdict": "diverge", "event": i + 1, "node": e.node}
+    raise ReproduceError("a frozen-clock recording without XADD s *")
+
+
+def _needs_frozen_clock(system: FailoverSystem, steps: list[tuple[int, Any]], prop: str,
+                        server: ServerKind) -> bool:
+    """Whether the counterexample runs with every node's clock frozen at T (EXPLORE-REPRO-5): a clock-skew
+    counterexample (``no-id-reuse``) on a server without ``<ms>-*`` (Redis 6.2), when libfaketime is installed
+    and no WAIT must time out (a frozen clock never ends one)."""
+    if prop != "no-id-reuse" or not _without_explicit_ms(server) or not LIBFAKETIME.exists():
+        return False
+    return not any(system.steps[sid].argv[:1] == (b"WAIT",) for sid, _ in steps)
+
+
+def _without_explicit_ms(kind: ServerKind) -> bool:
+    """``<ms>-*`` (the milliseconds named, the sequence generated) came with Redis 7.0."""
+    return kind.name == "redis" and int(kind.version.split(".")[0]) < 7
+
+
+def frozen_clock(server: ServerKind, folder: Path) -> ServerKind:
+    """``server`` started by a script in ``folder`` that preloads libfaketime with the wall clock standing at
+    T (the monotonic clock, which the event loop's timers read, left alone)."""
+    script = folder / Path(server.binary).name
+    script.write_text("#!/bin/sh\n"
+                      f"LD_PRELOAD={shlex.quote(str(LIBFAKETIME))} FAKETIME={shlex.quote(FROZEN_AT)} "
+                      f"FAKETIME_DONT_FAKE_MONOTONIC=1 TZ=UTC exec {shlex.quote(server.binary)} \"$@\"\n")
+    script.chmod(0o755)
+    return ServerKind(server.name, server.version, str(script))
+
+
+def _drive(system: FailoverSystem, steps: list[tuple[int, Any]], prop: str, server: ServerKind,
+           h: Cluster) -> Reproduction:
     try:
         with h:
             driver = _Driver(system, h)
@@ -356,7 +472,8 @@ def _acknowledgements(state: Any, observer: RealObserver) -> list[str]:
     """Where the writes acknowledged on the real servers are not those the path's last state says were."""
     ghost = state[6]
     out = []
-    for what, bits, real in (("XADD", ghost[1], observer.acked_adds), ("XACK", ghost[2], observer.acked_entries)):
+    adds = ghost[1] & ((1 << DLQ_BIT) - 1)  # the dead-letter stream's are not read on the real servers
+    for what, bits, real in (("XADD", adds, observer.acked_adds), ("XACK", ghost[2], observer.acked_entries)):
         model = {p for p in range(bits.bit_length()) if bits >> p & 1}
         if model != real:
             out.append(f"acknowledged {what}s: the path {sorted(model)}, the real servers {sorted(real)}")

@@ -17,45 +17,46 @@ import pytest
 from click.testing import CliRunner
 
 from xspec.commands.explore import explore_command
-from xspec.explore.failover import NAMED, PROPERTIES, FailoverConfig, FailoverSystem
+from xspec.explore.failover import NAMED, PROPERTIES, REGIMES, FailoverConfig, FailoverSystem
 from xspec.explore.failover_refinement import random_walks
 from xspec.explore.failover_report import check_failover
 from xspec.explore.fastwalk import walk
+from xspec.explore.poison import poison_questions
 
 V, H = "violated", "holds"
 # name -> (states, transitions, depth, {property: verdict or shortest counterexample length})
 PINNED: dict[str, tuple[int, int, int, dict[str, Any]]] = {
-    "async-1r": (347507, 1350969, 22, {
+    "async-1r": (213147, 865681, 21, {
         "acked-add-durable": 3, "acked-never-redelivered": 7, "single-owner": 6, "last-delivered-monotone": 6,
         "delivery-count-monotone": 9, "no-id-reuse": 4, "consumer-persists": 5}),
-    "async-2r": (41990, 211216, 23, {
+    "async-2r": (34990, 188424, 23, {
         "acked-add-durable": 3, "acked-never-redelivered": 7, "single-owner": 6, "last-delivered-monotone": 6,
         "delivery-count-monotone": H, "no-id-reuse": 4, "consumer-persists": 6}),
-    "async-worker": (382062, 1525686, 22, {
+    "async-worker": (403852, 1750563, 23, {
         "acked-add-durable": 3, "acked-never-redelivered": 7, "single-owner": 6, "last-delivered-monotone": 6,
         "delivery-count-monotone": 9, "no-id-reuse": 4, "consumer-persists": 6}),
-    "async-1r-no-history": (23980, 86764, 19, {
+    "async-1r-no-history": (16980, 63972, 17, {
         "acked-add-durable": 3, "acked-never-redelivered": 7, "single-owner": 6, "last-delivered-monotone": 6,
         "delivery-count-monotone": H, "no-id-reuse": 4, "consumer-persists": 6}),
     "async-1r-no-failover": (40363, 205790, 19, dict.fromkeys(PROPERTIES, H)),
-    "wait-1r": (915796, 4344023, 25, {
+    "wait-1r": (710792, 3604146, 24, {
         "acked-add-durable": H, "acked-never-redelivered": H, "single-owner": 6, "last-delivered-monotone": 6,
         "delivery-count-monotone": 9, "no-id-reuse": 4, "consumer-persists": 5}),
-    "wait-2r": (383168, 2583797, 31, {
+    "wait-2r": (372752, 2549885, 31, {
         "acked-add-durable": H, "acked-never-redelivered": H, "single-owner": 6, "last-delivered-monotone": 6,
         "delivery-count-monotone": H, "no-id-reuse": 4, "consumer-persists": 6}),
-    "wait-worker": (1372298, 7429616, 25, {
+    "wait-worker": (2099447, 12691849, 27, {
         "acked-add-durable": H, "acked-never-redelivered": H, "single-owner": 6, "last-delivered-monotone": 6,
         "delivery-count-monotone": 9, "no-id-reuse": 4, "consumer-persists": 6}),
-    "wait-1r-no-history": (79376, 377847, 22, {
+    "wait-1r-no-history": (68960, 343935, 21, {
         "acked-add-durable": H, "acked-never-redelivered": H, "single-owner": 6, "last-delivered-monotone": 6,
         "delivery-count-monotone": H, "no-id-reuse": 4, "consumer-persists": 6}),
     "wait-1r-no-failover": (336056, 2075504, 23, dict.fromkeys(PROPERTIES, H)),
-    "coordinated-1r": (47067, 225982, 22, {
+    "coordinated-1r": (45791, 222596, 20, {
         "acked-add-durable": H, "acked-never-redelivered": H, "single-owner": H, "last-delivered-monotone": H,
         "delivery-count-monotone": 8, "no-id-reuse": H, "consumer-persists": 4}),
     "coordinated-2r": (22690, 133359, 23, dict.fromkeys(PROPERTIES, H)),
-    "coordinated-worker": (63446, 332009, 20, dict.fromkeys(PROPERTIES, H)),
+    "coordinated-worker": (104128, 585445, 22, dict.fromkeys(PROPERTIES, H)),
     "coordinated-1r-no-history": (4680, 21327, 17, dict.fromkeys(PROPERTIES, H)),
     "coordinated-1r-no-failover": (40363, 205790, 19, dict.fromkeys(PROPERTIES, H)),
 }
@@ -107,8 +108,12 @@ def test_the_regimes_give_the_expected_guarantees() -> None:
 @pytest.mark.parametrize("name", ["async-1r", "async-2r", "async-worker", "wait-1r", "wait-2r", "wait-worker",
                                   "coordinated-1r", "coordinated-2r", "coordinated-worker"])
 def test_the_failover_system_refines_the_replication_model(name: str) -> None:
-    out = random_walks(NAMED[name], walks=40 if name.startswith("wait") else 12, length=30, seed=5)
+    worker = name.endswith("worker")
+    out = random_walks(NAMED[name], walks=40 if name.startswith("wait") or worker else 12, length=30, seed=5,
+                       favour_worker=worker)
     assert out.steps > 60 and not out.mismatches, "\n".join(out.mismatches[:3])
+    if worker:  # the poison-pill limit: the worker's XPENDING and its dead-letter XADD ran on the model too
+        assert out.inspections >= 3 and out.dead_letters >= 2, (out.inspections, out.dead_letters)
     if name.startswith("wait"):  # the model's WAIT answered where the compact system's marks say
         assert out.waits >= 5, out.waits
     if name.startswith("coordinated"):  # the model's FAILOVER handed over
@@ -122,6 +127,7 @@ def _whole(system: FailoverSystem) -> set[Any]:
     while queue:
         s = queue.popleft()
         for _, t in system.expand(s):
+            t = system.normal(t)
             if t not in seen:
                 seen.add(t)
                 queue.append(t)
@@ -141,6 +147,67 @@ def test_symmetry_keeps_the_verdicts_and_represents_every_state(config: Failover
         assert {system.canonical(r)[0] for r in system._relabellings(s)} == {system.canonical(s)[0]}
     assert {hash(system.canonical(s)[0]) for s in states} == set(reduced.states)
     assert set(reduced.violations) == set(whole.violations)
+
+
+@pytest.mark.parametrize("config", [FailoverConfig("small-1r", entries=1, cuts=0),
+                                    FailoverConfig("small-worker", entries=1, worker_claims=1, poison_limit=1,
+                                                   history_reads=0),
+                                    FailoverConfig("small-wait", regime="wait", entries=1, crashes=0)])
+def test_forgetting_violated_properties_records_keeps_every_verdict(config: FailoverConfig) -> None:
+    """EXPLORE-FAIL-7: a violated property's ghost record forgotten, the same verdicts and shortest lengths."""
+    def verdicts(forget: bool) -> dict[str, Any]:
+        result, _ = walk(FailoverSystem(config, forget=forget))
+        return {prop: v.state and result.depth[v.state] for prop, v in result.violations.items()}
+
+    assert verdicts(True) == verdicts(False)
+
+
+def _poison_runs(config: FailoverConfig) -> tuple[set[bytes], int]:
+    """The worker's commands in every reachable state's steps, and the most dead-letter entries a node held."""
+    system = FailoverSystem(config, symmetry=False)
+    states = _whole(system)
+    heads = {step.argv[1] if step.argv[0] == b"XADD" else step.argv[0]
+             for step in system.steps if step.proc == 3 and step.kind == "command"}
+    most = max(bin(node[4]).count("1") for s in states for node in s[0] if node is not None)
+    return heads, most
+
+
+def test_the_worker_dead_letters_above_its_poison_pill_limit() -> None:
+    """EXPLORE-FAIL-2: with the limit the worker asks XPENDING and moves the entry to ``dlq`` before its XACK;
+    without it, it never writes the dead-letter stream."""
+    small = FailoverConfig("small-worker", entries=1, worker_claims=1, poison_limit=1, history_reads=0, cuts=0)
+    heads, most = _poison_runs(small)
+    assert heads == {b"XAUTOCLAIM", b"XPENDING", b"dlq", b"XACK"} and most == 1
+    heads, most = _poison_runs(FailoverConfig("no-limit", entries=1, worker_claims=1, history_reads=0, cuts=0))
+    assert heads == {b"XAUTOCLAIM", b"XACK"} and most == 0
+    heads, most = _poison_runs(FailoverConfig("high-limit", entries=1, worker_claims=1, poison_limit=5,
+                                              history_reads=0, cuts=0))
+    assert heads == {b"XAUTOCLAIM", b"XPENDING", b"XACK"} and most == 0
+
+
+SMALL_POISON = {  # EXPLORE-FAIL-11 on one entry: question -> shortest path length, None: never
+    "async": {"limit-evaded": 8, "dead-lettered-after-ack": 6, "acked-after-dead-letter": 6,
+              "dead-letter-refused": None, "dead-letter-lost": 7},
+    "wait": {"limit-evaded": 8, "dead-lettered-after-ack": 8, "acked-after-dead-letter": 8,
+             "dead-letter-refused": None, "dead-letter-lost": None},
+    "coordinated": {"limit-evaded": None, "dead-lettered-after-ack": 6, "acked-after-dead-letter": 6,
+                    "dead-letter-refused": None, "dead-letter-lost": None},
+}
+
+
+@pytest.mark.parametrize("regime", REGIMES)
+def test_what_the_poison_pill_limit_keeps_across_failures(regime: str) -> None:
+    """EXPLORE-FAIL-11: only a failover that loses the claim's count lets a poison pill evade the limit
+    (never under FAILOVER); racing the consumer's XACK needs no failure at all."""
+    config = FailoverConfig(f"small-{regime}", regime=regime, entries=1, worker_claims=1, poison_limit=1,
+                            history_reads=0)
+    report = poison_questions(config)
+    assert {q: p and len(p) for q, p in report.found.items()} == SMALL_POISON[regime]
+    evaded = report.describe("limit-evaded")
+    if evaded:
+        assert any("REPLICAOF NO ONE" in step for step in evaded) and evaded[-1].startswith("w: XPENDING")
+    with pytest.raises(ValueError):
+        poison_questions(FailoverConfig("no-limit", worker_claims=1))
 
 
 def test_counterexamples_are_shortest_paths_that_replay() -> None:

@@ -47,8 +47,9 @@ if TYPE_CHECKING:
 @click.option("--graphml", type=click.Path(dir_okay=False, path_type=Path), help="Write the state graph as GraphML.")
 @click.option("--dot", type=click.Path(dir_okay=False, path_type=Path), help="Write the state graph as DOT.")
 @click.option("--traces", "trace_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write every counterexample as a virtual-clock trace into this directory (with --reproduce: "
-                   "the trace/2 recorded on the real servers, as <configuration>/<property>.jsonl).")
+              help="Write every counterexample as a virtual-clock trace into this directory (replication "
+                   "configurations: a trace/2 of the path run on the model, or with --reproduce the one recorded "
+                   "on the real servers, as <configuration>/<property>.jsonl).")
 @click.option("--reproduce", "reproduce_on", metavar="DIALECT|BINARY",
               help="Run each replication counterexample on real servers (redis-7.0.15, redis-6.2.14, valkey-9.1.2, "
                    "... or a redis-server/valkey-server binary) and say whether they violate the same property.")
@@ -145,6 +146,8 @@ def explore_command(config_spec: str | None, protocol: str | None, list_only: bo
         sys.stdout.write("\n")
         if server is not None:
             ok = _reproduce(freport, server, trace_dir) and ok
+        elif trace_dir is not None:
+            _write_model_traces(freport, trace_dir)
     for n, (report, process_names, abstraction) in enumerate(runs, 1):
         render_report(report, process_names, sys.stdout, explain=not no_explain)
         sys.stdout.write("\n")
@@ -182,6 +185,23 @@ def _write_traces(report: Report, trace_dir: Path | None) -> None:
             path = trace_dir / f"{slug}.jsonl"
             dump(p.counterexample.trace, path)
             click.echo(f"wrote {path}")
+
+
+def _write_model_traces(freport: FailoverReport, trace_dir: Path) -> None:
+    """Each counterexample of ``freport`` run on the model, as trace/2 ``<configuration>/<property>.jsonl``
+    (EXPLORE-FAIL-10)."""
+    from xspec.explore.failover_trace import model_trace
+    for v in freport.verdicts:
+        if v.holds:
+            continue
+        path = trace_dir / freport.config.name / f"{v.prop}.jsonl"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            dump(model_trace(freport.system, v.steps, f"{freport.config.name}: {v.prop} (xspec explore "
+                                                      f"counterexample, run on the model)"), path)
+        except OSError as e:
+            raise click.ClickException(f"--traces: cannot write {path}: {e.strerror or e}") from None
+        click.echo(f"  wrote {path}")
 
 
 def _reproduce(freport: FailoverReport, server: ServerKind, trace_dir: Path | None) -> bool:
