@@ -15,8 +15,9 @@ from typing import Any
 from xspec.models.expiry import keyspace, lookup
 from xspec.models.generic import parse_cursor
 from xspec.models.notify import notify_keyspace_event, notify_new
+from xspec.models.samples import OneOf, Sample
 from xspec.models.server import SELF_EXPIRING, Call, CommandError, HandlerResult, PreRendered, command
-from xspec.models.sets import AnyOrderArray
+from xspec.models.sets import AnyOrderArray, random_count
 from xspec.models.state import HashValue
 from xspec.models.strings import add_long_doubles
 from xspec.spec import commands as table
@@ -27,7 +28,7 @@ from xspec.spec.ids import I64_MAX, I64_MIN, c_string, parse_ll
 from xspec.spec.resp import NULL_BULK, OK, Array, Bulk, Int, Map, Reply
 
 SELF_EXPIRING.update("hset hsetnx hmset hget hmget hgetall hdel hexists hincrby hincrbyfloat hkeys hvals hlen "
-                     "hstrlen hscan".split())
+                     "hstrlen hscan hrandfield".split())
 
 HASH_MAX_LISTPACK_ENTRIES = 128
 HASH_MAX_LISTPACK_VALUE = 64
@@ -313,3 +314,33 @@ def hscan(call: Call) -> Reply:
     # HSCAN-3: a listpack answers whole, in order, with cursor 0; a hash table's pages follow the
     # seed (ENV-SCAN): the model gives the whole walk, which a page of the real server is part of.
     return Array((Bulk(b"0"), Array(tuple(flat))))
+
+
+HRANDFIELD_OUT_OF_RANGE = "ERR value is out of range"
+
+
+@command("hrandfield")
+def hrandfield(call: Call) -> HandlerResult:
+    argv = call.argv
+    if len(argv) == 2:  # HASH-13: a field drawn at random
+        h = hash_at(call, argv[1])
+        return NULL_BULK if h is None else PreRendered(OneOf.of(list(h.fields)))  # ENV-RANDOM
+    count = random_count(argv[2])  # HASH-13: the count first
+    if len(argv) > 4 or (len(argv) == 4 and c_string(argv[3]).lower() != b"withvalues"):
+        raise CommandError(table.SYNTAX)
+    withvalues = len(argv) == 4
+    if withvalues and not -(I64_MAX // 2) <= count <= I64_MAX // 2:  # HASH-13
+        raise CommandError(HRANDFIELD_OUT_OF_RANGE)
+    h = hash_at(call, argv[1])
+    if h is None or count == 0:
+        return Array(())
+    pool: list[tuple[Reply, ...]] = []
+    for f, v in h.fields.items():
+        if not withvalues:
+            pool.append((Bulk(f),))
+        elif call.client.proto == 3:  # HASH-13: RESP3 nests each pair
+            pool.append((Array((Bulk(f), Bulk(v))),))
+        else:
+            pool.append((Bulk(f), Bulk(v)))
+    size = min(count, len(pool)) if count > 0 else -count
+    return PreRendered(Sample.of(pool, size, distinct=count > 0))  # ENV-RANDOM

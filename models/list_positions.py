@@ -7,12 +7,19 @@ are in :mod:`xspec.models.lists`, whose helpers these share.
 
 from __future__ import annotations
 
-from xspec.models.lists import HEAD, TAIL, list_at, move, pop_one, push_command, removed_elements
+from xspec.models.lists import (
+    HEAD,
+    TAIL,
+    list_at,
+    move,
+    parse_lmpop,
+    pop_range,
+    push_command,
+)
 from xspec.models.notify import notify_keyspace_event
 from xspec.models.server import Call, CommandError, command
 from xspec.models.state import ListValue
 from xspec.spec import commands as table
-from xspec.spec import zsets as vocab
 from xspec.spec.ids import c_string, parse_ll
 from xspec.spec.resp import NULL_BULK, OK, Array, Bulk, Int, NullArray, Reply
 
@@ -221,35 +228,11 @@ def rpoplpush(call: Call) -> Reply:
 
 @command("lmpop")
 def lmpop(call: Call) -> Reply:
-    argv = call.argv
-    numkeys = parse_ll(argv[1])
-    if numkeys is None or numkeys < 1:  # LIST-16
-        raise CommandError(vocab.NUMKEYS_NOT_POSITIVE)
-    where_at = 1 + numkeys + 1
-    if where_at >= len(argv):
-        raise CommandError(table.SYNTAX)
-    side = c_string(argv[where_at]).lower()
-    if side not in (b"left", b"right"):
-        raise CommandError(table.SYNTAX)
-    where = HEAD if side == b"left" else TAIL
-    count = -1
-    j = where_at + 1
-    while j < len(argv):
-        if count == -1 and c_string(argv[j]).lower() == b"count" and len(argv) - 1 - j > 0:
-            count = parse_ll(argv[j + 1]) or 0
-            if count < 1:
-                raise CommandError(vocab.COUNT_NOT_ABOVE_ZERO)
-            j += 2
-        else:
-            raise CommandError(table.SYNTAX)
-    count = 1 if count == -1 else count
-    for key in argv[2:2 + numkeys]:
+    keys, where, count = parse_lmpop(call, 1)  # LIST-16
+    for key in keys:
         value = list_at(call, key)  # LIST-16: a missing key is skipped, another type refused
         if value is None:
             continue
-        taken = [pop_one(value, where) for _ in range(min(count, len(value.items)))]
-        removed_elements(call, key, value, where)
-        call.changed(len(taken))  # STATS-4
-        call.propagate([b"LPOP" if where == HEAD else b"RPOP", key, len(taken)])  # LIST-16
-        return Array((Bulk(key), Array(tuple(Bulk(e) for e in taken))))
+        call.propagate([b"LPOP" if where == HEAD else b"RPOP", key, min(count, len(value.items))])  # LIST-16
+        return pop_range(call, key, value, where, count)
     return NullArray()

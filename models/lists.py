@@ -1,7 +1,7 @@
 """Handlers of the list commands (spec/rules/lists.md).
 
-LPUSH, RPUSH, LPOP, RPOP, LLEN, LRANGE, LMOVE and the blocking BLPOP, BRPOP
-and BLMOVE, as Redis 7.0.15 runs them. A list is a :class:`ListValue`, never
+LPUSH, RPUSH, LPOP, RPOP, LLEN, LRANGE, LMOVE and the blocking BLPOP, BRPOP,
+BLMOVE, BRPOPLPUSH and BLMPOP, as Redis 7.0.15 runs them. A list is a :class:`ListValue`, never
 empty while stored: the command that takes its last element deletes the key.
 
 A list made at a key (dbAdd) signals the key as ready for clients blocked on
@@ -30,6 +30,7 @@ from xspec.spec.errors import (
 from xspec.spec.floats import string2ld, timeout_ms
 from xspec.spec.ids import I64_MAX, c_string, parse_ll
 from xspec.spec.resp import NULL_BULK, Array, Bulk, Error, Int, NullArray, Reply
+from xspec.spec.zsets import COUNT_NOT_ABOVE_ZERO, NUMKEYS_NOT_POSITIVE
 
 HEAD, TAIL = "left", "right"
 
@@ -211,11 +212,13 @@ def lmove(call: Call) -> Reply:
 # -- blocking ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BlockedPop:
-    """What a client blocked in BLPOP, BRPOP or BLMOVE waits to do."""
+    """What a client blocked in BLPOP, BRPOP, BLMOVE, BRPOPLPUSH or BLMPOP waits to do."""
 
     wherefrom: str
-    whereto: str | None = None  # BLMOVE only
-    dst: bytes | None = None  # BLMOVE only
+    whereto: str | None = None  # BLMOVE and BRPOPLPUSH only
+    dst: bytes | None = None  # BLMOVE and BRPOPLPUSH only
+    count: int | None = None  # BLMPOP only: how many elements at most, a nested reply
+    rpoplpush: bool = False  # BRPOPLPUSH: propagated as RPOPLPUSH
 
 
 def parse_timeout(call: Call, arg: bytes) -> tuple[Duration, Instant | None]:
@@ -283,6 +286,72 @@ def blmove(call: Call) -> HandlerResult:
     return Bulk(element)
 
 
+@command("brpoplpush")
+def brpoplpush(call: Call) -> HandlerResult:
+    timeout, read_at = parse_timeout(call, call.argv[3])  # BLIST-11: BLIST-2's timeout
+    src, dst = call.argv[1], call.argv[2]
+    source = list_at(call, src)
+    if source is None:
+        if not call.can_block:  # BLIST-5
+            return NULL_BULK
+        return call.block([src], timeout, BlockedPop(TAIL, HEAD, dst, rpoplpush=True), _serve_function(call),
+                          NullArray(), read_at=read_at, kind="list")  # BLIST-6, BLIST-8
+    element = move(call, src, source, dst, TAIL, HEAD)
+    call.propagate([b"RPOPLPUSH", src, dst])  # BLIST-11
+    return Bulk(element)
+
+
+def parse_lmpop(call: Call, numkeys_at: int) -> tuple[list[bytes], str, int]:
+    """``lmpopGenericCommand``'s parsing: numkeys, LEFT|RIGHT, COUNT (LIST-16)."""
+    argv = call.argv
+    numkeys = parse_ll(argv[numkeys_at])
+    if numkeys is None or numkeys < 1:  # LIST-16
+        raise CommandError(NUMKEYS_NOT_POSITIVE)
+    where_at = numkeys_at + numkeys + 1
+    if where_at >= len(argv):
+        raise CommandError(table.SYNTAX)
+    side = c_string(argv[where_at]).lower()
+    if side not in (b"left", b"right"):
+        raise CommandError(table.SYNTAX)
+    count = -1
+    j = where_at + 1
+    while j < len(argv):
+        if count == -1 and c_string(argv[j]).lower() == b"count" and len(argv) - 1 - j > 0:
+            count = parse_ll(argv[j + 1]) or 0
+            if count < 1:
+                raise CommandError(COUNT_NOT_ABOVE_ZERO)
+            j += 2
+        else:
+            raise CommandError(table.SYNTAX)
+    keys = argv[numkeys_at + 1:numkeys_at + 1 + numkeys]
+    return keys, HEAD if side == b"left" else TAIL, 1 if count == -1 else count
+
+
+def pop_range(call: Call, key: bytes, value: ListValue, where: str, count: int) -> Reply:
+    """``listPopRangeAndReplyWithKey``: up to ``count`` elements from one end, replied as ``[key, [e, …]]``,
+    the emptied list deleted and the key touched (LIST-16, BLIST-12)."""
+    taken = [pop_one(value, where) for _ in range(min(count, len(value.items)))]
+    removed_elements(call, key, value, where)
+    call.changed(len(taken))  # STATS-4
+    return Array((Bulk(key), Array(tuple(Bulk(e) for e in taken))))
+
+
+@command("blmpop")
+def blmpop(call: Call) -> HandlerResult:
+    keys, where, count = parse_lmpop(call, 2)  # BLIST-12: the timeout is read after the other arguments
+    timeout, read_at = parse_timeout(call, call.argv[1])
+    for key in keys:  # BLIST-12: the first key holding a list, WRONGTYPE for another type before it
+        value = list_at(call, key)
+        if value is None:
+            continue
+        call.propagate([b"LPOP" if where == HEAD else b"RPOP", key, min(count, len(value.items))])
+        return pop_range(call, key, value, where, count)
+    if not call.can_block:  # BLIST-5
+        return NullArray()
+    return call.block(list(keys), timeout, BlockedPop(where, count=count), _serve_function(call), NullArray(),
+                      read_at=read_at, kind="list")  # BLIST-6, BLIST-8
+
+
 def _serve_function(call: Call) -> Callable[[Call, bytes], Reply | None]:
     return serve_by_reexecution if call.server.dialect.blocked_reexecution else serve_blocked
 
@@ -300,6 +369,9 @@ def serve_blocked(call: Call, key: bytes) -> Reply | None:
     blocked = call.client.blocked
     assert blocked is not None
     b: BlockedPop = blocked.payload
+    if b.count is not None:  # BLIST-12: propagated before the pop, with the number it takes
+        call.propagate([b"LPOP" if b.wherefrom == HEAD else b"RPOP", key, min(b.count, len(value.items))])
+        return pop_range(call, key, value, b.wherefrom, b.count)
     if b.dst is None:
         call.propagate([b"LPOP" if b.wherefrom == HEAD else b"RPOP", key])  # BLIST-3
         element = pop_one(value, b.wherefrom)
@@ -317,7 +389,10 @@ def serve_blocked(call: Call, key: bytes) -> Reply | None:
         push_one(target, element, b.whereto)
         _pushed_event(call, b.dst, b.whereto)
         notify_keyspace_event(call, "l", "lpop" if b.wherefrom == HEAD else "rpop", key)  # NOTIFY-4
-        call.propagate([b"LMOVE", key, b.dst, b.wherefrom.encode(), b.whereto.encode()])  # BLIST-3
+        if b.rpoplpush:  # BLIST-11
+            call.propagate([b"RPOPLPUSH", key, b.dst])
+        else:
+            call.propagate([b"LMOVE", key, b.dst, b.wherefrom.encode(), b.whereto.encode()])  # BLIST-3
         reply = Bulk(element)
     if not value.items:  # BLIST-3: deleted without touching WATCH (the push already did)
         del call.db[key]
@@ -331,8 +406,15 @@ def serve_by_reexecution(call: Call, key: bytes) -> Reply | None:
         return None
     blocked = call.client.blocked
     assert blocked is not None
-    handler = blmove if blocked.payload.dst is not None else (
-        blpop if blocked.payload.wherefrom == HEAD else brpop)
+    b: BlockedPop = blocked.payload
+    if b.rpoplpush:
+        handler = brpoplpush
+    elif b.count is not None:
+        handler = blmpop
+    elif b.dst is not None:
+        handler = blmove
+    else:
+        handler = blpop if b.wherefrom == HEAD else brpop
     return run_again(call, handler)
 
 

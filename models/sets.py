@@ -1,4 +1,4 @@
-"""Handlers of the set commands (spec/rules/sets.md): SADD, SREM, SMEMBERS, SCARD, SISMEMBER.
+"""Handlers of the set commands (spec/rules/sets.md): SADD, SREM, SMEMBERS, SCARD, SISMEMBER, SRANDMEMBER, SPOP.
 
 A set is a :class:`SetValue`, never empty while stored. Its encoding decides
 the order SMEMBERS lists it in: an intset in numeric order, a listpack (7.2+)
@@ -16,6 +16,7 @@ from xspec.models.samples import OneOf, Sample
 from xspec.models.server import Call, CommandError, HandlerResult, PreRendered, command
 from xspec.models.state import SetValue
 from xspec.spec import commands as table
+from xspec.spec.errors import COUNT_NOT_POSITIVE
 from xspec.spec.ids import I64_MAX, parse_ll, string2ll
 from xspec.spec.resp import NULL_BULK, Array, Bulk, Int, Reply, Set
 
@@ -200,3 +201,140 @@ def srandmember(call: Call) -> HandlerResult:
     distinct = count > 0
     size = min(count, len(pool)) if distinct else -count
     return PreRendered(Sample.of(pool, size, distinct))  # ENV-RANDOM
+
+
+# -- SPOP ------------------------------------------------------------------------------------------
+SPOP_MOVE_STRATEGY_MUL = 5  # t_set.c: keep-the-rest strategy when the members left are few
+DRAW_ORDER_LIMIT = 5  # the search tries at most 5! orders of a new listpack's members
+
+
+def draw_positions(call: Call, size: int, count: int) -> list[int]:
+    """Which ``count`` of ``size`` members a random draw takes (ENV-RANDOM), as increasing positions.
+
+    The model cannot know the server's draw, so under the checker it asks ``server.chooser`` member by
+    member (a combination, not an order: the reply and the state do not depend on the order, and the
+    search stays at C(size, count) branches); without a chooser it takes the first ``count``.
+    """
+    choose = call.server.chooser
+    if choose is None:
+        return list(range(count))
+    taken: list[int] = []
+    low = 0
+    for i in range(count):
+        options = size - (count - i) - low + 1  # leave room for the picks after this one
+        low += choose(options) if options > 1 else 0
+        taken.append(low)
+        low += 1
+    return taken
+
+
+def spop_deleted(call: Call, key: bytes) -> None:
+    """The emptied set's deletion (SETS-12): ``del`` event, the key touched."""
+    del call.db[key]
+    notify_keyspace_event(call, "g", "del", key)  # NOTIFY-4
+
+
+@command("spop")
+def spop(call: Call) -> HandlerResult:
+    argv = call.argv
+    if len(argv) == 3:
+        return spop_with_count(call)
+    if len(argv) > 3:  # SETS-12
+        raise CommandError(table.SYNTAX)
+    key = argv[1]
+    value = set_at(call, key)
+    if value is None:  # SETS-12
+        return NULL_BULK
+    members = value.ordered()
+    member = members[draw_positions(call, len(members), 1)[0]]  # ENV-RANDOM
+    del value.members[member]
+    notify_keyspace_event(call, "s", "spop", key)  # NOTIFY-4
+    call.propagate([b"SREM", key, member])  # SETS-12
+    if not value.members:
+        spop_deleted(call, key)
+    call.modified(key)
+    call.changed()  # STATS-4
+    return Bulk(member)
+
+
+def spop_with_count(call: Call) -> HandlerResult:
+    """``spopWithCountCommand`` (SETS-13)."""
+    count = parse_ll(call.argv[2])
+    if count is None or count < 0:  # SETS-13: the count before the key
+        raise CommandError(COUNT_NOT_POSITIVE)
+    key = call.argv[1]
+    value = set_at(call, key)
+    if value is None or count == 0:  # SETS-13: an empty set reply
+        return Set(())
+    size = len(value.members)
+    notify_keyspace_event(call, "s", "spop", key)  # NOTIFY-4: before anything moves
+    call.changed(min(count, size))  # STATS-4
+    dialect = call.server.dialect
+    if count >= size:  # SETS-13: the whole set, as SUNION key replies it, then the key goes
+        whole = SetValue(encoding="intset")
+        for m in value.ordered():
+            add_member(call, whole, m)
+        spop_deleted(call, key)
+        word = call.server.deletion_word("lazyfree-lazy-server-del") if dialect.spop_one_srem else b"DEL"
+        call.propagate([word, key])  # SETS-13, SETS-DIALECT-2
+        call.modified(key)
+        items = tuple(Bulk(m) for m in whole.ordered())
+        if whole.encoding != "hashtable":
+            return Set(items)
+        return PreRendered(AnyOrderSet(items) if call.client.proto == 3 else AnyOrderArray(items))
+    members = value.ordered()
+    popped = [members[i] for i in draw_positions(call, size, count)]  # ENV-RANDOM
+    keep_rest = (size - count) * SPOP_MOVE_STRATEGY_MUL <= count  # SETS-13: the third strategy
+    # SETS-13: the reply's order is known for a listpack (its positions) and for an intset walked whole
+    in_order = value.encoding == "listpack" or (keep_rest and value.encoding == "intset")
+    for m in popped:
+        del value.members[m]
+    if keep_rest and not dialect.set_listpack and value.encoding == "hashtable":
+        rebuild_rest(call, value)  # SETS-13: 7.0 and 6.2 build the rest as a new set
+    elif keep_rest and dialect.set_listpack and value.encoding == "hashtable":
+        rebuild_rest_listpack(call, value)  # SETS-DIALECT-2
+    if dialect.spop_one_srem:  # SETS-DIALECT-2
+        for at in range(0, len(popped), 1024):
+            call.propagate([b"SREM", key, *popped[at:at + 1024]])
+    else:
+        # SETS-DIALECT-3: 6.2 wraps a command's own several ops in MULTI/EXEC (not inside a transaction
+        # or a script, whose unit already is one)
+        wrap = dialect.wraps_transactions_only and not call.in_exec and len(popped) > 1
+        if wrap:
+            call.propagate([b"MULTI"])
+        for m in popped:  # SETS-13: one SREM per member
+            call.propagate([b"SREM", key, m])
+        if wrap:
+            call.propagate([b"EXEC"])
+    call.modified(key)
+    items = tuple(Bulk(m) for m in popped)
+    if in_order:
+        return Set(items)
+    return PreRendered(AnyOrderSet(items) if call.client.proto == 3 else AnyOrderArray(items))
+
+
+def rebuild_rest(call: Call, value: SetValue) -> None:
+    """7.0's new set of the members SPOP leaves: created for the first and added to (SETS-ENC-1, SETS-ENC-2),
+    so a hash table whose remaining members are all integers becomes an intset."""
+    rest = value.ordered()
+    value.encoding = "intset" if is_integer(rest[0]) else "hashtable"
+    value.members = {}
+    for m in rest:
+        add_member(call, value, m)
+
+
+def rebuild_rest_listpack(call: Call, value: SetValue) -> None:
+    """7.2+'s new set of the members SPOP leaves a hash table: a listpack taking them in the draw's order
+    (converted to a hash table as SADD would, SETS-DIALECT-1). Up to :data:`DRAW_ORDER_LIMIT` members the
+    model asks its chooser for that order; beyond it keeps its own walk's order (SETS-DIALECT-2)."""
+    rest = value.ordered()
+    choose = call.server.chooser
+    if choose is not None and len(rest) <= DRAW_ORDER_LIMIT:
+        drawn: list[bytes] = []
+        while rest:
+            drawn.append(rest.pop(choose(len(rest)) if len(rest) > 1 else 0))
+        rest = drawn
+    value.encoding = "listpack"
+    value.members = {}
+    for m in rest:
+        add_member(call, value, m)

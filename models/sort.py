@@ -10,7 +10,7 @@ model leaves open: the reply then equals every order Redis could give (:class:`T
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xspec.models.notify import notify_keyspace_event, notify_new
 from xspec.models.server import Call, CommandError, HandlerResult, PreRendered, command
@@ -217,11 +217,11 @@ def ranked(call: Call, elements: list[bytes], by: bytes | None, alpha: bool, des
 
 def store_sorted(call: Call, dst: bytes, units: list[list[tuple[Reply, ...]]], start: int, end: int) -> HandlerResult:
     """STORE: the window as a list at ``dst`` (SORT-6)."""
+    choose = call.server.chooser
+    if choose is not None:  # SORT-7: an open order is one the server picks; the checker searches them
+        units = [_permuted(g, choose) for g in units]
     flat = [u for g in units for u in g][start:end + 1] if end >= start else []
     items = [i.value for u in flat for i in u if isinstance(i, Bulk)]
-    if any(len(g) > 1 for g in units):
-        raise CommandError("ERR xspec model: SORT ... STORE of elements whose order Redis leaves open is not "
-                           "modelled (SORT-5)")
     old = call.db.get(dst)
     if items:
         call.db[dst] = ListValue(items)
@@ -242,6 +242,15 @@ def store_sorted(call: Call, dst: bytes, units: list[list[tuple[Reply, ...]]], s
         call.changed()
         call.propagate_verbatim()
     return Int(len(items))
+
+
+def _permuted(group: list[tuple[Reply, ...]], choose: Callable[[int], int]) -> list[tuple[Reply, ...]]:
+    """One order of a tie group, unit by unit from the chooser (SORT-7)."""
+    rest = list(group)
+    out: list[tuple[Reply, ...]] = []
+    while rest:
+        out.append(rest.pop(choose(len(rest)) if len(rest) > 1 else 0))
+    return out
 
 
 @command("sort")

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from xspec.reference.api import ReplyError
 from xspec.reference.core import Context
-from xspec.reference.lists import RefList, lmove, lpush, rpush
+from xspec.reference.lists import RefList, lmove, lpush, mpop_words, rpush
 from xspec.reference.notify import notify_keyspace_event
 from xspec.reference.values import handler_table, value_at
 from xspec.spec import commands as table
-from xspec.spec import zsets as z
 from xspec.spec.ids import c_string, string2ll
 from xspec.spec.resp import EMPTY_ARRAY, NULL_ARRAY, NULL_BULK, OK, Array, Bulk, Int, Reply
 
@@ -200,29 +199,12 @@ def rpoplpush(ctx: Context) -> Reply:
 
 @_handler("lmpop")
 def lmpop(ctx: Context) -> Reply:
-    argv = ctx.argv
-    keys = string2ll(argv[1])
-    if keys is None or keys < 1:  # LIST-16
-        raise ReplyError(z.NUMKEYS_NOT_POSITIVE)
-    at = keys + 2
-    if at >= len(argv) or c_string(argv[at]).lower() not in (b"left", b"right"):
-        raise ReplyError(table.SYNTAX)
-    left = c_string(argv[at]).lower() == b"left"
-    count = 0
-    j = at + 1
-    while j < len(argv):
-        if not count and c_string(argv[j]).lower() == b"count" and j + 1 < len(argv):
-            count = string2ll(argv[j + 1]) or 0
-            if count < 1:
-                raise ReplyError(z.COUNT_NOT_ABOVE_ZERO)
-            j += 2
-        else:
-            raise ReplyError(table.SYNTAX)
-    for key in argv[2:at]:
+    keys, left, count = mpop_words(ctx, 1)  # LIST-16
+    for key in keys:
         lst = _list(ctx, key)
         if not lst:
             continue
-        got = [lst.popleft() if left else lst.pop() for _ in range(min(count or 1, len(lst)))]
+        got = [lst.popleft() if left else lst.pop() for _ in range(min(count, len(lst)))]
         notify_keyspace_event(ctx, "l", "lpop" if left else "rpop", key)
         _gone_if_empty(ctx, key, lst)
         ctx.modified(key)

@@ -25,6 +25,7 @@ from xspec.spec.errors import (
 from xspec.spec.floats import string2ld, timeout_ms
 from xspec.spec.ids import I64_MAX, c_string, string2ll
 from xspec.spec.resp import EMPTY_ARRAY, NULL_ARRAY, NULL_BULK, Array, Bulk, Error, Int, Reply
+from xspec.spec.zsets import COUNT_NOT_ABOVE_ZERO, NUMKEYS_NOT_POSITIVE
 
 __all__ = ["HANDLERS", "RefList"]
 
@@ -274,8 +275,18 @@ def brpop(ctx: Context) -> Reply | Blocked:
 
 @_handler("blmove")
 def blmove(ctx: Context, deadline: int | None = None) -> Reply | Blocked:
-    from_left, to_left = _side(ctx.argv[3]), _side(ctx.argv[4])
-    timeout, read_at = block_timeout(ctx, ctx.argv[5])
+    return _blocking_move(ctx, _side(ctx.argv[3]), _side(ctx.argv[4]), ctx.argv[5], deadline, blmove)
+
+
+@_handler("brpoplpush")
+def brpoplpush(ctx: Context, deadline: int | None = None) -> Reply | Blocked:
+    return _blocking_move(ctx, False, True, ctx.argv[3], deadline, brpoplpush)  # BLIST-11: BLMOVE RIGHT LEFT
+
+
+def _blocking_move(ctx: Context, from_left: bool, to_left: bool, timeout_arg: bytes, deadline: int | None,
+                   again: Callable[..., Reply | Blocked]) -> Reply | Blocked:
+    """BLMOVE and BRPOPLPUSH: move one element now, or block on the source until one can be moved."""
+    timeout, read_at = block_timeout(ctx, timeout_arg)
     if deadline is not None:
         read_at = deadline - timeout
     src, dst = ctx.argv[1], ctx.argv[2]
@@ -294,5 +305,59 @@ def blmove(ctx: Context, deadline: int | None = None) -> Reply | Blocked:
             return Error(table.WRONGTYPE)
         return Bulk(_transfer(ctx, key, lst, dst, target, from_left, to_left))
 
-    return _wait(ctx, [src], timeout, read_at, serve, blmove)
+    return _wait(ctx, [src], timeout, read_at, serve, again)
 
+
+def mpop_words(ctx: Context, numkeys_at: int) -> tuple[list[bytes], bool, int]:
+    """LMPOP's and BLMPOP's numkeys, side and COUNT (LIST-16): the keys, whether from the left, the count."""
+    argv = ctx.argv
+    n = string2ll(argv[numkeys_at])
+    if n is None or n < 1:
+        raise ReplyError(NUMKEYS_NOT_POSITIVE)
+    at = n + numkeys_at + 1
+    if at >= len(argv) or c_string(argv[at]).lower() not in (b"left", b"right"):
+        raise ReplyError(table.SYNTAX)
+    count = 0
+    j = at + 1
+    while j < len(argv):
+        if not count and c_string(argv[j]).lower() == b"count" and j + 1 < len(argv):
+            count = string2ll(argv[j + 1]) or 0
+            if count < 1:
+                raise ReplyError(COUNT_NOT_ABOVE_ZERO)
+            j += 2
+        else:
+            raise ReplyError(table.SYNTAX)
+    return argv[numkeys_at + 1:at], c_string(argv[at]).lower() == b"left", count or 1
+
+
+def _take_range(ctx: Context, key: bytes, lst: RefList, left: bool, count: int) -> Reply:
+    """BLIST-12: up to ``count`` elements as ``[key, [e, …]]``; the key touched, an emptied list gone."""
+    got = [_take(lst, left) for _ in range(min(count, len(lst)))]
+    if not lst:
+        del ctx.db[key]
+    _popped(ctx, key, left, not lst)
+    ctx.modified(key)
+    ctx.changed(len(got))
+    return Array((Bulk(key), Array(tuple(map(Bulk, got)))))
+
+
+@_handler("blmpop")
+def blmpop(ctx: Context, deadline: int | None = None) -> Reply | Blocked:
+    keys, left, count = mpop_words(ctx, 2)  # BLIST-12: the timeout after the other words
+    timeout, read_at = block_timeout(ctx, ctx.argv[1])
+    if deadline is not None:
+        read_at = deadline - timeout
+    for key in keys:
+        lst = _get(ctx, key)
+        if lst:
+            return _take_range(ctx, key, lst, left, count)
+    if not ctx.can_block:
+        return NULL_ARRAY  # BLIST-5
+
+    def serve(ctx: Context, key: bytes) -> Reply | None:  # BLIST-12
+        lst = ctx.db.get(key)
+        if type(lst) is not RefList or not lst:
+            return None
+        return _take_range(ctx, key, lst, left, count)
+
+    return _wait(ctx, list(keys), timeout, read_at, serve, blmpop)

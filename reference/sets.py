@@ -1,4 +1,4 @@
-"""The reference server's set commands: SADD SREM SMEMBERS SCARD SISMEMBER (spec/rules/sets.md).
+"""The reference server's set commands: SADD SREM SMEMBERS SCARD SISMEMBER SRANDMEMBER SPOP (spec/rules/sets.md).
 
 Written apart from the model. A set is a :class:`RefSet`: its members in a
 dict (insertion order) and its encoding, which decides SMEMBERS's order
@@ -12,9 +12,11 @@ import random
 
 from xspec.reference.api import ReplyError
 from xspec.reference.core import Context
+from xspec.reference.expiry import deletion_word, propagate_as
 from xspec.reference.notify import notify_keyspace_event, notify_new
 from xspec.reference.values import handler_table, is_integer, value_at
 from xspec.spec import commands as table
+from xspec.spec.errors import COUNT_NOT_POSITIVE
 from xspec.spec.ids import I64_MAX, string2ll
 from xspec.spec.resp import NULL_BULK, Array, Bulk, Int, Reply, Set
 
@@ -157,3 +159,86 @@ def srandmember(ctx: Context) -> Reply:
     if n > 0:
         return Array(tuple(map(Bulk, random.sample(members, min(n, len(members))))))
     return Array(tuple(Bulk(random.choice(members)) for _ in range(-n)))
+
+
+# -- SPOP ------------------------------------------------------------------------------------------
+_KEEP_REST_FACTOR = 5  # SETS-13: the members left are few enough to draw them instead
+
+
+@_handler("spop")
+def spop(ctx: Context) -> Reply:
+    argv = ctx.argv
+    if len(argv) > 3:  # SETS-12
+        raise ReplyError(table.SYNTAX)
+    key = argv[1]
+    if len(argv) == 3:
+        return _spop_count(ctx, key, argv[2])
+    s = _get(ctx, key)
+    if s is None:
+        return NULL_BULK  # SETS-12
+    member = random.choice(s.listed())
+    del s.members[member]
+    notify_keyspace_event(ctx, "s", "spop", key)  # NOTIFY-4
+    propagate_as(ctx, [b"SREM", key, member])  # SETS-12
+    if not s.members:
+        del ctx.db[key]
+        notify_keyspace_event(ctx, "g", "del", key)
+    ctx.modified(key)
+    ctx.changed()
+    return Bulk(member)
+
+
+def _spop_count(ctx: Context, key: bytes, text: bytes) -> Reply:
+    count = string2ll(text)
+    if count is None or count < 0:  # SETS-13: the count before the key
+        raise ReplyError(COUNT_NOT_POSITIVE)
+    s = _get(ctx, key)
+    if s is None or not count:
+        return Set(())
+    size = len(s.members)
+    notify_keyspace_event(ctx, "s", "spop", key)  # NOTIFY-4
+    listpacks = ctx.dialect.set_listpack
+    batched = ctx.dialect.spop_one_srem
+    if count >= size:  # SETS-13: SUNION's reply of the set, then DEL (or UNLINK, SETS-DIALECT-2)
+        union = RefSet("intset")
+        for m in s.listed():
+            add_member(union, m, listpacks)
+        del ctx.db[key]
+        notify_keyspace_event(ctx, "g", "del", key)
+        propagate_as(ctx, [deletion_word(ctx, "lazyfree-lazy-server-del") if batched else b"DEL", key])
+        ctx.modified(key)
+        ctx.changed(size)
+        return Set(tuple(map(Bulk, union.listed())))
+    members = s.listed()
+    left = size - count
+    if left * _KEEP_REST_FACTOR > count:  # SETS-13: draw the members to pop
+        chosen = set(random.sample(range(size), count))
+        if s.encoding == "listpack":  # SETS-DIALECT-2: one walk along the listpack
+            out = [m for i, m in enumerate(members) if i in chosen]
+        else:
+            out = [members[i] for i in chosen]
+            random.shuffle(out)
+        for m in out:
+            del s.members[m]
+    else:  # SETS-13: draw the members to keep, as a new set; pop the rest in the old set's order
+        keep = random.sample(members, left)
+        if s.encoding == "listpack":
+            keep_set = set(keep)
+            keep = [m for m in members if m in keep_set]
+            rest = RefSet("listpack")
+        elif listpacks:  # SETS-DIALECT-2
+            rest = RefSet("intset" if s.encoding == "intset" else "listpack")
+        else:
+            rest = fresh_set(keep[0], 1, False)
+        for m in keep:
+            add_member(rest, m, listpacks)
+            del s.members[m]
+        out = s.listed() if s.encoding != "hashtable" else random.sample(s.listed(), len(s.members))
+        ctx.db[key] = rest
+    if batched:  # SETS-DIALECT-2
+        propagate_as(ctx, *([b"SREM", key, *out[i:i + 1024]] for i in range(0, len(out), 1024)))
+    else:
+        propagate_as(ctx, *([b"SREM", key, m] for m in out))  # SETS-13
+    ctx.modified(key)
+    ctx.changed(count)
+    return Set(tuple(map(Bulk, out)))

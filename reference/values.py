@@ -1,18 +1,20 @@
 """What the reference server's command modules share: a handler table per module, the value of a
-given type at a key, and strict integer arguments."""
+given type at a key, strict integer arguments, and the random draws of HRANDFIELD and ZRANDMEMBER."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import random
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from xspec.reference.api import ReplyError
 from xspec.spec import commands as table
-from xspec.spec.ids import string2ll
+from xspec.spec.ids import I64_MAX, c_string, string2ll
 
 Handler = Callable[[Any], Any]
 H = TypeVar("H", bound=Handler)
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 def handler_table() -> tuple[dict[str, Handler], Callable[[str], Callable[[H], H]]]:
@@ -47,3 +49,23 @@ def integer(arg: bytes, error: str = table.NOT_INTEGER) -> int:
 def is_integer(arg: bytes) -> bool:
     """Whether ``arg`` is a strict signed 64-bit integer (``string2ll`` succeeds)."""
     return string2ll(arg) is not None
+
+
+def random_count(argv: Sequence[bytes], with_word: bytes) -> tuple[int, bool]:
+    """A random-member command's count and whether ``with_word`` (WITHVALUES, WITHSCORES) follows it,
+    checked in the server's order: the count, its lower bound, the word, a paired count's bound
+    (HASH-13, ZSET-18)."""
+    n = integer(argv[2])
+    if n < -I64_MAX:
+        raise ReplyError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+    if len(argv) > 4 or (len(argv) == 4 and c_string(argv[3]).lower() != with_word):
+        raise ReplyError(table.SYNTAX)
+    paired = len(argv) == 4
+    if paired and abs(n) > I64_MAX // 2:
+        raise ReplyError("ERR value is out of range")
+    return n, paired
+
+
+def random_draw(items: Sequence[T], n: int) -> list[T]:
+    """``n`` distinct items (all when fewer) for a positive count; ``-n`` draws, repeats allowed, for a negative one."""
+    return random.sample(items, min(n, len(items))) if n > 0 else [random.choice(items) for _ in range(-n)]

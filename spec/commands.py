@@ -113,6 +113,10 @@ _TABLE: list[CommandSpec] = [
     _c("lrem", 4, "write", (1, 1, 1)),
     _c("rpoplpush", 3, "write denyoom", (1, 2, 1)),
     _c("lmpop", -4, "write"),
+    _c("brpoplpush", 4, "write denyoom noscript blocking", (1, 2, 1)),
+    _c("blmpop", -5, "write blocking"),
+    _c("spop", -2, "write fast", (1, 1, 1)),
+    _c("hrandfield", -2, "readonly", (1, 1, 1)),
     # SORT (spec/rules/sort.md)
     _c("sort", -2, "write denyoom", (1, 1, 1)),
     _c("sort_ro", -2, "readonly", (1, 1, 1)),
@@ -342,9 +346,7 @@ OUT_OF_SCOPE: frozenset[str] = frozenset(
     debug object memory module acl shutdown
     migrate cluster readonly readwrite
     copy move randomkey renamenx touch
-    brpoplpush blmpop
-    spop
-    hrandfield pfadd pfcount
+    pfadd pfcount
     pfmerge setbit getbit bitcount bitpos bitop geoadd geodist geopos
     georadius geosearch lastsave time lolwut latency slowlog swapdb_ object
     xspec.fault

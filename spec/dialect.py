@@ -207,6 +207,9 @@ class Dialect:
     select_after_multi: bool = False
     # Small sets of non-integers are listpacks, listed in insertion order (SETS-DIALECT-1).
     set_listpack: bool = False
+    # SPOP with a count propagates one SREM naming every member it took (in batches of 1024), and an emptying
+    # SPOP propagates UNLINK under ``lazyfree-lazy-server-del`` (SETS-DIALECT-2); 7.0 and 6.2: one SREM per member, DEL.
+    spop_one_srem: bool = False
     # Doubles in replies are ``d2string``'s shortest digits, not ``%.17g`` (ZSET-DIALECT-2).
     double_replies_shortest: bool = False
     # ZADD and ZRANGESTORE size a new sorted set by the elements they add, and ZADD converts a listpack
@@ -322,7 +325,8 @@ _LEGACY_MISSING = frozenset({"client|no-evict", "client|no-touch", "pubsub|shard
 # PUBSUB-DIALECT-1, ZSET-DIALECT-1, EXPIRE-DIALECT-1, LIST-DIALECT-2 and 7.0's scripting commands
 _LEGACY_MISSING_COMMANDS = frozenset({
     "function", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "ssubscribe", "sunsubscribe", "spublish", "zmpop",
-    "bzmpop", "zintercard", "expiretime", "pexpiretime", "lmpop", "sintercard", "sort_ro"})
+    "bzmpop", "zintercard", "expiretime", "pexpiretime", "lmpop", "sintercard", "sort_ro",
+    "blmpop"})
 _legacy_specs: dict[tuple[str, ...], table.CommandSpec] = {}
 
 
@@ -507,6 +511,7 @@ REDIS_72 = replace(
     block_timeout_range_check=True,
     select_after_multi=True,
     set_listpack=True,
+    spop_one_srem=True,
     double_replies_shortest=True,
     zset_size_hints=True,
     help_last_line="    Print this help.",

@@ -46,11 +46,11 @@ def _args(step: Sequence[object]) -> list[bytes]:
     return [a if isinstance(a, bytes) else str(a).encode() for a in step[2:]]
 
 
-_SET_REPLIES = frozenset({"SMEMBERS", "SINTER", "SUNION", "SDIFF"})
+_SET_REPLIES = frozenset({"SMEMBERS", "SINTER", "SUNION", "SDIFF", "SPOP"})
 
 
 def _normal(step: Sequence[object], r: Reply) -> object:
-    """A hash table's members come in the seed's order: SMEMBERS, SINTER, SUNION, SDIFF and an SSCAN page
+    """A hash table's members come in the seed's order: SMEMBERS, SINTER, SUNION, SDIFF, SPOP and an SSCAN page
     are compared sorted."""
     name = str(step[2]).upper() if len(step) > 2 else ""
     if name in _SET_REPLIES and isinstance(r, Array | Set):

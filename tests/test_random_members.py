@@ -1,4 +1,5 @@
-"""SRANDMEMBER and ZRANDMEMBER (spec/rules/sets.md SETS-11, zsets.md ZSET-18, environment.md ENV-RANDOM).
+"""SRANDMEMBER, ZRANDMEMBER and HRANDFIELD (spec/rules/sets.md SETS-11, zsets.md ZSET-18, hashes.md HASH-13,
+environment.md ENV-RANDOM).
 
 A real server draws at random, so a reply is checked for what makes a draw valid: the model's reply
 compares equal to exactly the valid draws. Each script runs on every dialect's real server (its trace
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.redis
 __all__ = ["lists_real_servers", "lists_reference_servers"]
 
 SETUP = [["SADD", "s", "a", "b", "c"], ["SADD", "i", "1", "2", "3", "4"], ["ZADD", "z", "1", "a", "2.5", "b", "3", "c"],
-         ["SET", "str", "v"]]
+         ["SET", "str", "v"], ["HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3"], ["HSET", "big", "f", "x" * 70, "g", "y"]]
 DRAWS = [
     ["SRANDMEMBER", "s"], ["SRANDMEMBER", "s", "2"], ["SRANDMEMBER", "s", "10"], ["SRANDMEMBER", "s", "-5"],
     ["SRANDMEMBER", "i", "3"], ["SRANDMEMBER", "s", "0"], ["SRANDMEMBER", "nokey"], ["SRANDMEMBER", "nokey", "3"],
@@ -30,13 +31,22 @@ DRAWS = [
     ["ZRANDMEMBER", "z", "5", "withscores"], ["ZRANDMEMBER", "z", "0"], ["ZRANDMEMBER", "nokey"],
     ["ZRANDMEMBER", "nokey", "2"], ["ZRANDMEMBER", "z", "1", "junk"], ["ZRANDMEMBER", "z", "x"],
     ["ZRANDMEMBER", "z", "4611686018427387904", "WITHSCORES"], ["ZRANDMEMBER", "str", "1"],
+    ["HRANDFIELD", "h"], ["HRANDFIELD", "h", "2"], ["HRANDFIELD", "h", "1"], ["HRANDFIELD", "h", "10"],
+    ["HRANDFIELD", "h", "-5"], ["HRANDFIELD", "h", "2", "WITHVALUES"], ["HRANDFIELD", "h", "-4", "withvalues"],
+    ["HRANDFIELD", "h", "9", "WITHVALUES"], ["HRANDFIELD", "h", "0"], ["HRANDFIELD", "h", "0", "WITHVALUES"],
+    ["HRANDFIELD", "big", "-3", "WITHVALUES"], ["HRANDFIELD", "big", "5"], ["HRANDFIELD", "nokey"],
+    ["HRANDFIELD", "nokey", "2"], ["HRANDFIELD", "nokey", "2", "WITHVALUES"], ["HRANDFIELD", "h", "x"],
+    ["HRANDFIELD", "h", "1", "junk"], ["HRANDFIELD", "h", "1", "WITHVALUES", "x"],
+    ["HRANDFIELD", "h", "-9223372036854775808"], ["HRANDFIELD", "h", "4611686018427387904", "WITHVALUES"],
+    ["HRANDFIELD", "h", "-4611686018427387904", "WITHVALUES"], ["HRANDFIELD", "str"], ["HRANDFIELD", "str", "1"],
+    ["HRANDFIELD", "x", "1", "junk"],
 ]
 
 
 @pytest.mark.parametrize("proto", [2, 3])
 @pytest.mark.parametrize("dialect", ALL_DIALECTS)
 def test_random_draws(lists_real_servers, lists_reference_servers, dialect, proto):
-    """SETS-11, ZSET-18, ENV-RANDOM: real draws conform; the reference's draws are ones the model accepts."""
+    """SETS-11, ZSET-18, HASH-13, ENV-RANDOM: real draws conform; the reference's draws are ones the model accepts."""
     real = lists_real_servers.get(dialect)
     if real is None:
         pytest.skip(f"no {dialect} server")
@@ -77,3 +87,16 @@ def test_invalid_draws_are_refused():
     assert repeated == Array((Bulk(b"a"), Bulk(b"a"), Bulk(b"a")))
     one = model.execute(1, [b"SRANDMEMBER", b"s"]).reply
     assert one == Bulk(b"b") and one != Bulk(b"zz")
+
+
+def test_invalid_field_draws_are_refused():
+    """HASH-13, ENV-RANDOM: HRANDFIELD's pairs must be the hash's, RESP3 nests them."""
+    model = Server()
+    model.execute(1, [b"HSET", b"h", b"a", b"1", b"b", b"2"])
+    pairs = model.execute(1, [b"HRANDFIELD", b"h", b"-2", b"WITHVALUES"]).reply
+    assert pairs == Array((Bulk(b"b"), Bulk(b"2"), Bulk(b"b"), Bulk(b"2")))
+    assert pairs != Array((Bulk(b"b"), Bulk(b"1"), Bulk(b"a"), Bulk(b"1")))
+    model.execute(1, [b"HELLO", b"3"])
+    nested = model.execute(1, [b"HRANDFIELD", b"h", b"1", b"WITHVALUES"]).reply
+    assert nested == Array((Array((Bulk(b"a"), Bulk(b"1"))),))
+    assert nested != Array((Bulk(b"a"), Bulk(b"1")))

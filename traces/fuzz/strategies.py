@@ -167,6 +167,19 @@ def collections_family(gen: Generator, client: int) -> list[Arg]:
         return [rng.choice((b"SINTERSTORE", b"SUNIONSTORE", b"SDIFFSTORE")), _pick(rng, LIST_KEYS), key, other]
     if kind == 10:
         return [b"SMOVE", key, other, _pick(rng, (b"a", b"1", b"2"))]
+    if kind == 11 and gen.chance(0.5):
+        return [b"SMISMEMBER", other, b"a", b"1"]
+    if kind == 11:
+        # Only the draws every target agrees on (targets' replies are compared step by step): SPOP's errors,
+        # a count of 0, a missing key; HRANDFIELD on the list and set keys (WRONGTYPE or missing); the
+        # blocking pops' argument errors, which answer at once.
+        draws: tuple[list[Arg], ...] = (
+            [b"SPOP", key, rng.choice((b"0", b"-1", b"x"))], [b"SPOP", b"nokey", rng.choice((b"2", b"0"))],
+            [b"HRANDFIELD", key, *([rng.choice((b"1", b"-2", b"x"))] if gen.chance(0.5) else [])],
+            [b"BRPOPLPUSH", key, other, rng.choice((b"x", b"-1"))],
+            [b"BLMPOP", rng.choice((b"x", b"0")), b"2", key, other, rng.choice((b"UP", b"LEFT")), b"COUNT", b"0"],
+        )
+        return rng.choice(draws)
     return [b"SMISMEMBER", other, b"a", b"1"]
 
 

@@ -1,9 +1,11 @@
 """Lists by position and value, sets over several keys, SORT and BITFIELD: LINSERT, LINDEX, LSET, LTRIM, LPOS, LREM,
-RPOPLPUSH, LMPOP; SINTER, SUNION, SDIFF and their STORE forms, SMOVE, SMISMEMBER, SSCAN."""
+RPOPLPUSH, LMPOP; SINTER, SUNION, SDIFF and their STORE forms, SMOVE, SMISMEMBER, SSCAN; SPOP, HRANDFIELD, BRPOPLPUSH
+and BLMPOP."""
 
 from __future__ import annotations
 
 from xspec.traces.record.recorder import Recorder
+from xspec.traces.scenarios.helpers import block
 from xspec.traces.scenarios.registry import topic
 
 scenario = topic("collections")
@@ -71,3 +73,57 @@ def bitfield(r: Recorder) -> None:
     r.call(1, "BITFIELD_RO", "b", "GET", "u16", "0")  # BITFIELD-7
     r.call(1, "BITFIELD_RO", "b", "SET", "u8", "0", "1")
     r.call(1, "BITFIELD", "b", "GET", "u64", "0")  # BITFIELD-2
+
+
+@scenario("SPOP one member and with a count (drawing the members to pop, and the members to keep), the whole set, "
+          "errors; the sets left behind", tags=["sets", "random"])
+def spop(r: Recorder) -> None:
+    r.call(1, "SADD", "i", *map(str, range(1, 11)))
+    r.call(1, "SPOP", "i")  # SETS-12
+    r.call(1, "SPOP", "i", "2")  # SETS-13: the members to pop are drawn
+    r.call(1, "SMEMBERS", "i")
+    r.call(1, "SPOP", "i", "6")  # SETS-13: the member to keep is drawn
+    r.call(1, "SMEMBERS", "i")
+    r.call(1, "SADD", "h", "1", "2", "3", "4", "5", "6", "7", "x" * 70)
+    r.call(1, "SPOP", "h", "7")  # SETS-13: a hash table left with integers is an intset again
+    r.call(1, "SADD", "h", "0", "99")
+    r.call(1, "SMEMBERS", "h")
+    r.call(1, "SADD", "s", "a", "b", "c")
+    r.call(1, "SPOP", "s", "5")  # SETS-13: the whole set, the key deleted
+    r.call(1, "EXISTS", "s")
+    r.call(1, "SPOP", "nokey", "0")
+    r.call(1, "SPOP", "h", "-1")
+    r.call(1, "SPOP", "h", "1", "2")
+
+
+@scenario("HRANDFIELD without a count, with positive and negative counts, WITHVALUES in RESP2 and RESP3",
+          tags=["hashes", "random"])
+def hrandfield(r: Recorder) -> None:
+    r.call(1, "HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3")
+    r.call(1, "HRANDFIELD", "h")  # HASH-13
+    r.call(1, "HRANDFIELD", "h", "2")
+    r.call(1, "HRANDFIELD", "h", "-5", "WITHVALUES")
+    r.call(2, "HELLO", "3")
+    r.call(2, "HRANDFIELD", "h", "9", "WITHVALUES")
+    r.call(2, "HRANDFIELD", "nokey", "2")
+    r.call(1, "HRANDFIELD", "h", "1", "junk")
+
+
+@scenario("BRPOPLPUSH and BLMPOP served at once, then blocked beside a BLPOP and served in order from one push; "
+          "a timed-out BRPOPLPUSH", tags=["lists", "blocking"])
+def blocking_moves(r: Recorder) -> None:
+    r.call(1, "RPUSH", "l", "a", "b", "c")
+    r.call(1, "BRPOPLPUSH", "l", "d", "0")  # BLIST-11
+    r.call(1, "BLMPOP", "0", "2", "nokey", "l", "LEFT", "COUNT", "5")  # BLIST-12 (6.2: unknown command)
+    block(r, 2, "BRPOPLPUSH", "q", "d", "0")
+    block(r, 3, "BLPOP", "q", "0")
+    if not r.header.server_version.startswith("6."):
+        block(r, 4, "BLMPOP", "0", "1", "q", "RIGHT", "COUNT", "2")
+    r.call(1, "RPUSH", "q", "1", "2", "3", "4")  # BLIST-3
+    r.recv(2)
+    r.recv(3)
+    if not r.header.server_version.startswith("6."):
+        r.recv(4)
+    r.call(1, "LRANGE", "d", "0", "-1")
+    block(r, 2, "BRPOPLPUSH", "none", "d", "0.05")  # BLIST-8
+    r.recv(2)
