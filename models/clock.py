@@ -107,6 +107,14 @@ class Instant:
         """The value of a time read from a concrete clock. Symbolic: a TypeError."""
         return self if type(self) is int else self.exact_ms()
 
+    def rendered(self) -> bytes:
+        """The time as the digits of an argument in the replication stream or the AOF.
+
+        Symbolic: bytes of the right length that stand for the symbolic value, which
+        ``parse_ll`` reads back (or, when its digits vary in number, one exact value, a branch).
+        """
+        return b"%d" % self if type(self) is int else self.rendered()
+
 
 class Duration:
     """Milliseconds between two instants: an idle time, min-idle-time, a BLOCK timeout, an expiry.

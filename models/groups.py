@@ -16,7 +16,7 @@ pytest plugin is installed.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from xspec.models import pel
 from xspec.models.cerrno import note_id_parse, note_iterator_end, strict_id
@@ -426,6 +426,9 @@ def _claim_options(call: Call, first: int, now: Instant) -> _ClaimOptions:
             if idle is None:
                 raise CommandError(XCLAIM_BAD_IDLE)
             opts.delivery_time = now - Duration(idle)
+        elif opt == b"time" and more and not isinstance(argv[j + 1], bytes):
+            j += 1  # an AOF's XCLAIM replayed with its time as computed (models/persistence.replayable)
+            opts.delivery_time = cast(Instant, argv[j])
         elif opt == b"time" and more:
             j += 1
             at = parse_ll(argv[j])

@@ -198,9 +198,23 @@ def rewrite_commands(dbs: list[dict[bytes, Value]], counters: bool = True) -> li
 
 
 def render(argv: Sequence[Any]) -> list[bytes]:
-    """A command as the bytes a file or the stream holds: a time becomes the exact milliseconds it
-    was read at (``Instant.id_ms``: on the checker's symbolic clock, one feasible value, a choice)."""
-    return [a if isinstance(a, bytes) else b"%d" % (a if type(a) is int else Instant.id_ms(a)) for a in argv]
+    """A command as the bytes a file or the stream holds: a time becomes the milliseconds it was read
+    at (``Instant.rendered``: on the checker's symbolic clock, bytes that stand for the reading)."""
+    return [a if isinstance(a, bytes) else Instant.rendered(a) for a in argv]
+
+
+REPLAYED_TIMES = frozenset({b"XCLAIM"})
+"""Commands whose time arguments an AOF keeps as the model computed them (:func:`replayable`)."""
+
+
+def replayable(argv: Sequence[Any]) -> tuple[Any, ...]:
+    """A command as an AOF unit keeps it: like :func:`render`, except that an XCLAIM's times stay
+    as the model computed them (on the checker's symbolic clock, the readings themselves), so that
+    writing the AOF is not a choice of exact milliseconds; a reload hands them to XCLAIM as they
+    are (AOF-1: the file holds the exact values; which ones only later reads can tell)."""
+    if not argv or argv[0].upper() not in REPLAYED_TIMES:
+        return tuple(render(argv))
+    return tuple(b"%d" % a if isinstance(a, int) else a for a in argv)
 
 
 def _id(i: StreamID) -> bytes:

@@ -48,7 +48,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xspec.models.clock import Clock, Duration, Instant, ManualClock
-from xspec.models.persistence import AppendOnlyFile, Snapshot, load_snapshot, render, rewrite_commands, take_snapshot
+from xspec.models.persistence import (
+    AppendOnlyFile,
+    Snapshot,
+    load_snapshot,
+    render,
+    replayable,
+    rewrite_commands,
+    take_snapshot,
+)
 from xspec.models.server import BLOCKED, Call, CommandError, Outcome, Server, command
 from xspec.models.state import BlockState, Client
 from xspec.spec import commands as table
@@ -406,7 +414,7 @@ class Deployment:
         db = max(db_before, 0)
         unit: list[tuple[int, tuple[bytes, ...]]] = []
         for argv in propagated:
-            args = render(argv)
+            args = replayable(argv)
             if args[0].upper() == b"SELECT":
                 db = int(args[1])
                 continue
@@ -970,7 +978,7 @@ class Deployment:
             server.dbs[:] = load_snapshot(aof.base)  # AOF-2: the RDB preamble
             units: list[tuple[int, tuple[bytes, ...]]] = []
         else:
-            units = [(db, tuple(render(argv))) for db, argv in aof.base or []]
+            units = [(db, replayable(argv)) for db, argv in aof.base or []]
         for unit in aof.units:
             units.extend(unit)
         server.client(AOF_CLIENT)

@@ -138,7 +138,15 @@ def string2ull(s: bytes) -> int | None:
 
 
 def parse_ll(arg: bytes) -> int | None:
-    """``getLongLongFromObject``: a strict signed 64-bit integer, or None."""
+    """``getLongLongFromObject``: a strict signed 64-bit integer, or None.
+
+    An argument that stands for a symbolic time (``Instant.rendered`` on the checker's clock)
+    is that time.
+    """
+    if type(arg) is not bytes:
+        stands_for = getattr(arg, "stands_for", None)
+        if stands_for is not None:
+            return stands_for  # type: ignore[no-any-return]
     return string2ll(arg)
 
 

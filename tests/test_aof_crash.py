@@ -1,32 +1,49 @@
-"""kill -9 of `xspec serve` under load, with the AOF on (reference/aof.py).
+"""kill -9 of `xspec serve` under load, with the AOF on (reference/aof.py), judged by the model.
 
 A separate server process takes XADDs from several writers while consumers read with XREADGROUP and
 acknowledge with XACK; at a random moment it is killed with SIGKILL and started again on the same
-folder. Under ``appendfsync always`` every write acknowledged to a client is there after the restart:
-each XADD's entry, each acknowledged XACK (its entry out of the PEL), each delivery (its entry still
-pending, unless it was acknowledged since), and the group's last-delivered-id is not behind what was
-delivered. Under ``everysec`` (the slow campaign) what was acknowledged up to two seconds before the
-kill is there. The default suite runs 20 kills under ``always``; the slow campaign 500, both policies.
+folder, and a client reads the stream, the pending entries and the group back. Everything the
+clients sent and read, the kill (``crash``) and the new start (``restart``) are recorded as one
+trace/2, and the model judges it (trace format rule 10): the recovered state must be one the
+node's persistence can keep. Under ``appendfsync always`` that means every write acknowledged to a
+client is there after the restart; under ``everysec``, every write acknowledged more than two
+seconds before the kill. Besides the model's verdict the test counts the losses itself (each
+XADD's entry, each acknowledged XACK, each delivery still pending unless acknowledged since, the
+group's last-delivered-id not behind what was delivered), so a failure names what was lost.
+
+Each trace holds one kill (a trace starts from an empty server, as the format says), half of them
+after a BGREWRITEAOF (finished, or still running when the kill comes). The default suite runs 20
+kills under ``always`` and the slow campaign 500, ``always`` and ``everysec`` alternating by trace,
+both counted by the test; the model judges four short traces (slow tests).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import redis as redis_py
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
+from xspec.spec.resp import Array, Bulk, Int, NullArray, Reply, Simple
+from xspec.spec.trace_format import Call, Crash, Event, Header, NodeSpec, Recv, Restart, Send, Trace
+from xspec.traces.check.checker import check_trace
+from xspec.traces.record.client import RespConnection, now_us
 from xspec.traces.scenarios.runner import free_port
+
+NODE = "a"
+# One kill per trace: the model's search over a trace that goes on loading under load after a
+# reload grows fast with each further crash (every backtrack past a restart replays the AOF).
+KILLS_PER_TRACE = 1
 
 # A process that has imported the server, and forks a fresh server process for each line on its stdin
 # (``port folder appendfsync``), printing its pid: each server is a separate process that SIGKILL stops,
@@ -42,8 +59,9 @@ for line in sys.stdin:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the server reaps its own BGSAVE children
         sys.stdin.close()
         os.setsid()
-        run_server(ReferenceServer(port=int(port), config={"dir": folder, "appendonly": "yes",
-                                                           "appendfsync": fsync}))
+        run_server(ReferenceServer(port=int(port), config={"dir": folder, "save": "", "appendonly": "yes",
+                                                           "appendfsync": fsync,
+                                                           "aof-use-rdb-preamble": "yes"}))
         os._exit(0)
     print(pid, flush=True)
 """
@@ -66,79 +84,214 @@ class Zygote:
         self.proc.wait(10)
 
 
+class Gone(Exception):
+    """The client's server was killed: what it reads now is not recorded (the trace has the crash)."""
+
+
 @dataclass
 class Acknowledged:
-    """What clients were told, each with the time they were told it (monotonic seconds)."""
+    """What clients were told, each with the time they were told it (trace µs), as the trace records it."""
 
-    added: list[tuple[bytes, float]] = field(default_factory=list)
-    delivered: list[tuple[bytes, float]] = field(default_factory=list)
-    acked: list[tuple[bytes, float]] = field(default_factory=list)
+    added: list[tuple[bytes, int]] = field(default_factory=list)
+    delivered: list[tuple[bytes, int]] = field(default_factory=list)
+    acked: list[tuple[bytes, int]] = field(default_factory=list)
     acking: set[bytes] = field(default_factory=set)  # XACKs sent, answered or not (one may be in flight)
     total_added: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    total_delivered: int = 0
+    total_acked: int = 0
 
 
-def _start(zygote: Zygote, folder: Path, fsync: str) -> tuple[int, redis_py.Redis]:
-    port = free_port()
-    pid = zygote.spawn(port, folder, fsync)
-    client = redis_py.Redis(port=port)
+class CrashRecorder:
+    """One trace/2 of one node: concurrent clients' sends and receives, the kills and the restarts.
+
+    Each event is appended under one lock with its time read under that lock, so the events are
+    in the order of their times. After a crash the node's old connections record nothing more:
+    a reply still read from a dead server's socket is one the trace's ``crash`` already covers.
+    """
+
+    def __init__(self, policy: str) -> None:
+        self.lock = threading.Lock()
+        self.events: list[Event] = []
+        self.generation = 0  # the server process's number; a client belongs to one
+        self.clients = 0
+        self.port = 0
+        self.config = {"save": "", "appendonly": "yes", "appendfsync": policy, "aof-use-rdb-preamble": "yes"}
+        self.seen = Acknowledged()
+
+    def client(self) -> RecordedClient:
+        with self.lock:
+            self.clients += 1
+            return RecordedClient(self, self.clients, self.generation, self.port)
+
+    def crash(self, pid: int) -> int:
+        """SIGKILL, and the ``crash`` event as soon as the process has exited. The lock is held
+        meanwhile, so no client records anything in between; replies the dead server had written
+        and a client reads afterwards are not recorded (the trace leaves those commands
+        unanswered, which the model may take as executed or not)."""
+        with self.lock:
+            _kill(pid)
+            self.generation += 1
+            t = now_us()
+            self.events.append(Crash(NODE, t=t))
+        return t
+
+    def restart(self, zygote: Zygote, folder: Path) -> int:
+        port = free_port()
+        with self.lock:
+            self.port = port
+            self.events.append(Restart(NODE, t=now_us()))
+        pid = zygote.spawn(port, folder, self.config["appendfsync"])
+        _wait_ready(port)
+        return pid
+
+    def trace(self, title: str) -> Trace:
+        # slack 0: the server reads the recorder's clock (the same host's time of day)
+        header = Header(clock="wall", slack_ms=0, title=title, source="recorded", tags=["crash", "aof"],
+                        nodes={NODE: NodeSpec("redis", "7.0.15", [f"127.0.0.1:{self.port}"], dict(self.config))})
+        return Trace(header, list(self.events))
+
+
+class RecordedClient:
+    """One connection of the trace (its own ``c``), used by one thread."""
+
+    def __init__(self, rec: CrashRecorder, c: int, generation: int, port: int) -> None:
+        self.rec = rec
+        self.c = c
+        self.generation = generation
+        self.conn = RespConnection("127.0.0.1", port)
+
+    def send(self, *args: bytes) -> None:
+        argv = list(args)
+        with self.rec.lock:
+            if self.rec.generation != self.generation:
+                raise Gone
+            self.rec.events.append(Send(self.c, argv, t=now_us(), node=NODE))
+            self.conn.send(argv)
+
+    def recv(self, then: Callable[[Reply, int], None] | None = None) -> Reply:
+        """The next reply, recorded; ``then(reply, t)`` runs under the recorder's lock."""
+        reply = self.conn.recv(10)
+        with self.rec.lock:
+            if self.rec.generation != self.generation:
+                raise Gone
+            t = now_us()
+            self.rec.events.append(Recv(self.c, reply, t=t))
+            if then is not None:
+                then(reply, t)
+        return reply
+
+    def call(self, *args: bytes) -> Reply:
+        """A command with nothing else going on (the recorder's other clients are idle)."""
+        argv = list(args)
+        t0 = now_us()
+        reply = self.conn.call(argv)
+        t1 = now_us()
+        with self.rec.lock:
+            self.rec.events.append(Call(self.c, argv, reply, t0=t0, t1=t1, node=NODE))
+        return reply
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _wait_ready(port: int) -> None:
+    """PING until the server answers (the harness's own question: not in the trace)."""
     for _ in range(400):
         try:
-            client.ping()
-            return pid, client
-        except redis_py.ConnectionError:
+            conn = RespConnection("127.0.0.1", port, timeout=2)
+        except OSError:
             time.sleep(0.01)
+            continue
+        try:
+            if conn.call([b"PING"]) == Simple("PONG"):
+                return
+        finally:
+            conn.close()
+        time.sleep(0.01)
     raise RuntimeError("the server did not answer")
 
 
-def _kill(pid: int) -> None:
+def _info_field(port: int, name: bytes) -> bytes:
+    conn = RespConnection("127.0.0.1", port)
     try:
-        os.kill(pid, signal.SIGKILL)
+        reply = conn.call([b"INFO", b"persistence"])
+    finally:
+        conn.close()
+    assert isinstance(reply, Bulk)
+    for line in reply.value.splitlines():
+        if line.startswith(name + b":"):
+            return line.partition(b":")[2]
+    return b""
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL ``pid`` and return as soon as it has exited (a pidfd becomes readable then)."""
+    try:
+        pidfd = os.pidfd_open(pid)
     except ProcessLookupError:
         return
-    for _ in range(500):  # the zygote reaps it; wait until the pid is gone
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.01)
-
-
-def _client(port: int) -> redis_py.Redis:
-    """A client that gives up at the first connection error (the server was killed): no retries."""
-    return redis_py.Redis(port=port, retry=Retry(NoBackoff(), 0), socket_timeout=10)
-
-
-def _writer(port: int, seen: Acknowledged, stop: threading.Event) -> None:
-    r = _client(port)
     try:
+        os.kill(pid, signal.SIGKILL)
+        select.select([pidfd], [], [], 10)
+    except ProcessLookupError:
+        pass
+    finally:
+        os.close(pidfd)
+
+
+def _writer(rec: CrashRecorder, stop: threading.Event) -> None:
+    seen = rec.seen
+
+    def added(reply: Reply, t: int) -> None:
+        assert isinstance(reply, Bulk), reply
+        seen.added.append((reply.value, t))
+        seen.total_added += 1
+
+    try:
+        r = rec.client()
         while not stop.is_set():
-            new = r.xadd("s", {"w": "x" * random.randrange(1, 40)})
-            with seen.lock:
-                seen.added.append((new, time.monotonic()))
-                seen.total_added += 1
-    except (redis_py.ConnectionError, redis_py.ResponseError, OSError):
+            r.send(b"XADD", b"s", b"*", b"w", b"x" * random.randrange(1, 40))
+            r.recv(added)
+    except (Gone, OSError):
         pass
 
 
-def _consumer(port: int, name: str, seen: Acknowledged, stop: threading.Event) -> None:
-    r = _client(port)
+def _consumer(rec: CrashRecorder, name: bytes, stop: threading.Event) -> None:
+    seen = rec.seen
+    ids: list[bytes] = []
+
+    def delivered(reply: Reply, t: int) -> None:
+        ids[:] = [] if isinstance(reply, NullArray) else [e.items[0].value for e in _entries(reply)]  # type: ignore[union-attr]
+        seen.delivered += ((i, t) for i in ids)
+        seen.total_delivered += len(ids)
+
+    def acked(reply: Reply, t: int) -> None:
+        assert isinstance(reply, Int), reply
+        seen.acked += ((i, t) for i in ids)
+        seen.total_acked += len(ids)
+
     try:
+        r = rec.client()
         while not stop.is_set():
-            got = r.xreadgroup("g", name, {"s": ">"}, count=5)
-            ids = [e[0] for _, entries in got for e in entries]
-            now = time.monotonic()
-            with seen.lock:
-                seen.delivered += ((i, now) for i in ids)
+            r.send(b"XREADGROUP", b"GROUP", b"g", name, b"COUNT", b"5", b"STREAMS", b"s", b">")
+            r.recv(delivered)
             if ids and random.random() < 0.7:
-                with seen.lock:
+                with rec.lock:
                     seen.acking.update(ids)
-                r.xack("s", "g", *ids)
-                now = time.monotonic()
-                with seen.lock:
-                    seen.acked += ((i, now) for i in ids)
-    except (redis_py.ConnectionError, redis_py.ResponseError, OSError):
+                r.send(b"XACK", b"s", b"g", *ids)
+                r.recv(acked)
+    except (Gone, OSError):
         pass
+
+
+def _entries(reply: Reply) -> list[Array]:
+    """The entries of an XREADGROUP or XRANGE reply."""
+    assert isinstance(reply, Array), reply
+    if reply.items and isinstance(reply.items[0], Array) and isinstance(reply.items[0].items[0], Bulk) \
+            and len(reply.items[0].items) == 2 and isinstance(reply.items[0].items[1], Array) \
+            and reply.items[0].items[0].value == b"s":
+        return list(reply.items[0].items[1].items)  # type: ignore[arg-type]
+    return list(reply.items)  # type: ignore[arg-type]
 
 
 def _key(i: bytes) -> tuple[int, int]:
@@ -146,78 +299,192 @@ def _key(i: bytes) -> tuple[int, int]:
     return int(ms), int(seq)
 
 
-def _check(r: redis_py.Redis, seen: Acknowledged, durable_before: float) -> list[str]:
-    """What was acknowledged before ``durable_before`` and is missing after the restart."""
-    present = {e[0] for e in r.xrange("s")}
-    pending = {p["message_id"] for p in r.xpending_range("s", "g", "-", "+", 10**6)}
-    (group,) = r.xinfo_groups("s")
+def _check(r: RecordedClient, seen: Acknowledged, durable_before: int) -> list[str]:
+    """What was acknowledged before ``durable_before`` (trace µs) and is missing after the restart.
+
+    The reads are part of the trace: the model judges them too."""
+    present = {e.items[0].value for e in _entries(r.call(b"XRANGE", b"s", b"-", b"+"))}  # type: ignore[union-attr]
+    pel = r.call(b"XPENDING", b"s", b"g", b"-", b"+", b"1000000")
+    assert isinstance(pel, Array), pel
+    pending = {p.items[0].value for p in pel.items}  # type: ignore[union-attr]
+    groups = r.call(b"XINFO", b"GROUPS", b"s")
+    assert isinstance(groups, Array) and len(groups.items) == 1, groups
+    fields = groups.items[0].items  # type: ignore[union-attr]
+    last_delivered = next(fields[k + 1].value for k in range(0, len(fields), 2)
+                          if fields[k].value == b"last-delivered-id")
     lost = [f"entry {i!r}" for i, t in seen.added if t < durable_before and i not in present]
     acked = {i for i, t in seen.acked if t < durable_before}
     lost += [f"ack of {i!r}" for i in acked if i in pending]
     lost += [f"delivery of {i!r}" for i, t in seen.delivered
              if t < durable_before and i not in pending and i not in seen.acking]
     delivered = [i for i, t in seen.delivered if t < durable_before]
-    if delivered and _key(group["last-delivered-id"]) < max(map(_key, delivered)):
-        lost.append(f"last-delivered-id {group['last-delivered-id']!r} behind {max(delivered, key=_key)!r}")
+    if delivered and _key(last_delivered) < max(map(_key, delivered)):
+        lost.append(f"last-delivered-id {last_delivered!r} behind {max(delivered, key=_key)!r}")
     return lost
 
 
-def campaign(folder: Path, kills: int, policies: tuple[str, ...]) -> tuple[int, list[str]]:
-    """Run ``kills`` rounds of load then SIGKILL; returns (kills made, what was lost)."""
-    seen = Acknowledged()
+def record_kills(folder: Path, kills: int, policy: str, zygote: Zygote, rewrite: str = "",
+                 load: tuple[float, float] = (0.05, 0.3)) -> tuple[Trace, list[str]]:
+    """``kills`` rounds of load (``load`` seconds, uniformly) then SIGKILL on one data folder, as one
+    trace; returns it and what was lost. ``rewrite`` is ``finished`` (a BGREWRITEAOF done before the
+    load: the file has a base with an RDB preamble), ``running`` (one started as the load starts,
+    which the kill may cut) or empty."""
+    rec = CrashRecorder(policy)
     lost: list[str] = []
-    zygote = Zygote()
-    pid, r = _start(zygote, folder, policies[0])
-    r.xgroup_create("s", "g", id="$", mkstream=True)
-    made = 0
+    seen = rec.seen
+    rec.port = free_port()
+    pid = zygote.spawn(rec.port, folder, policy)
+    _wait_ready(rec.port)
+    admin = rec.client()
+    admin.call(b"XGROUP", b"CREATE", b"s", b"g", b"$", b"MKSTREAM")
+    if rewrite:
+        for _ in range(5):
+            admin.call(b"XADD", b"s", b"*", b"w", b"before the rewrite")
+        admin.call(b"XREADGROUP", b"GROUP", b"g", b"c0", b"COUNT", b"2", b"STREAMS", b"s", b">")
+        admin.call(b"BGREWRITEAOF")
+        while rewrite == "finished" and _info_field(rec.port, b"aof_rewrite_in_progress") != b"0":
+            time.sleep(0.01)
     try:
-        for n in range(kills):
-            policy = policies[n % len(policies)]
+        for n in range(1, kills + 1):
             stop = threading.Event()
-            port = r.connection_pool.connection_kwargs["port"]
-            threads = [threading.Thread(target=_writer, args=(port, seen, stop)) for _ in range(3)]
-            threads += [threading.Thread(target=_consumer, args=(port, f"c{k}", seen, stop)) for k in range(2)]
+            threads = [threading.Thread(target=_writer, args=(rec, stop)) for _ in range(3)]
+            threads += [threading.Thread(target=_consumer, args=(rec, b"c%d" % k, stop)) for k in range(2)]
             for t in threads:
                 t.start()
-            time.sleep(random.uniform(0.05, 0.3))
-            killed_at = time.monotonic()
-            _kill(pid)
-            made += 1
+            time.sleep(random.uniform(*load))
+            killed_at = rec.crash(pid)
             stop.set()
             for t in threads:
                 t.join(10)
-            pid, r = _start(zygote, folder, policies[(n + 1) % len(policies)])
-            window = 0.0 if policy == "always" else 2.0
-            lost += [f"kill {made} ({policy}): {what}" for what in _check(r, seen, killed_at - window)]
-            r.xtrim("s", maxlen=200)  # keeps the AOF and the checks small
-            if made % 10 == 0:  # a new base now and then, finished; half-way between, one the kill may cut
-                r.bgrewriteaof()
+            pid = rec.restart(zygote, folder)
+            admin = rec.client()
+            window = 0 if policy == "always" else 2_000_000
+            lost += [f"kill {n} ({policy}): {what}" for what in _check(admin, seen, killed_at - window)]
+            admin.call(b"XTRIM", b"s", b"MAXLEN", b"200")  # keeps the AOF and the checks small
+            if n % 10 == 0:  # a new base now and then, finished; half-way between, one the kill may cut
+                admin.call(b"BGREWRITEAOF")
                 for _ in range(500):
-                    if not r.info("persistence")["aof_rewrite_in_progress"]:
+                    if _info_field(rec.port, b"aof_rewrite_in_progress") == b"0":
                         break
                     time.sleep(0.01)
-            elif made % 10 == 5:
-                r.bgrewriteaof()
-            with seen.lock:
-                present = {e[0] for e in r.xrange("s")}
+            elif n % 10 == 5:
+                admin.call(b"BGREWRITEAOF")
+            present = {e.items[0].value for e in _entries(admin.call(b"XRANGE", b"s", b"-", b"+"))}  # type: ignore[union-attr]
+            with rec.lock:
                 seen.added = [(i, t) for i, t in seen.added if i in present]
     finally:
         _kill(pid)
+    return rec.trace(f"kill -9 of xspec serve under load, appendfsync {policy}: {kills} kills"), lost
+
+
+@dataclass
+class Campaign:
+    kills: int = 0
+    added: int = 0
+    delivered: int = 0
+    acked: int = 0
+    events: int = 0
+    check_seconds: float = 0.0
+    lost: list[str] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)
+    traces: list[Trace] = field(default_factory=list)
+
+
+def campaign(folder: Path, kills: int, policies: tuple[str, ...],
+             load: tuple[float, float] = (0.05, 0.3), judge: bool = True) -> Campaign:
+    """``kills`` kills in traces of :data:`KILLS_PER_TRACE`, the policies taking turns by trace, a
+    rewrite before the load in one trace of two (finished or running, by turns); each trace judged
+    by the model unless ``judge`` is false."""
+    out = Campaign()
+    zygote = Zygote()
+    try:
+        for k, start in enumerate(range(0, kills, KILLS_PER_TRACE)):
+            policy = policies[k % len(policies)]
+            part = folder / f"part{k}"
+            part.mkdir()
+            rewrite = ("", "finished", "", "running")[k % 4]
+            trace, lost = record_kills(part, min(KILLS_PER_TRACE, kills - start), policy, zygote, rewrite, load)
+            out.kills += sum(1 for e in trace.events if isinstance(e, Crash))
+            out.lost += lost
+            out.events += len(trace.events)
+            if not judge:
+                continue
+            began = time.process_time()
+            verdict = check_trace(trace)
+            out.check_seconds += time.process_time() - began
+            if verdict.status != "conform":
+                out.verdicts.append(f"trace {k} ({policy}): {verdict.describe()}")
+            out.traces.append(trace)
+    finally:
         zygote.close()
-    print(f"{made} kills; {seen.total_added} XADDs, {len(seen.delivered)} deliveries, {len(seen.acked)} XACKed "
-          f"entries acknowledged; {len(lost)} lost")
-    return made, lost
+    return out
 
 
-def test_kill_9_under_appendfsync_always_loses_nothing_acknowledged(tmp_path: Path) -> None:
-    made, lost = campaign(tmp_path, 20, ("always",))
-    assert made == 20
-    assert not lost, "\n".join(lost[:20])
+def _report(c: Campaign) -> str:
+    return (f"{c.kills} kills; {c.events} events; checked in {c.check_seconds:.1f} s CPU; "
+            f"{len(c.lost)} lost; {len(c.verdicts)} traces not conforming")
+
+
+@pytest.fixture(scope="module")
+def always(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
+    """The default suite's 20 kills, counted by the test; the model's verdicts cost minutes per
+    trace when the search has many commands in flight at the kill, so they are the slow tests'."""
+    return campaign(tmp_path_factory.mktemp("crash"), 20, ("always",), load=(0.03, 0.1), judge=False)
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
+    return campaign(tmp_path_factory.mktemp("judged"), 4, ("always",), load=(0.02, 0.05))
+
+
+def test_kill_9_under_appendfsync_always_loses_nothing_acknowledged(always: Campaign) -> None:
+    print(_report(always))
+    assert always.kills == 20
+    assert not always.lost, "\n".join(always.lost[:20])
+
+
+_INCONCLUSIVE = ("the search may give up (inconclusive) on a trace with a BGREWRITEAOF still running at the "
+                 "kill, or with many commands in flight: persist-for-lead.md")
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason=_INCONCLUSIVE, strict=False)
+def test_recovered_states_conform_to_the_model(judged: Campaign) -> None:
+    print(_report(judged))
+    assert not judged.lost, "\n".join(judged.lost[:20])
+    assert not judged.verdicts, "\n".join(judged.verdicts)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason=_INCONCLUSIVE, strict=False)
+def test_a_recovered_state_missing_an_acknowledged_entry_is_rejected(judged: Campaign) -> None:
+    """The model's judgement can fail: drop one entry the writers were told about from the first
+    read after a restart, and the trace diverges at that read."""
+    for trace in judged.traces:
+        events = list(trace.events)
+        first_restart = next(i for i, e in enumerate(events) if isinstance(e, Restart))
+        at, read = next((i, e) for i, e in enumerate(events) if i > first_restart and isinstance(e, Call)
+                        and e.cmd[0] == b"XRANGE")
+        assert isinstance(read.reply, Array)
+        acknowledged = {e.reply.value for e in events[:first_restart]
+                        if isinstance(e, Recv) and isinstance(e.reply, Bulk)}
+        kept = [x for x in read.reply.items if x.items[0].value not in acknowledged]  # type: ignore[union-attr]
+        if len(kept) < len(read.reply.items):
+            break
+    else:
+        pytest.fail("no trace read back an acknowledged entry")
+    drop = len(read.reply.items) - len(kept)
+    kept = list(read.reply.items)
+    del kept[next(k for k, x in enumerate(kept) if x.items[0].value in acknowledged)]  # type: ignore[union-attr]
+    events[at] = dataclasses.replace(read, reply=Array(tuple(kept)))
+    assert drop
+    verdict = check_trace(Trace(trace.header, events, trace.path))
+    assert verdict.status == "diverge" and verdict.event == at + 1, verdict.describe()
 
 
 @pytest.mark.slow
 def test_kill_9_campaign_of_500_both_policies(tmp_path: Path) -> None:
-    made, lost = campaign(tmp_path, 500, ("always", "everysec"))
-    print(f"{made} kills, {len(lost)} losses")
-    assert made == 500
-    assert not lost, "\n".join(lost[:20])
+    c = campaign(tmp_path, 500, ("always", "everysec"), judge=False)  # judged: the tests above
+    print(_report(c))
+    assert c.kills == 500
+    assert not c.lost, "\n".join(c.lost[:20])

@@ -30,13 +30,14 @@ from typing import Any
 from xspec.models.replication import NO_REPLID, REPLICATION_DIALECTS, Deployment, Link, setting
 from xspec.spec import commands
 from xspec.spec.dialect import Dialect, UnknownDialect, dialect_for_server
+from xspec.spec.ids import parse_ll
 from xspec.spec.resp import Array, Bulk, Error, Reply, Simple, Verbatim, show
 from xspec.spec.trace_format import V2_ONLY_EVENTS as V2_ONLY
 from xspec.spec.trace_format import Crash, Event, Pause, ReplAck, ReplCmd, ReplSync, Restart, Resume, Trace
 from xspec.spec.trace_format import Link as LinkEvent
 from xspec.traces.check import checker as base
 from xspec.traces.check.checker import Op, Verdict, _Failure, _Search, _Unsupported
-from xspec.traces.check.symbolic import UNBOUNDED, Infeasible, Time
+from xspec.traces.check.symbolic import UNBOUNDED, Infeasible, RenderedTime, Time
 
 _CRASH, _RESTART, _PAUSE, _RESUME, _LINK, _REPL_CMD, _REPL_SYNC, _REPL_ACK = range(20, 28)
 _HARNESS_KIND = {Crash: _CRASH, Restart: _RESTART, Pause: _PAUSE, Resume: _RESUME, LinkEvent: _LINK,
@@ -326,7 +327,7 @@ class _MultiSearch(_Search):
                 raise _Failure(p, f"node {e.primary} has not sent a command number {k + 1} to {e.replica} here; "
                                   f"the model's stream holds {link.fed}")
             argv = link.pending[k - link.applied][1]
-            if [a for a in argv] != e.cmd:
+            if not self._same_command(argv, e.cmd):
                 raise _Failure(p, f"the replication stream from {e.primary} to {e.replica} differs: trace says "
                                   f"{_show(e.cmd)}, the model sends {_show(argv)}")
             view.released[e.replica] = k + 1
@@ -344,6 +345,26 @@ class _MultiSearch(_Search):
             if e.fack is not None:  # WAITAOF-2: the replica's fsynced offset
                 link.fack = max(link.fack, e.fack)
             self._served(d._serve_waiting(d.nodes[e.primary]).served)
+
+    def _same_command(self, argv: list[bytes], shown: list[bytes]) -> bool:
+        """Whether the stream's command ``argv`` is the one the proxy showed: a time the stream keeps
+        symbolic (:class:`RenderedTime`) is the integer shown there, if the clock allows it (then
+        that equality is added to the clock's constraints)."""
+        if len(argv) != len(shown):
+            return False
+        zone = self.zone
+        mark = zone.mark()
+        with zone.assuming():
+            for a, b in zip(argv, shown, strict=True):
+                if type(a) is RenderedTime:
+                    value = parse_ll(b)
+                    same = value is not None and b == b"%d" % value and len(b) == len(a) and a.stands_for == value
+                else:
+                    same = a == b
+                if not same:
+                    zone.undo(mark)
+                    return False
+        return True
 
     def _observed_by(self, e: Any) -> list[str]:
         """The replicas whose applied stream a harness event depends on: what a crash, a held or cut
@@ -415,9 +436,20 @@ class _MultiSearch(_Search):
         interval between observers: at once (the preferred choice, as on a fast link), or after
         the next observer, where the choice is made again; once one step waits, the later ones
         wait too (a replica works in order).
+
+        The replicas are taken one after the other, in the header's order, but two replicas
+        run at the same time: where a replica's steps here only load or apply what its primary
+        (itself no replica) sent it, and it feeds no replica of its own, its clock readings start
+        a branch of the clock's chain after the last reading before these steps
+        (:attr:`Zone.branch_from`), and the branches join before anything else reads the clock
+        (rule 2 orders the readings of one execution; it does not order two nodes' steps that
+        neither sees).
         """
         view: _DeploymentView = self.server  # type: ignore[assignment]
         quiet = self._quiet_nodes()
+        zone = self.zone if self.wall else None
+        start = len(self.zone.lo) - 1  # the latest reading before these steps
+        lasts: list[int] = []  # the latest reading of each replica whose steps here read the clock
         for name, node in list(self.deployment.nodes.items()):
             if quiet is not None and name not in quiet:
                 continue  # nothing later observes it (_quiet_nodes): its steps may as well not run
@@ -427,11 +459,32 @@ class _MultiSearch(_Search):
                 view.postponed.discard(name)  # nothing waits any more: the same state as never postponed
             if node.master is None:
                 continue
-            while (step := self._next_step(name)) is not None:
-                if self.choose(2):
-                    view.postponed.add(name)
-                    break
-                self._internal(self.pos, step)
+            first = len(self.zone.lo)
+            try:
+                while (step := self._next_step(name)) is not None:
+                    if self.choose(2):
+                        view.postponed.add(name)
+                        break
+                    if zone is not None and first == len(zone.lo):  # no reading yet in this replica's steps
+                        branch = lasts and step[0] in ("load", "apply") and self._on_its_own(name)
+                        zone.branch_from = start if branch else None
+                    self._internal(self.pos, step)
+            finally:
+                if zone is not None:
+                    zone.branch_from = None
+            if len(self.zone.lo) > first:
+                lasts.append(len(self.zone.lo) - 1)
+        if zone is not None and zone.unchained and zone.unchained[-1] > start:  # some replica branched
+            zone.join(lasts)
+
+    def _on_its_own(self, name: str) -> bool:
+        """Whether replica ``name``'s loading and applying touch no other node's state: its primary is
+        no replica (so nothing else here feeds it) and it feeds no replica of its own."""
+        d = self.deployment
+        link = d.links.get(name)
+        if link is None or d.nodes[link.primary].master is not None:
+            return False
+        return not any(other.primary == name for other in d.links.values())
 
     def _lone_read(self) -> str | None:
         """The node of the one command that can run now, when it is a read (a command flagged
@@ -798,6 +851,8 @@ class _MultiSearch(_Search):
                     return tuple(named(item) for item in x)
             if kind is list:
                 return tuple(named(item) for item in x)
+            if kind is RenderedTime:  # a time the stream or the AOF keeps symbolic: the time itself
+                x, kind = x.stands_for, Time
             if kind is Time:
                 if x.neg or not x.pos:
                     raise TypeError("a difference of readings")  # no exact name: no pruning
@@ -964,7 +1019,7 @@ def _event_us(e: Any) -> int | None:
 
 
 def _show(argv: list[bytes]) -> str:
-    return " ".join(a.decode("latin-1") for a in argv)
+    return " ".join(a.describe() if type(a) is RenderedTime else a.decode("latin-1") for a in argv)
 
 
 MODELLED_DIALECTS = REPLICATION_DIALECTS

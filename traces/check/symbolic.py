@@ -27,16 +27,19 @@ A time leaves the model only through the named conversions of
 which hand a non-``int`` value to its method of the same name; :class:`Time`
 implements them: :meth:`Time.id_ms` (an XADD ID) branches over the feasible
 values, those hinted by the expected reply first; :meth:`Time.reply_ms` and
-:meth:`Time.propagated_ms` keep the value symbolic; :meth:`Time.exact_ms`
+:meth:`Time.propagated_ms` keep the value symbolic, and so does
+:meth:`Time.rendered` (an argument of the replication stream or the AOF), as a
+:class:`RenderedTime` that parses back to the time; :meth:`Time.exact_ms`
 refuses. Every other way to an integer or a text (``int()``, ``str()``,
 ``hash()``, formatting, a truth value) raises.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -75,7 +78,10 @@ class Zone:
 
     Readings are created in execution order and each is constrained to be at
     least the previous one (the chain ``t_{i-1} <= t_i`` is implicit, not
-    stored as edges). ``lo``/``hi`` are always the exact
+    stored as edges), except a reading that starts a branch of the chain
+    (:attr:`branch_from`): that one follows a given earlier reading instead, so
+    that the steps of two nodes taken one after the other in the search need not
+    read their clocks in that order (:meth:`join` closes the branches). ``lo``/``hi`` are always the exact
     bounds implied by all constraints, so the zone is consistent exactly when
     no propagation failed.
     """
@@ -87,6 +93,11 @@ class Zone:
         self.out: dict[int, list[tuple[int, int]]] = {}
         self.inn: dict[int, list[tuple[int, int]]] = {}
         self.edges = 0
+        # readings not chained to the one before (branches; sorted), and the same as a set
+        self.unchained: list[int] = []
+        self.unchained_set: set[int] = set()
+        # set by the checker: the next reading starts a branch after this reading (0: after none)
+        self.branch_from: int | None = None
         self.trail: list[tuple[int, int, int]] = []
         self.assume = False  # inside assuming(): == adds equalities
         self.choose: Chooser = _no_chooser
@@ -96,11 +107,14 @@ class Zone:
     # -- snapshots ------------------------------------------------------------------
     def snapshot(self) -> tuple[Any, ...]:
         return (self.lo[:], self.hi[:], {k: v[:] for k, v in self.out.items()},
-                {k: v[:] for k, v in self.inn.items()}, self.edges)
+                {k: v[:] for k, v in self.inn.items()}, self.edges, self.unchained[:])
 
     def restore(self, snap: tuple[Any, ...]) -> None:
         """Load a snapshot in place (the :class:`Time` values of the model keep pointing here)."""
-        lo, hi, out, inn, edges = snap
+        lo, hi, out, inn, edges, *rest = snap
+        self.unchained = rest[0][:] if rest else []
+        self.unchained_set = set(self.unchained)
+        self.branch_from = None
         self.lo = lo[:]
         self.hi = hi[:]
         self.out = {k: v[:] for k, v in out.items()}
@@ -128,8 +142,12 @@ class Zone:
                 self.inn[b].pop()
                 self.edges -= 1
             else:
+                v = len(self.lo) - 1
                 self.lo.pop()
                 self.hi.pop()
+                if self.unchained and self.unchained[-1] == v:
+                    self.unchained.pop()
+                    self.unchained_set.discard(v)
 
     def forget_trail(self) -> None:
         """Changes made so far will not be undone (the checker calls this between commands)."""
@@ -137,8 +155,13 @@ class Zone:
 
     # -- variables ------------------------------------------------------------------
     def new_reading(self, lo: int, hi: int) -> int:
-        """A new variable in ``[lo, hi]``, after every earlier reading."""
+        """A new variable in ``[lo, hi]``, after every earlier reading (or, starting a branch, after
+        :attr:`branch_from` only)."""
         v = len(self.lo)
+        after = self.branch_from
+        if after is not None:
+            self.branch_from = None
+            return self._branch_reading(v, after, lo, hi)
         if v > 1:
             lo = max(lo, self.lo[v - 1])
         if lo > hi:
@@ -150,6 +173,39 @@ class Zone:
         if v > 1 and self.hi[v - 1] > hi:
             self._lower_hi(v - 1, hi, -1)
         return v
+
+    def _branch_reading(self, v: int, after: int, lo: int, hi: int) -> int:
+        if after > 0:
+            lo = max(lo, self.lo[after])
+        if lo > hi:
+            raise Infeasible(f"the clock would have to read at least {_show_bound(lo)} (the window's start or "
+                             f"an earlier reading) and at most {_show_bound(hi)}")
+        self.lo.append(lo)
+        self.hi.append(hi)
+        self.trail.append((_VAR, v, 0))
+        self.unchained.append(v)
+        self.unchained_set.add(v)
+        if after > 0:
+            self.add_le(after, v, 0)
+        return v
+
+    def join(self, branches: list[int]) -> int:
+        """A reading (of no command) after the latest one and after each of ``branches``: the chain
+        goes on from there, so every later reading follows all of them."""
+        v = self.new_reading(-UNBOUNDED, UNBOUNDED)
+        for b in branches:
+            if b and b != v - 1:
+                self.add_le(b, v, 0)
+        return v
+
+    def chained(self, p: int, n: int) -> bool:
+        """Whether the implicit chain runs from reading ``p`` to a later reading ``n`` (no branch starts
+        between them)."""
+        unchained = self.unchained
+        if not unchained:
+            return True
+        i = bisect.bisect_right(unchained, p)
+        return i == len(unchained) or unchained[i] > n
 
     # -- constraints ------------------------------------------------------------------
     def add_le(self, p: int, n: int, w: int) -> None:
@@ -189,7 +245,7 @@ class Zone:
                 raise Infeasible(f"t{v} cannot be at most {val}")
             trail.append((_HI, v, hi[v]))
             hi[v] = val
-            if v > 1 and hi[v - 1] > val:
+            if v > 1 and hi[v - 1] > val and v not in self.unchained_set:
                 stack.append((v - 1, val))
             for b, w in out.get(v, ()):
                 if hi[b] > val + w:
@@ -207,7 +263,7 @@ class Zone:
                 raise Infeasible(f"t{v} cannot be at least {val}")
             trail.append((_LO, v, lo[v]))
             lo[v] = val
-            if 0 < v < last and lo[v + 1] < val:
+            if 0 < v < last and lo[v + 1] < val and v + 1 not in self.unchained_set:
                 stack.append((v + 1, val))
             for u, w in inn.get(v, ()):
                 if lo[u] < val - w:
@@ -226,7 +282,7 @@ class Zone:
         best = hi[p] - lo[n]  # through the reference
         if self.edges == 0:
             # Only the chain: t_p <= t_n when p comes first.
-            return min(best, 0) if p < n else best
+            return min(best, 0) if p < n and self.chained(p, n) else best
         # Dijkstra from n on reduced costs w + hi[a] - hi[b] >= 0, not through t_0;
         # paths longer than the one through t_0 are cut off.
         limit = best + hi[n] - hi[p]
@@ -239,7 +295,7 @@ class Zone:
                 continue
             if a == p:
                 return min(best, d - hi[n] + hi[p])
-            if a > 1:
+            if a > 1 and a not in self.unchained_set:
                 nd = d + hi[a] - hi[a - 1]
                 if nd < dist.get(a - 1, limit):
                     dist[a - 1] = nd
@@ -258,8 +314,9 @@ class Zone:
             upper = self.hi[p] - self.lo[n]
             lower = self.lo[p] - self.hi[n]
             if p < n:
-                upper = min(upper, 0)
-            else:
+                if self.chained(p, n):
+                    upper = min(upper, 0)
+            elif self.chained(n, p):
                 lower = max(lower, 0)
             if upper <= w:
                 return True
@@ -439,7 +496,19 @@ class Time:
         low, high = low + self.c, high + self.c
         if low == high:
             return low
-        candidates = [h for h in id_hints(zone.expected) if low <= h <= high]
+        expected = zone.expected
+        if isinstance(expected, LaterIds):
+            # A command never answered (its node crashed): the IDs later replies show, if any fit;
+            # the other values stay untried, so running out of these is inconclusive, not a verdict.
+            candidates = expected.between(low, high)
+            if len(candidates) < high - low + 1:
+                if low not in candidates:  # an ID no reply shows: the least, which bounds later IDs least
+                    candidates.append(low)
+                value = candidates[zone.choose(len(candidates), False)]
+                zone.add_eq(self.pos, self.neg, value - self.c)
+                return value
+        else:
+            candidates = [h for h in id_hints(expected) if low <= h <= high]
         complete = True
         v = low
         while v <= high:
@@ -453,6 +522,21 @@ class Time:
         value = candidates[pick]
         zone.add_eq(self.pos, self.neg, value - self.c)
         return value
+
+    def rendered(self) -> bytes:
+        """The digits of a propagated or persisted argument (the replication stream, the AOF).
+
+        A clock reading (plus a constant) whose feasible values all have the same number of
+        digits stays symbolic: a :class:`RenderedTime` as long as those digits (all an offset
+        counts), which a replica or a reload reads back as this value. Anything else takes one
+        exact value, as :meth:`id_ms` does (a branch).
+        """
+        if self.pos and not self.neg:
+            low, high = self.zone.range_of(self.pos, 0)
+            low, high = low + self.c, high + self.c
+            if 0 <= low and len(str(low)) == len(str(high)):
+                return RenderedTime(self, len(str(low)))
+        return b"%d" % self.id_ms()
 
     def reply_ms(self) -> Time:
         """The integer of a reply: this value, equated with the trace's when replies are compared."""
@@ -517,6 +601,43 @@ class Time:
         return f"{_show_bound(low)}..{_show_bound(high)}"
 
 
+class RenderedTime(bytes):
+    """A symbolic time as an argument the replication stream or the AOF holds (:meth:`Time.rendered`).
+
+    Its bytes are ``?`` placeholders, as many as the time has digits, so that lengths (a
+    replication offset counts them) are exact; ``stands_for`` is the time, which the model's
+    integer parsing returns in place of a value (``xspec.spec.ids.parse_ll``), so that a replica
+    applying the command, or a reload of the AOF, stores the symbolic time itself. Code that reads
+    the bytes as digits gets no number: it fails rather than take a wrong value. Not hashable,
+    like :class:`Time` (the checker names it when it freezes a state).
+    """
+
+    stands_for: Time
+
+    def __new__(cls, time: Time, width: int) -> RenderedTime:
+        rendered = super().__new__(cls, b"?" * width)
+        rendered.stands_for = time
+        return rendered
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return RenderedTime, (self.stands_for, len(self))
+
+    def __copy__(self) -> RenderedTime:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RenderedTime:
+        return self
+
+    def __repr__(self) -> str:
+        return f"RenderedTime({self.stands_for!r})"
+
+    def describe(self) -> str:
+        """The time with its feasible range on the current branch (for reports)."""
+        return self.stands_for.describe()
+
+
 def _show_bound(v: int) -> str:
     if v >= UNBOUNDED // 2:
         return "+inf"
@@ -569,6 +690,21 @@ def id_hints(reply: Any) -> list[int]:
                 stack.append(v)
                 stack.append(k)
     return found
+
+
+class LaterIds:
+    """Hints for a command whose reply never came (its node crashed): the ``ms`` of every ID-looking
+    bulk string in the replies of the trace, sorted, so that an XADD the trace never answered tries
+    first the IDs that later reads show (a later XRANGE shows the entry if it survived)."""
+
+    def __init__(self, replies: Iterable[Any]) -> None:
+        found: set[int] = set()
+        for reply in replies:
+            found.update(id_hints(reply))
+        self.ms = sorted(found)
+
+    def between(self, low: int, high: int) -> list[int]:
+        return self.ms[bisect.bisect_left(self.ms, low):bisect.bisect_right(self.ms, high)]
 
 
 class SymbolicClock:
