@@ -52,6 +52,8 @@ class CountBetween(Int):
 def key_count(call: Call) -> Reply:
     """DBSIZE's count: every stored key; any count down to the keys not expired when some have (EXPIRE-ACTIVE-1)."""
     n = len(call.db)
+    if call.server.active_expiry_steps:  # EXPIRE-ACTIVE-2: the checker takes the deletions as steps
+        return Int(n)
     expires = getattr(call.db, "expires", None)
     if expires:
         due = sum(1 for key in expires if call.server.key_is_expired(call.client.db, key))
@@ -121,14 +123,14 @@ def seconds_rounded(ms: Duration) -> int:
     return low
 
 
-def seconds_floor(t: Instant) -> int:
-    """``t / 1000`` of a non-negative instant (EXPIRETIME), by comparisons only."""
+def seconds_rounded_at(t: Instant) -> int:
+    """``(t + 500) / 1000`` of a non-negative instant (EXPIRETIME, TTL-3), by comparisons only."""
     if type(t) is int:
-        return t // 1000
+        return (t + 500) // 1000
     low, high = 0, I64_MAX // 1000
-    while low < high:
+    while low < high:  # the largest s with s * 1000 - 500 <= t
         mid = (low + high + 1) // 2
-        if t >= Instant(mid * 1000):
+        if t >= Instant(mid * 1000 - 500):
             low = mid
         else:
             high = mid - 1
@@ -229,7 +231,7 @@ def _ttl_generic(call: Call, output_ms: bool, absolute: bool) -> Reply:
     if when is None:  # TTL-2
         return Int(-1)
     if absolute:  # TTL-3
-        return Int(Instant.reply_ms(when) if output_ms else seconds_floor(when))
+        return Int(Instant.reply_ms(when) if output_ms else seconds_rounded_at(when))
     ttl = when - call.now()
     if ttl < Duration(0):
         ttl = Duration(0)

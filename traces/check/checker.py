@@ -65,6 +65,7 @@ import hashlib
 import importlib
 import io
 import pickle
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,7 +81,7 @@ from xspec.spec.resp import Array, Int, Map, Reply, Set, show
 from xspec.spec.trace_format import Call, Close, Connect, Recv, Send, Trace, TraceError
 from xspec.spec.trace_format import Push as PushEvent
 from xspec.traces.check import pushes as _pushes
-from xspec.traces.check.symbolic import UNBOUNDED, Infeasible, SymbolicClock, Time, Zone, require_at_least
+from xspec.traces.check.symbolic import UNBOUNDED, Infeasible, LaterIds, SymbolicClock, Time, Zone, require_at_least
 from xspec.traces.check.witness import Divergence, Witness, WitnessStep, collect_rules
 
 STEP_BUDGET_BASE = 50_000
@@ -225,6 +226,43 @@ _CALL, _SEND, _RECV, _CONNECT, _CLOSE, _NOTE = range(6)
 _PUSH = 19  # a Pub/Sub message (traces/check/pushes.py); past _NOTE, below the deployment's kinds
 
 
+# Commands whose reply counts the stored keys, expired ones included until something deletes them.
+_KEY_COUNT_READ = frozenset({b"dbsize"})
+# What an internal step passes to ``_pushed`` as the command that sent its messages (none: every
+# message comes after it).
+_NO_OP = Op(-1, 0, [], None, None, 0, 0)
+_KEYEVENT_EXPIRED = re.compile(rb"__keyevent@([0-9]+)__:expired")
+_KEYSPACE = re.compile(rb"__keyspace@([0-9]+)__:(.*)", re.DOTALL)
+
+
+def _reads_key_count(trace: Trace) -> bool:
+    """Whether a client of the trace reads a key count (EXPIRE-ACTIVE-2)."""
+    return any(type(e) in (Call, Send) and e.cmd and len(e.cmd[0]) == 6  # type: ignore[union-attr]
+               and e.cmd[0].lower() in _KEY_COUNT_READ for e in trace.events)  # type: ignore[union-attr]
+
+
+def _expired_message(reply: Reply) -> tuple[int, bytes] | None:
+    """The database and key of an ``expired`` keyspace notification (NOTIFY-1); None for another message."""
+    items: tuple[Any, ...] = getattr(reply, "items", ())
+    kind = getattr(items[0], "value", None) if items else None
+    if kind == b"message" and len(items) == 3:
+        channel, payload = items[1], items[2]
+    elif kind == b"pmessage" and len(items) == 4:
+        channel, payload = items[2], items[3]
+    else:
+        return None
+    name, text = getattr(channel, "value", None), getattr(payload, "value", None)
+    if not isinstance(name, bytes) or not isinstance(text, bytes):
+        return None
+    m = _KEYEVENT_EXPIRED.fullmatch(name)
+    if m:
+        return int(m.group(1)), text
+    m = _KEYSPACE.fullmatch(name)
+    if m and text == b"expired":
+        return int(m.group(1)), m.group(2)
+    return None
+
+
 class _Failure(Exception):
     """This branch does not explain event ``pos``."""
 
@@ -249,6 +287,7 @@ class _Exhausted(Exception):
 # What the path of the current execution records (_Search.path): the steps, then what
 # happened within the latest step.
 _STEP_EXECUTE, _STEP_TIME_OUT, _STEP_CONNECT, _STEP_CLOSE, _BLOCKED, _SERVED, _MODEL_CHOICE = range(7)
+_STEP_EXPIRE = -1  # the active expiry cycle deleted a key (EXPIRE-ACTIVE-2): a step, as those up to _STEP_CLOSE
 _STEP_KIND = {_STEP_EXECUTE: "command", _STEP_TIME_OUT: "timeout", _STEP_CONNECT: "connect", _STEP_CLOSE: "close"}
 
 
@@ -465,6 +504,9 @@ def _steps_from_path(path: list[tuple[int, int, Any, int]], lo: list[int], wall:
             op: Op = item
             steps.append(WitnessStep(_STEP_KIND[kind], op.inv, pos, op.client, op.argv, op.resp, readings,
                                      blocked, tuple(served), tuple(choices)))
+        elif kind == _STEP_EXPIRE:
+            dbid, key = item
+            steps.append(WitnessStep("expire", pos, pos, 0, [key], readings=readings, db=dbid))
         else:
             steps.append(WitnessStep(_STEP_KIND[kind], pos, pos, item, readings=readings,
                                      model_choices=tuple(choices)))
@@ -515,6 +557,7 @@ class _Search:
         self.branching = self.wall
         self.steps = 0
         self.budget = STEP_BUDGET_BASE + STEP_BUDGET_PER_EVENT * self.n
+        self.later_ids: LaterIds | None = None  # built on first use (_later_ids)
         self.incomplete = False
         self.checkpoints = [_Checkpoint(0, 0, 0, None, None)]
         self.checkpoint_at = -1
@@ -538,12 +581,29 @@ class _Search:
                 mine = self.push_ops.setdefault(c, [])  # type: ignore[arg-type]
                 self.push_index[p] = len(mine)
                 mine.append(at[p])  # type: ignore[arg-type]
+        # EXPIRE-ACTIVE-2: one server, in a wall trace where a client reads the key count or gets an
+        # ``expired`` message, takes the active expiry cycle's deletions as internal steps (other traces
+        # cannot tell them from lazy expiry). The messages: push event -> (database, key, latest moment).
+        self.expired_pushes: dict[int, tuple[int, bytes, int]] = {}
+        self.active_expiry = False
+        if self.wall and not type(self).INTERNAL_STEPS:
+            slack = trace.header.slack_ms
+            for p in self.push_index:
+                e = trace.events[p]
+                expired = _expired_message(e.reply)  # type: ignore[union-attr]
+                if expired is not None:
+                    self.expired_pushes[p] = (*expired, _window(None, e.t, slack)[1])  # type: ignore[union-attr]
+            self.active_expiry = bool(self.expired_pushes) or _reads_key_count(trace)
+        if self.active_expiry:
+            self.INTERNAL_STEPS = True
         self._fresh()
 
     # -- state ------------------------------------------------------------------
     def _fresh(self) -> None:
         self.server = Server(self.dialect, self.clock, self.config)  # type: ignore[arg-type]
         self.server.chooser = self.model_chooser
+        if self.active_expiry:
+            self.server.active_expiry_steps = True  # EXPIRE-ACTIVE-2: DBSIZE counts exactly
         self.pos = 0
         self.queues: dict[int, list[Op]] = {}  # invoked, not executed, per client in order
         self.live: dict[int, Op] = {}  # invocation event -> operation invoked and not complete
@@ -825,12 +885,59 @@ class _Search:
 
     def _internal_options(self, heads: list[Op]) -> tuple[list[Any], list[Any]]:
         """The model's internal steps possible now: those tried before the clients' commands
-        (eager) and those tried last (lazy). Only called when ``INTERNAL_STEPS``."""
-        return [], []
+        (eager) and those tried last (lazy). Only called when ``INTERNAL_STEPS``.
+
+        One server's only internal step is the active expiry of a key (EXPIRE-ACTIVE-2), offered last,
+        where a key count is about to be read or a client waits for an ``expired`` message: the key with
+        a time that comes first by database and name (the keys are alike to a count, so deleting them
+        in that one order reaches every count without trying each subset), and the key of each client's
+        next message when that is an ``expired`` one (the order the messages show)."""
+        count = any(h.argv and c_string(h.argv[0]).lower() in _KEY_COUNT_READ for h in heads)
+        if not count and not any(inv in self.live for inv in self.expired_pushes):
+            return [], []
+        steps: list[Any] = []
+        dbs = self.server.dbs
+        if count:
+            for dbid, db in enumerate(dbs):
+                expires = getattr(db, "expires", None)
+                if expires:
+                    steps.append(("expire", dbid, min(expires)))
+                    break
+        for cid, mine in self.push_ops.items():
+            client = self.server.clients.get(cid)
+            sent = 0 if client is None else client.pushes_sent
+            expired = self.expired_pushes.get(mine[sent].inv) if sent < len(mine) else None
+            if expired is not None:
+                dbid, key, _ = expired
+                step = ("expire", dbid, key)
+                if step not in steps and key in getattr(dbs[dbid], "expires", ()):
+                    steps.append(step)
+        return [], steps
 
     def _internal(self, p: int, step: Any) -> None:
-        """Take one internal step (one of :meth:`_internal_options`) while deciding at event ``p``."""
-        raise NotImplementedError
+        """Take one internal step (one of :meth:`_internal_options`) while deciding at event ``p``:
+        the active expiry cycle deletes a key whose time has passed (EXPIRE-ACTIVE-2). It runs before
+        every command not run yet and every message not sent yet, so before the earliest of their ends."""
+        self.steps += 1
+        if self.steps > self.budget:
+            raise _Exhausted()
+        _, dbid, key = step
+        when = self.server.keyspace(dbid).expires[key]
+        hi = min((h.hi for h in self._heads()), default=UNBOUNDED)
+        for inv, (_, _, latest) in self.expired_pushes.items():
+            if inv in self.live and latest < hi:
+                hi = latest
+        self.clock.set_window(-UNBOUNDED, hi)  # type: ignore[union-attr]
+        self.zone.forget_trail()
+        self.path.append((_STEP_EXPIRE, self.pos, (dbid, key), len(self.zone.lo)))
+        try:
+            require_at_least(self.clock.now_ms(), when + Duration(1))  # type: ignore[union-attr]
+            self.server.active_expire(dbid, key)
+        except Infeasible as e:
+            raise _Failure(p, f"no clock reading lets the active expiry cycle delete {key!r}: {e}") from None
+        sent, self.server.pushes = list(self.server.pushes), ()
+        if sent:
+            self._pushed(_NO_OP, sent)
 
     def _visit(self) -> None:
         """Prune a state this search has already explored in full (from another order).
@@ -901,10 +1008,17 @@ class _Search:
         if self.steps > self.budget:
             raise _Exhausted()
         if self.wall:
-            self.clock.set_window(op.lo, op.hi, op.expected)  # type: ignore[union-attr]
+            expected = op.expected if op.resp is not None else self._later_ids()
+            self.clock.set_window(op.lo, op.hi, expected)  # type: ignore[union-attr]
             self.zone.forget_trail()
         else:
             self.clock.ms = op.now  # type: ignore[union-attr]
+
+    def _later_ids(self) -> LaterIds:
+        """ID hints for commands whose reply never came: the IDs the trace's replies show."""
+        if self.later_ids is None:
+            self.later_ids = LaterIds(getattr(e, "reply", None) for e in self.trace.events)
+        return self.later_ids
 
     def _execute(self, op: Op) -> None:
         self._begin(op)

@@ -318,7 +318,7 @@ class Served:
 class Step:
     """One thing the server did: a command, a blocked client's timeout, a connection closing."""
 
-    kind: str  # command | timeout | close | connect
+    kind: str  # command | timeout | close | connect | expire
     client: int
     line: int | None  # line of the trace file (events are line - 1)
     now: int | None
@@ -332,6 +332,7 @@ class Step:
     checked: list[str] = field(default_factory=list)  # every rule whose lines ran
     state: Snapshot = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # the trace's notes just before this step
+    expired: tuple[int, bytes] | None = None  # expire: the database and key the active expiry cycle deleted
 
     @property
     def matches(self) -> bool:
@@ -463,6 +464,11 @@ class _Replayer:
     def connect(self, action: WitnessStep) -> None:
         self.replay.run(action)
 
+    def expire(self, action: WitnessStep) -> None:
+        """The active expiry cycle deleted a key before the event at ``action.at`` (EXPIRE-ACTIVE-2)."""
+        assert action.argv is not None
+        self.run(Step("expire", action.client, action.at + 2, None, expired=(action.db, action.argv[0])), action)
+
     def step(self, action: WitnessStep) -> None:
         """Run one step of a witness."""
         expected = self._reply_at(action.reply_event)
@@ -472,6 +478,8 @@ class _Replayer:
             self.time_out(action, expected)
         elif action.kind == "close":
             self.close(action)
+        elif action.kind == "expire":
+            self.expire(action)
         else:
             self.connect(action)
 
@@ -762,6 +770,10 @@ def _headline(step: Step, start: int | None) -> str:
         return f"{where} · client {step.client} · {when}"
     if step.kind == "timeout":
         return f"{where} · client {step.client} times out (BLOCK-8) · {when}"
+    if step.kind == "expire" and step.expired is not None:
+        db, key = step.expired
+        return (f"before {where} · active expiry of {key.decode('utf-8', 'backslashreplace')!r} in db {db} "
+                f"(EXPIRE-ACTIVE-2) · {when}")
     return f"{where} · client {step.client} closes its connection · {when}"
 
 
@@ -929,6 +941,7 @@ def step_json(step: Step) -> dict[str, Any]:
                      "rules": c.rules} for c in step.changes],
         "state": tables,
         "notes": step.notes,
+        **({} if step.expired is None else {"expired": {"db": step.expired[0], "key": arg_to_json(step.expired[1])}}),
     }
 
 

@@ -34,7 +34,7 @@ from xspec.spec.resp import Reply, show
 from xspec.spec.rule_index import Levels, LineRules, RuleIndex, chain, load_index
 from xspec.spec.trace_format import Trace
 
-STEP_KINDS = ("command", "timeout", "connect", "close")
+STEP_KINDS = ("command", "timeout", "connect", "close", "expire")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,16 +46,17 @@ class WitnessStep:
     """
 
     kind: str  # one of STEP_KINDS
-    event: int  # command, timeout: the command's call or send; connect, close: that event
+    event: int  # command, timeout: the command's call or send; connect, close: that event; expire: ``at``
     at: int  # the event the execution had reached: the step ran after the events before ``at``
-    client: int
-    argv: list[bytes] | None = None  # command, timeout: the command
+    client: int  # expire: 0, no client
+    argv: list[bytes] | None = None  # command, timeout: the command; expire: the key deleted
     reply_event: int | None = None  # command, timeout: the call or recv that has its reply; None: never replied
     readings: tuple[int, ...] = ()  # the clock readings the step made, in ms, in order (virtual traces: its ``now``)
     blocked: bool = False  # command: it blocked; a later step serves it or times it out
     served: tuple[int, ...] = ()  # the blocked commands (their ``event``) this step served, in order
     model_choices: tuple[int, ...] = ()  # answers to the model's own open choices (``Server.chooser``)
     rules: tuple[str, ...] = ()  # the rules cited by the model lines the step ran (only when asked for)
+    db: int = 0  # expire: the database of the key the active expiry cycle deleted (EXPIRE-ACTIVE-2)
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,14 @@ class WitnessReplay:
             if step.client in server.clients:
                 server.close(step.client)
             return StepResult(None, None)
+        if step.kind == "expire":
+            # EXPIRE-ACTIVE-2: the step's first reading is the moment past the key's time; DBSIZE counts exactly.
+            assert step.argv is not None
+            server.active_expiry_steps = True
+            self.clock.now_ms()
+            server.active_expire(step.db, step.argv[0])
+            server.pushes = ()
+            return StepResult(None, None)
         server.client(step.client)
         return StepResult(None, None)
 
@@ -239,6 +248,8 @@ def step_families(index: RuleIndex, server: Server, step: WitnessStep) -> set[st
     if argv and argv[0].lower() == b"exec" and c is not None:
         names += [q[0] for q in c.multi_queue]
     names += [o.blocked.argv[0] for o in server.clients.values() if o.blocked is not None]
+    if step.kind == "expire":
+        names.append(b"EXPIRE")  # EXPIRE-ACTIVE-2: the expiry rules are the EXPIRE family's
     out: set[str] = set()
     for n in names:
         name = n.decode("utf-8", "backslashreplace").upper()

@@ -95,3 +95,21 @@ def notifications(r: Recorder) -> None:
     time.sleep(0.06)
     step(r, "GET", "t")  # lazily or actively expired: expired, once
     enable(r, "")
+
+
+@scenario("The active expiry cycle: keys deleted with no command looking them up, counted by DBSIZE and "
+          "announced by expired messages", tags=["resp2"])
+def active_expiry(r: Recorder) -> None:
+    from xspec.traces.scenarios.notify import drain, enable, listen
+
+    listen(r)
+    enable(r, "Ex")  # NOTIFY-1: keyevent channels of expired keys only
+    for args in (("SET", "a", "v", "PX", "20"), ("SET", "b", "v", "PX", "40"), ("SET", "c", "v", "PX", "100000"),
+                 ("SET", "d", "v"), ("DBSIZE",)):
+        r.call(2, *args)
+    time.sleep(0.3)  # EXPIRE-ACTIVE-1: the cycle runs ten times a second
+    r.call(2, "DBSIZE")  # EXPIRE-ACTIVE-2: a and b are gone, c and d stay
+    r.call(2, "PUBLISH", "mark", "-")
+    drain(r)  # expired a and b, in the cycle's order
+    r.call(2, "DBSIZE")
+    enable(r, "")
