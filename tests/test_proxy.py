@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import RealRedis, free_port
-from xspec.spec.resp import encode_command
-from xspec.spec.trace_format import Call, Close, Connect, Recv, Send, Trace, load
+from xspec.spec.resp import Bulk, encode_command
+from xspec.spec.trace_format import Call, Close, Connect, Note, Recv, Send, Trace, load
+from xspec.spec.trace_format import Push as PushEvent
 from xspec.traces.check.checker import check_trace
 from xspec.traces.check.report import run_replay
 from xspec.traces.record.proxy import BackgroundProxy, CommandReader, recording
@@ -185,3 +186,38 @@ def test_record_command_writes_a_trace_that_replays(redis: RealRedis, tmp_path: 
     assert [type(e).__name__ for e in trace.events] in (["Connect", "Send", "Send", "Recv", "Recv", "Close"],
                                                        ["Connect", "Call", "Call", "Close"])
     assert run_replay([out], "auto") == 0
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_messages_the_server_sends_on_its_own_are_push_events(redis: RealRedis, tmp_path: Path, proto: int,
+                                                              suffix: str) -> None:
+    """Pub/Sub messages, keyspace notifications and tracking invalidations, in RESP2 and RESP3, are
+    ``push`` events; a multi-channel SUBSCRIBE is a ``send`` and a ``recv`` per confirmation; the file
+    becomes trace/2 with one node at the first push, and the real server's trace conforms."""
+    from tests.pubsub_session import session
+
+    redis.reset()
+    out = tmp_path / f"session{suffix}"
+    with recording(f"redis://{redis.host}:{redis.port}", out) as running:
+        received = session(running.port, proto)
+        time.sleep(0.05)
+        running.stop()
+    trace = load(out)
+    assert trace.header.nodes is not None and len(trace.header.nodes) == 1
+    pushes = [e for e in trace.events if isinstance(e, PushEvent)]
+    assert len(pushes) == received  # what the clients read, and nothing for the PUBLISH nobody heard
+    assert not [e for e in trace.events if isinstance(e, Note)], "every reply was matched or a push"
+    subscribe = next(i for i, e in enumerate(trace.events)
+                     if isinstance(e, Send) and e.cmd and e.cmd[0].upper() == b"SUBSCRIBE")
+    client = trace.events[subscribe].c  # type: ignore[union-attr]
+    confirmations = [e.reply for e in trace.events[subscribe + 1:] if isinstance(e, Recv) and e.c == client][:2]
+    assert [r.items[1] for r in confirmations] == [Bulk(b"a"), Bulk(b"b")]  # type: ignore[attr-defined]
+    verdict = check_trace(trace)
+    assert verdict.status == "conform", verdict.describe()
+    # The same session without messages stays trace/1.
+    plain = tmp_path / f"plain{suffix}"
+    with recording(f"redis://{redis.host}:{redis.port}", plain) as running:
+        _raw(running.port, encode_command([b"PING"]), b"+PONG\r\n")
+        running.stop()
+    assert load(plain).header.nodes is None

@@ -18,9 +18,17 @@ connection is one trace client, numbered in the order they connect:
 * replies are read with :class:`xspec.spec.resp.Parser`, which knows every
   RESP2 and RESP3 type, so a connection's ``HELLO 3`` (or ``RESET``) needs
   no switch of parser, and each reply keeps its exact wire type;
-* RESP3 push messages (``>``) answer no command and become ``note`` s
-  (RESP2 Pub/Sub messages and MONITOR output cannot be told from replies:
-  such sessions are outside what the proxy records faithfully);
+* messages the server sends on its own are ``push`` events: RESP3 pushes
+  (``>``) other than a subscribe command's confirmations, and in RESP2 the
+  ``message``/``pmessage``/``smessage`` arrays a connection gets while it is
+  subscribed (there nothing else can look like them: a subscribed RESP2
+  connection may send only the subscribe commands, PING, QUIT and RESET);
+  the proxy follows each connection's protocol (HELLO, RESET) and
+  subscriptions (from the confirmations) to tell them apart. A
+  (P|S)(UN)SUBSCRIBE is a ``send`` and a ``recv`` per confirmation. The
+  file starts as ``trace/1`` and becomes ``trace/2`` with one node when the
+  first push is written, as the format asks (its header rewritten once).
+  Anything else that answers no command (MONITOR's output) is a ``note``;
 * a connection that ends becomes ``close`` ``by`` client or server.
 
 The header names the upstream's server and version (INFO) and its stream
@@ -54,8 +62,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from xspec.spec.resp import Bulk, Parser, ProtocolError, Push, Reply, encode_command, show
+from xspec.spec.pubsub import CONFIRMING
+from xspec.spec.resp import Array, Bulk, Error, Parser, ProtocolError, Push, Reply, encode_command, show
 from xspec.spec.trace_format import Call, Close, Connect, Event, Header, Note, Recv, Send, Trace, dumps, load
+from xspec.spec.trace_format import Push as PushEvent
 from xspec.traces.harness.targets import Endpoint, TargetError, parse_endpoint, parse_info, server_info
 from xspec.traces.record.client import now_us
 
@@ -178,8 +188,58 @@ class _Connection:
     commands: CommandReader = field(default_factory=CommandReader)
     replies: Parser = field(default_factory=Parser)
     outstanding: list[int] = field(default_factory=list)  # event index of each send awaiting its reply
+    sent: list[list[bytes] | None] = field(default_factory=list)  # their commands (None: raw bytes)
     closed: bool = False
     unreadable: bool = False  # the upstream sent bytes that are not RESP: replies are no longer recorded
+    resp3: bool = False  # after a HELLO 3 the server accepted, until HELLO 2 or RESET
+    # What the connection is subscribed to, by kind (as the confirmations name them), and how many
+    # confirmations the oldest outstanding (P|S)(UN)SUBSCRIBE still gets.
+    subscribed: dict[bytes, set[bytes]] = field(default_factory=lambda: {b"": set(), b"p": set(), b"s": set()})
+    confirmations: int = 0
+
+    def in_subscriber_context(self) -> bool:
+        return any(self.subscribed.values())
+
+    def is_message(self, reply: Reply) -> bool:
+        """A message the server sent on its own (not the reply to the oldest outstanding command)."""
+        head = self.sent[0] if self.sent else None
+        if isinstance(reply, Push):
+            return not (head and _confirmation_kind(reply) == head[0].lower())
+        return (not self.resp3 and self.in_subscriber_context() and isinstance(reply, Array)
+                and _confirmation_kind(reply) in (b"message", b"pmessage", b"smessage"))
+
+    def confirm(self, name: bytes, reply: Reply) -> bool:
+        """Take one confirmation of the oldest outstanding (P|S)(UN)SUBSCRIBE ``name``; True when it was the last."""
+        kind = b"p" if name.startswith(b"p") else b"s" if name in (b"ssubscribe", b"sunsubscribe") else b""
+        items = reply.items if isinstance(reply, Array | Push) else ()
+        channel = items[1].value if len(items) == 3 and isinstance(items[1], Bulk) else None
+        if self.confirmations == 0:  # the first: how many there will be
+            argc = len(self.sent[0] or ()) - 1
+            self.confirmations = argc or max(len(self.subscribed[kind]), 1)
+        if channel is not None:
+            if b"unsubscribe" in name:
+                self.subscribed[kind].discard(channel)
+            else:
+                self.subscribed[kind].add(channel)
+        self.confirmations -= 1
+        return self.confirmations <= 0
+
+    def answered(self, cmd: list[bytes] | None, reply: Reply) -> None:
+        """What a reply to ``cmd`` changes in how later replies are read (HELLO, RESET)."""
+        if not cmd or isinstance(reply, Error):
+            return
+        name = cmd[0].lower()
+        if name == b"hello" and len(cmd) > 1 and cmd[1] in (b"2", b"3"):
+            self.resp3 = cmd[1] == b"3"
+        elif name == b"reset":
+            self.resp3 = False
+            for names in self.subscribed.values():
+                names.clear()
+
+
+def _confirmation_kind(reply: Reply) -> bytes | None:
+    items = reply.items if isinstance(reply, Array | Push) else ()
+    return items[0].value.lower() if items and isinstance(items[0], Bulk) else None
 
 
 class RecordingProxy:
@@ -200,6 +260,7 @@ class RecordingProxy:
         self.ended = asyncio.Event()  # set on a failure; the caller sets it to stop (a signal)
         self.flush_scheduled = False
         self.header = Header(clock="wall", title=title, source="recorded")
+        self.version2 = False  # the file's header says trace/2 (once a push was written)
         self.next_client = 1
         self.open: set[asyncio.Task[None]] = set()
         self.server: asyncio.Server | None = None
@@ -333,8 +394,10 @@ class RecordingProxy:
         while (cmd := conn.commands.next()) is not None:
             if isinstance(cmd, bytes):
                 self.events.append(Send(c=conn.c, cmd=None, raw=cmd, t=t))
+                conn.sent.append(None)
             else:
                 self.events.append(Send(c=conn.c, cmd=cmd, t=t))
+                conn.sent.append(cmd)
                 self.commands += 1
             conn.outstanding.append(self.written + len(self.events) - 1)
 
@@ -351,10 +414,23 @@ class RecordingProxy:
             self.events.append(Note(f"client {conn.c}: unreadable reply bytes ({e}); later replies are not recorded"))
 
     def _reply(self, conn: _Connection, reply: Reply, t: int) -> None:
-        if isinstance(reply, Push) or not conn.outstanding:
+        if conn.is_message(reply):
+            self.events.append(PushEvent(c=conn.c, reply=reply, t=t))
+            return
+        if not conn.outstanding:
             self.events.append(Note(f"client {conn.c} received {show(reply)} (answering no command)"))
             return
+        cmd = conn.sent[0]
+        name = cmd[0].lower() if cmd else b""
+        if name.decode("latin-1") in CONFIRMING and not isinstance(reply, Error):
+            self.events.append(Recv(c=conn.c, reply=reply, t=t))  # one per channel: never a call
+            if conn.confirm(name, reply):
+                conn.outstanding.pop(0)
+                conn.sent.pop(0)
+            return
         index = conn.outstanding.pop(0)
+        conn.sent.pop(0)
+        conn.answered(cmd, reply)
         last = self.events[-1] if self.events else None
         if (index == self.written + len(self.events) - 1 and isinstance(last, Send) and last.cmd is not None
                 and not conn.outstanding):
@@ -422,6 +498,8 @@ class RecordingProxy:
                 self._open_sink()
             assert self.sink is not None
             done = self.events if final else self.events[:-1]
+            if not self.version2 and any(isinstance(e, PushEvent) for e in done):
+                self._become_version2()
             if done:
                 self.sink.write(dumps(Trace(self.header, done)).split("\n", 1)[1])
                 self.written += len(done)
@@ -429,6 +507,32 @@ class RecordingProxy:
             self.sink.flush()
         except (OSError, RecordingError) as e:
             self._fail(e)
+
+    def _become_version2(self) -> None:
+        """The first push: rewrite the file's header as trace/2 with one node (beside the file, then
+        renamed over it, so a failure leaves the trace/1 file whole) and go on appending."""
+        assert self.out is not None and self.sink is not None and self.raw is not None
+        self.sink.flush()
+        if self.sink.buffer is not self.raw:
+            self.sink.close()  # GzipFile: its trailer ends the member written so far
+        self.raw.close()
+        self.sink = self.raw = None
+        gz = self.out.name.endswith(".gz")
+        opener = gzip.open if gz else open
+        header = dumps(Trace(self.header, [PushEvent(c=0, reply=Bulk(b""))])).split("\n", 1)[0] + "\n"
+        spare = self.out.with_name(self.out.name + ".xspec-tmp")
+        with opener(self.out, "rt", encoding="utf-8") as old, opener(spare, "wt", encoding="utf-8") as new:
+            old.readline()
+            new.write(header)
+            for line in old:
+                new.write(line)
+        os.replace(spare, self.out)
+        self.version2 = True
+        self.raw = open(self.out, "ab")  # noqa: SIM115 - open while recording
+        binary: BinaryIO = self.raw
+        if gz:
+            binary = gzip.GzipFile(fileobj=self.raw, mode="wb")  # type: ignore[assignment]  # a new member
+        self.sink = io.TextIOWrapper(binary, encoding="utf-8")
 
     def close_sink(self) -> None:
         """Write what is left, sync the file to disk and close it."""
