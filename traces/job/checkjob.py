@@ -124,6 +124,7 @@ class Report:
     coverage: dict[str, CommandCoverage] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    unreproduced: list[Divergence] = field(default_factory=list)  # fuzz findings that did not happen again
     groups: list[RootCauseGroup] = field(default_factory=list)  # the divergences by root cause (group_report)
 
     def known(self) -> set[int]:
@@ -302,6 +303,11 @@ def run_campaign_hook(url: str, dialect: str | None, allow_flush: bool, budget: 
             "divergences": [{"command": f.signature.command, "rule": ", ".join(f.rules) or None,
                              "message": f.signature.text(), "trace": str(f.path) if f.path else None,
                              "detail": f.verdict.describe()} for f in result.divergences],
+            # Seen once, then not again on its reruns (timing on a loaded host, a server's own
+            # randomness): listed so that nothing the campaign saw is dropped, but not a failure.
+            "unreproduced": [{"command": f.signature.command, "message": f.signature.text(),
+                              "trace": str(f.path) if f.path else None}
+                             for f in result.findings if not f.confirmed],
             "coverage": dict(result.coverage)}
 
 
@@ -408,7 +414,10 @@ def _campaign(report: Report, target: Any, url: str, dialect: str | None, allow_
     if summary is None:
         report.campaign_note = "no campaign: the differential fuzzer (xspec.traces.fuzz.fuzzer) is not installed"
         return
-    report.campaign = {k: v for k, v in summary.items() if k not in ("divergences", "coverage", "skipped")}
+    report.campaign = {k: v for k, v in summary.items()
+                       if k not in ("divergences", "coverage", "skipped", "unreproduced")}
+    report.unreproduced = [Divergence("fuzz", str(d.get("command", "?")), str(d.get("message", "")), d.get("trace"))
+                           for d in summary.get("unreproduced", [])]
     report.skipped.extend(summary.get("skipped", []))
     for d in summary.get("divergences", []):
         report.divergences.append(Divergence("fuzz", str(d.get("command", "?")), str(d.get("message", "")),
@@ -564,9 +573,17 @@ def to_markdown(report: Report) -> str:
     lines += [f"| {label} | {calls} | {errors} | {fuzzed} | {options} |"
               for label, calls, errors, fuzzed, options in _coverage_rows(report)]
     lines.append("")
+    if report.unreproduced:
+        lines += ["## Divergences that did not happen again", "", UNREPRODUCED, "",
+                  *[f"- {d.command}: {d.message} (`{d.trace or '-'}`)" for d in report.unreproduced], ""]
     if report.skipped:
         lines += ["## Checks skipped", "", *[f"- {s}" for s in report.skipped], ""]
     return "\n".join(lines)
+
+
+UNREPRODUCED = ("The campaign saw these once; rerun on the target, the same steps no longer diverged "
+                "(timing on a loaded host, or the server's own randomness). They do not fail the check; "
+                "replay their traces with `xspec replay` to look at them.")
 
 
 def _html_group(g: RootCauseGroup) -> str:
@@ -606,6 +623,10 @@ def to_html(report: Report) -> str:
     parts.append('<h2 id="coverage">Coverage: commands and options exercised</h2><table><tr><th>command</th>'
                  "<th>corpus calls</th><th>corpus errors</th><th>fuzz steps</th><th>options (corpus)</th></tr>"
                  + rows + "</table>")
+    if report.unreproduced:
+        parts.append(f'<h2 id="unreproduced">Divergences that did not happen again</h2><p>{e(UNREPRODUCED)}</p><ul>'
+                     + "".join(f"<li>{e(d.command)}: {e(d.message)} (<code>{e(d.trace or '-')}</code>)</li>"
+                               for d in report.unreproduced) + "</ul>")
     if report.skipped:
         parts.append("<h2>Checks skipped</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in report.skipped) + "</ul>")
     return f"""<!doctype html>
