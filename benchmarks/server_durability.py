@@ -11,12 +11,16 @@ loopback ports in temporary directories:
 * RDB bytes per entry: ``--entries`` entries of two short fields added, then SAVE; the size of the
   file over the entries;
 * pipelined XADD (``-P 16``) on a primary with one replica attached (a replica of the same server
-  kind, linked with REPLICAOF and in sync before the load), the primaries taking turns;
+  kind, linked with REPLICAOF and in sync before the load), the primaries taking turns; the same
+  load on the same primaries before their replicas are linked, so that the CPU a replica costs the
+  primary per command shows (the primary's and the replica's CPU per command are printed);
 * full synchronisation of ``--entries`` entries: a fresh replica is pointed at a filled primary;
   the time from REPLICAOF until the replica reports the link up with the primary's offset, and the
   bytes the replica process read meanwhile (``/proc/<pid>/io`` ``rchar``: the RDB payload and the
-  protocol around it, counted the same way for both servers). Both servers keep their defaults,
-  so the time includes the primary's ``repl-diskless-sync-delay`` (5 s in 7.0) before it sends.
+  protocol around it, counted the same way for both servers; a 7.0 replica writes the payload to a
+  file and reads it back, so its count holds it twice). Both primaries get
+  ``repl-diskless-sync-delay 0`` first, so that the time is the synchronisation's own, without the
+  5 s 7.0 waits by default for more replicas.
 
 A figure a server cannot give (a command it refuses, a sync that does not finish within the
 deadline) is printed as not measured, and the run goes on. No assertion is made.
@@ -31,7 +35,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from server import Conn, Peer, interleaved, peers, running
+from server import Conn, Peer, cpu_seconds, interleaved, peers, running
 
 from xspec.spec.resp import Bulk, Error, Reply
 
@@ -73,6 +77,15 @@ def check(reply: Reply, what: str) -> Reply:
     if isinstance(reply, Error):
         raise RuntimeError(f"{what}: {reply.text}")
     return reply
+
+
+def call(port: int, *argv: bytes) -> Reply:
+    """One command on a connection of its own; a RuntimeError when the server answers an error."""
+    c = Conn(port)
+    try:
+        return check(c.call(*argv), b" ".join(argv).decode())
+    finally:
+        c.close()
 
 
 def fill(port: int, entries: int, key: bytes = b"m") -> None:
@@ -139,6 +152,7 @@ def full_sync(peer: Peer, entries: int) -> tuple[float, int]:
     """Seconds and bytes read by a fresh replica to synchronise with a primary holding ``entries`` entries."""
     with pair(peer) as (primary, replica):
         fill(primary.port, entries)
+        call(primary.port, b"CONFIG", b"SET", b"repl-diskless-sync-delay", b"0")
         assert replica.proc is not None
         before = bytes_read(replica.proc.pid)
         seconds = link_replica(replica, primary)
@@ -178,21 +192,56 @@ def measure_rdb_size(args: argparse.Namespace) -> dict[str, float]:
     return out
 
 
-def measure_replicated_xadd(args: argparse.Namespace) -> dict[str, float]:
-    """Medians of pipelined XADD on primaries with one replica attached, the primaries taking turns."""
-    primaries: list[Peer] = []
+XADD_P16 = ["-P", "16", "XADD", "p", "*", "f", "v"]
+
+
+def measure_replicated_xadd(args: argparse.Namespace) -> tuple[dict[str, float], dict[str, float]]:
+    """Medians of pipelined XADD on primaries with one replica attached, the primaries taking turns, and
+    the CPU per command: ``<server>`` and ``<server> alone`` (the primary before its replica was linked),
+    ``<server> replica`` (the replica applying the stream)."""
+    pairs: list[tuple[Peer, Peer]] = []
+    cpu: dict[str, float] = {}
     with contextlib.ExitStack() as stack:
-        for peer in durability_peers():
-            primary, replica = stack.enter_context(pair(peer))
+        table = [stack.enter_context(pair(peer)) for peer in durability_peers()]
+        interleaved([primary for primary, _ in table], args.requests, args.runs, {"xadd -P 16 alone": ("p", XADD_P16)})
+        for primary, replica in table:
             try:
+                call(primary.port, b"FLUSHALL")  # the sync before the load stays short
                 link_replica(replica, primary)
             except RuntimeError as e:
-                print(f"  {peer.name}: replicated XADD not measured: {e}", flush=True)
+                print(f"  {primary.name}: replicated XADD not measured: {e}", flush=True)
                 continue
-            primaries.append(primary)
-        interleaved(primaries, args.requests, args.runs, {"xadd -P 16 replica": ("p", ["-P", "16", "XADD", "p",
-                                                                                       "*", "f", "v"])})
-    return {p.name: p.results["xadd -P 16 replica"] for p in primaries if "xadd -P 16 replica" in p.results}
+            pairs.append((primary, replica))
+        replica_cpu = {primary.name: replica_seconds(replica) for primary, replica in pairs}
+        commands = {primary.name: commands_processed(replica) for primary, replica in pairs}
+        interleaved([primary for primary, _ in pairs], args.requests, args.runs,
+                    {"xadd -P 16 replica": ("p", XADD_P16)})
+        for primary, replica in pairs:
+            applied = commands_processed(replica) - commands[primary.name]
+            if applied > 0:
+                cpu[primary.name + " replica"] = (replica_seconds(replica) - replica_cpu[primary.name]) / applied * 1e6
+    for primary, _ in table:
+        for metric, name in (("xadd -P 16 replica cpu us", primary.name), ("xadd -P 16 alone cpu us",
+                                                                           primary.name + " alone")):
+            if metric in primary.results:
+                cpu[name] = primary.results[metric]
+    rates = {p.name: p.results["xadd -P 16 replica"] for p, _ in pairs if "xadd -P 16 replica" in p.results}
+    return rates, cpu
+
+
+def replica_seconds(replica: Peer) -> float:
+    """The CPU time a replica process has used so far."""
+    assert replica.proc is not None
+    return cpu_seconds(replica.proc.pid)
+
+
+def commands_processed(peer: Peer) -> int:
+    """INFO stats' total_commands_processed (a replica counts the commands its primary's stream ran)."""
+    c = Conn(peer.port)
+    try:
+        return int(info_fields(c, "stats").get("total_commands_processed", "0"))
+    finally:
+        c.close()
 
 
 def measure_full_sync(args: argparse.Namespace) -> tuple[dict[str, float], dict[str, float]]:
@@ -213,12 +262,18 @@ def run(args: argparse.Namespace) -> int:
     """Every durability and replication figure, then the summary with ratios."""
     always = measure_aof_always(args)
     rdb = measure_rdb_size(args)
-    replicated = measure_replicated_xadd(args)
+    replicated, replicated_cpu = measure_replicated_xadd(args)
     sync_seconds, sync_megabytes = measure_full_sync(args)
     print(f"\ndurability and replication (xspec-serve vs redis-7.0.15; {args.entries} entries)")
     report_line("xadd -c 50, appendfsync always", always, "/s", higher_is_better=True)
     report_line("rdb bytes per entry", rdb, "B", higher_is_better=False)
     report_line("xadd -P 16, one replica", replicated, "/s", higher_is_better=True)
+    for server in ("xspec-serve", "redis-7.0.15"):
+        if server in replicated_cpu:
+            row = ", ".join(f"{what} {replicated_cpu[key]:.2f}" for what, key in (
+                ("primary", server), ("primary without its replica", server + " alone"),
+                ("replica", server + " replica")) if key in replicated_cpu)
+            print(f"  {'':36}  {server} CPU us/command: {row}", flush=True)
     report_line("full sync time", sync_seconds, "s", higher_is_better=False)
     report_line("full sync bytes read by the replica", sync_megabytes, "MB", higher_is_better=False)
     print("  targets: xadd -P 16 with a replica >= 0.30x Redis; the others are reported against Redis", flush=True)

@@ -37,7 +37,8 @@ Argv = list[bytes]
 _NEVER_SELF = frozenset({"xreadgroup", "xclaim", "xautoclaim", "exec", "multi", "eval", "evalsha", "eval_ro",
                          "evalsha_ro", "fcall", "fcall_ro"})
 _POP_REWRITES = {"blpop": b"LPOP", "brpop": b"RPOP", "blmove": b"LMOVE", "brpoplpush": b"RPOPLPUSH",
-                 "bzpopmin": b"ZPOPMIN", "bzpopmax": b"ZPOPMAX", "zmpop": b"", "bzmpop": b"", "lmpop": b""}
+                 "bzpopmin": b"ZPOPMIN", "bzpopmax": b"ZPOPMAX", "zmpop": b"", "bzmpop": b"", "lmpop": b"",
+                 "blmpop": b""}
 
 
 def id_text(key: int) -> bytes:
@@ -229,10 +230,12 @@ def _argument_order(argv: Argv) -> Any:
 # -- XADD, XTRIM ------------------------------------------------------------------------------------
 
 
-def _trim_rewrite(argv: Argv, s: Stream | None) -> None:
-    """streamRewriteApproxSpecifier and streamRewriteTrimArgument, in place."""
+def _trim_rewrite(argv: Argv, s: Stream | None, end: int | None = None) -> None:
+    """streamRewriteApproxSpecifier and streamRewriteTrimArgument, in place, on the options before ``end``
+    (XADD's ID: its fields are no options)."""
     i = 2
-    while i < len(argv):
+    stop = len(argv) if end is None else end
+    while i < stop:
         word = _word(argv[i])
         if word in (b"maxlen", b"minid") and i + 1 < len(argv):
             j = i + 1
@@ -249,10 +252,17 @@ def _trim_rewrite(argv: Argv, s: Stream | None) -> None:
         i += 1
 
 
+# The first byte of an XADD ID argument that was accepted: the options before it are words.
+XADD_ID_STARTS = frozenset([b"*", *(b"%d" % d for d in range(10))])
+
+
 def _xadd(argv: Argv, reply: Any, db: dict[bytes, Any]) -> Argv:
     out = list(argv)
     s = db.get(argv[1])
     stream = s if isinstance(s, Stream) else None
+    if stream is not None and argv[2][:1] in XADD_ID_STARTS:  # no option: only the ID to rewrite
+        out[2] = id_text(stream.last_id)
+        return out
     i = 2
     while i < len(out):
         word = _word(out[i])
@@ -266,7 +276,7 @@ def _xadd(argv: Argv, reply: Any, db: dict[bytes, Any]) -> Argv:
             break
     if i < len(out) and stream is not None:
         out[i] = id_text(stream.last_id)
-    _trim_rewrite(out, stream)
+    _trim_rewrite(out, stream, i)
     return out
 
 
@@ -303,6 +313,15 @@ class Propagator:
     def after(self, name: str, dbid: int, db: dict[bytes, Any], argv: Argv, reply: Any, token: Any,
               changed: bool) -> None:
         self.depth -= 1
+        if name == "xadd" and changed and self.replacement is None:  # the commonest write, the short way
+            op = _xadd(argv, reply, db)
+            if self.depth == 0 and not self.pending:
+                self.sink([(dbid, op)])
+                return
+            self.pending.append((dbid, op))
+            if self.depth == 0:
+                self.flush()
+            return
         ops: list[Argv] = []
         if name == "xreadgroup":
             if token is not None:
@@ -344,7 +363,7 @@ def _served(reply: Any) -> bool:
 def _pop(name: str, argv: Argv, reply: Any) -> Argv:
     """A blocking pop as the pop it was: BLPOP/BRPOP as LPOP/RPOP of the key served (the reply's first
     element), BLMOVE and BRPOPLPUSH without their timeout."""
-    if name in ("zmpop", "bzmpop", "lmpop"):
+    if name in ("zmpop", "bzmpop", "lmpop", "blmpop"):
         return _mpop(name, argv, reply)
     if name in ("blpop", "brpop", "bzpopmin", "bzpopmax"):
         items = getattr(reply, "items", None)
@@ -362,6 +381,6 @@ def _mpop(name: str, argv: Argv, reply: Any) -> Argv:
     items: tuple[Any, ...] = getattr(reply, "items", ())
     key = getattr(items[0], "value", b"")
     popped = len(getattr(items[1], "items", ()))
-    at = 2 if name == "bzmpop" else 1
+    at = 2 if name in ("bzmpop", "blmpop") else 1
     side = _word(argv[at + int(argv[at]) + 1])
     return [_MPOP_SIDES[side], key, b"%d" % popped]

@@ -40,6 +40,9 @@ from xspec.spec import rdb_file as rf
 log = logging.getLogger("xspec.serve")
 
 READ_SIZE = 1 << 16
+# The lines of a canonical command (what primaries send): its count line, and each argument's length line.
+_COUNT_LINES = {b"*%d" % n: n for n in range(1, 1024)}
+_LENGTH_LINES = [b"$%d" % n for n in range(4096)]
 RECONNECT_SECONDS = 1.0  # replicationCron's period: a lost link is tried again a second later
 
 
@@ -98,9 +101,10 @@ class ReplicaLink:
             self.task.cancel()
 
     def cut(self) -> None:
-        """Drop the connection now (a crash of the link): the master is cached and the link comes back."""
+        """Drop the connection now (a crash of the link): the master is cached (ROLE and INFO say the link
+        is down from here on) and the link comes back."""
         if self.writer is not None:
-            self.writer.transport.abort()
+            self.lost()
 
     async def run(self) -> None:
         while not self.closed:
@@ -286,17 +290,21 @@ class ReplicaLink:
                 raise EOFError("the master closed the connection")
             while self.held and self.resumed is not None:  # XSPEC.LINK HOLD: applied once it flows
                 await self.resumed.wait()
+            if self.client is None:  # cut meanwhile: what was read before is dropped with the connection
+                raise EOFError("the link was cut")
             self.last_io = time.monotonic()
             self._received(data)
 
     def _received(self, data: bytes) -> None:
         self.read_offset += len(data)
         buf = self.unparsed + data if self.unparsed else data
-        pos = 0
         c = self.client
         assert c is not None
+        pos = self._apply_canonical(buf, c)
+        if pos < 0:  # a command ended the link
+            return
         core = self.core
-        while pos < len(buf):
+        while pos < len(buf):  # what the quick reading left: parsed exactly, as an AOF is
             start = pos
             if buf[pos:pos + 1] == b"\n":  # a keep-alive newline
                 pos += 1
@@ -311,13 +319,63 @@ class ReplicaLink:
                 core.execute(c, obeyed(argv))
                 if self.client is not c:  # the command ended the link
                     return
-            self.uncounted += buf[start:pos]
-            if not c.in_multi:  # REPL-2: a transaction counts at its EXEC, all at once
-                chunk = bytes(self.uncounted)
-                self.uncounted.clear()
-                self.applied += len(chunk)
-                self.rep.feed_bytes(chunk)  # REPL-12: verbatim to this node's backlog and replicas
+            self._count(c, buf[start:pos])
         self.unparsed = buf[pos:]
+
+    def _apply_canonical(self, buf: bytes, c: Client) -> int:
+        """Run the commands at the start of ``buf`` written as primaries write them (a count line, then
+        a length line and the bytes of each argument, none holding CRLF); the bytes they took, or -1 when
+        one ended the link. The rest (a keep-alive, an argument holding CRLF, a cut command) is left."""
+        lines = buf.split(b"\r\n")
+        last = len(lines) - 1  # the piece after the final CRLF: never a whole line
+        counts = _COUNT_LINES.get
+        lengths = _LENGTH_LINES
+        execute = self.core.execute
+        i = pos = 0
+        unfed = 0  # buf[unfed:pos] is counted, not yet fed: the backlog and replicas get it in one piece
+        while i < last:
+            n = counts(lines[i])
+            if n is None:
+                break
+            j = i + 1 + 2 * n
+            if j > last:
+                break
+            argv = lines[i + 2:j:2]
+            try:
+                if [lengths[len(a)] for a in argv] != lines[i + 1:j:2]:
+                    break
+            except IndexError:  # a long argument: read exactly
+                break
+            start = pos
+            pos += sum(map(len, lines[i:j])) + 2 * (j - i)
+            i = j
+            execute(c, obeyed(argv))
+            if self.client is not c:
+                if start > unfed:
+                    self.rep.feed_bytes(buf[unfed:start])
+                return -1
+            if c.in_multi or self.uncounted:
+                if start > unfed:
+                    self.rep.feed_bytes(buf[unfed:start])
+                self._count(c, buf[start:pos])
+                unfed = pos
+            else:
+                self.applied += pos - start  # per command: a GETACK answers the offset before it
+        if pos > unfed:
+            self.rep.feed_bytes(buf[unfed:pos])
+        return pos
+
+    def _count(self, c: Client, chunk: bytes) -> None:
+        """The bytes of a command run (REPL-2: a transaction's count at its EXEC, all at once): the
+        offset moves, and they go verbatim to this node's backlog and replicas (REPL-12)."""
+        if c.in_multi:
+            self.uncounted += chunk
+            return
+        if self.uncounted:
+            chunk = bytes(self.uncounted) + chunk
+            self.uncounted.clear()
+        self.applied += len(chunk)
+        self.rep.feed_bytes(chunk)
 
     def send_ack(self) -> None:
         """replicationSendAck: ``REPLCONF ACK <offset applied>`` (WAIT-3)."""

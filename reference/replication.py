@@ -9,13 +9,19 @@ is a primary with a backlog, they are rendered as RESP (with a SELECT where the
 database changes, REPL-2), appended to the backlog and written to every
 replica, in order with the replies of that loop turn.
 
-A full resynchronisation (REPL-5) is answered at once: ``+FULLRESYNC <id>
-<offset>`` and the RDB snapshot of this moment, written by the persistence
-writer in the dialect's RDB version, sent in the disk format (``$<length>``,
-then the file) without touching the disk and without waiting for
-``repl-diskless-sync-delay``; the replica is online from then on (as a
-disk-based sync is once the file is sent). A partial one (REPL-6) answers
+A full resynchronisation (REPL-5) answers ``+FULLRESYNC <id> <offset>`` and
+the RDB snapshot of that moment, written by the persistence writer in the
+dialect's RDB version, sent in the disk format (``$<length>``, then the file)
+without touching the disk; the replica is online from then on (as a
+disk-based sync is once the file is sent). A diskless one (``repl-diskless-sync
+yes`` and a replica with ``capa eof``) first waits ``repl-diskless-sync-delay``
+seconds for more replicas, as Redis does. A partial one (REPL-6) answers
 ``+CONTINUE <id>`` and the backlog from the byte asked for.
+
+The stream costs the commands little: an XADD alone in its call goes from the
+propagator straight to :meth:`Replication.feed_one` (encoded once, appended to
+the backlog and queued on each replica's connection, which the server writes
+once per loop turn with the replies).
 
 The replica's side (connecting, loading, applying the stream, acknowledging)
 is :mod:`xspec.reference.replica_link`; REPLICAOF, ROLE, INFO replication,
@@ -31,7 +37,8 @@ from typing import Any
 
 from xspec.reference.api import Encoded, ReplyError
 from xspec.reference.core import Client, Context, Core
-from xspec.reference.propagation import Propagator
+from xspec.reference.propagation import XADD_ID_STARTS, Propagator
+from xspec.reference.streams import U64, Stream
 from xspec.spec import rdb_file as rf
 from xspec.spec.commands import NOT_INTEGER
 from xspec.spec.errors import TIMEOUT_NEGATIVE, TIMEOUT_NOT_INTEGER
@@ -49,15 +56,30 @@ NO_SYNC_WITHOUT_LINK = "NOMASTERLINK Can't SYNC while not connected with my mast
 NO_REPLID2 = "0" * 40
 CRON_SECONDS = 1.0  # replicationCron's period
 BLOCK_HEADER = 40  # sizeof(replBufBlock): what each 7.0 backlog block spends before its data
+BACKLOG_SIZE_PARSED = "repl-backlog-size (at least 16 KiB)"  # its key among the core's parsed settings
 
 
 class ReplicationPropagator(Propagator):
     """The AOF's ops, and PUBLISH, which Redis propagates to replicas only (``forceCommandPropagation``
-    with PROPAGATE_REPL): a replica's subscribers get the message too."""
+    with PROPAGATE_REPL): a replica's subscribers get the message too.
+
+    An XADD without options that is a call of its own goes to ``xadd_sink`` (with the ID it added), which
+    feeds it the short way when it can (:meth:`Replication.feed_xadd`); what it leaves takes the general way.
+    """
+
+    def __init__(self, sink: Any, counters: bool, xadd_sink: Any) -> None:
+        super().__init__(sink, counters)
+        self.xadd_sink = xadd_sink
 
     def after(self, name: str, dbid: int, db: dict[bytes, Any], argv: list[bytes], reply: Any, token: Any,
               changed: bool) -> None:
-        if name in REPLICA_ONLY:
+        if name == "xadd":
+            if changed and self.depth == 1 and not self.pending and self.replacement is None:
+                s = db.get(argv[1])
+                if type(s) is Stream and argv[2][:1] in XADD_ID_STARTS and self.xadd_sink(dbid, argv, s.last_id):
+                    self.depth = 0
+                    return
+        elif name in REPLICA_ONLY:
             self.pending.append((dbid, list(argv)))
         super().after(name, dbid, db, argv, reply, token, changed)
 
@@ -70,9 +92,19 @@ def new_replid() -> str:
     return os.urandom(20).hex()
 
 
+_ARRAY_HEADERS = [b"*%d\r\n" % n for n in range(64)]
+_BULK_HEADERS = [b"$%d\r\n" % n for n in range(1024)]
+
+
 def resp_command(argv: list[bytes]) -> bytes:
     """One command as the stream carries it: a RESP array of bulk strings (REPL-2)."""
-    return b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in argv)
+    try:
+        out = [_ARRAY_HEADERS[len(argv)]]
+        for a in argv:
+            out += (_BULK_HEADERS[len(a)], a, b"\r\n")  # headers made once: this runs per write
+    except IndexError:
+        return b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in argv)
+    return b"".join(out)
 
 
 PING = resp_command([b"PING"])  # REPL-13: 14 bytes
@@ -111,6 +143,14 @@ class Backlog:
 
     def add(self, chunk: bytes, size: int) -> None:
         self.data += chunk
+        blocks = self.blocks
+        if blocks and self.in_blocks:  # the usual case: the chunk fits in the last block
+            tail = blocks[-1]
+            if tail[0] - tail[1] >= len(chunk):
+                tail[1] += len(chunk)
+                if len(self.data) - blocks[0][1] > size:
+                    self.trim(size)
+                return
         if not self.in_blocks:  # REPL-DIALECT-2
             extra = len(self.data) - size
             if extra > 0:
@@ -119,13 +159,17 @@ class Backlog:
             return
         n = len(chunk)
         while n > 0:
-            tail = self.blocks[-1] if self.blocks else None
-            if tail is not None and tail[1] < tail[0]:
-                take = min(n, tail[0] - tail[1])
-                tail[1] += take
+            last = self.blocks[-1] if self.blocks else None
+            if last is not None and last[1] < last[0]:
+                take = min(n, last[0] - last[1])
+                last[1] += take
                 n -= take
                 continue
             self.blocks.append([_block_capacity(min(max(n, 16384), max(size // 16, 16384)) + BLOCK_HEADER), 0])
+        self.trim(size)
+
+    def trim(self, size: int) -> None:
+        """Drop whole blocks from the front while the history without the first still exceeds ``size``."""
         while len(self.data) > size and len(self.blocks) > 1 and len(self.data) - self.blocks[0][1] > size:
             gone = self.blocks.pop(0)[1]
             del self.data[:gone]
@@ -142,7 +186,7 @@ class Backlog:
 class Replica:
     """A replica attached to this node: its client, announced address and acknowledged offset."""
 
-    __slots__ = ("client", "ip", "port", "state", "ack", "ack_time")
+    __slots__ = ("client", "ip", "port", "state", "ack", "ack_time", "pre_psync")
 
     def __init__(self, client: Client, ip: str, port: int) -> None:
         self.client = client
@@ -151,6 +195,7 @@ class Replica:
         self.state = "online"
         self.ack = 0
         self.ack_time = 0.0
+        self.pre_psync = False  # it asked with SYNC: no +FULLRESYNC, no acknowledgements expected
 
     def send(self, data: bytes) -> None:
         conn = self.client.conn
@@ -203,12 +248,17 @@ class Replication:
         self.link: Any = None  # reference.replica_link.ReplicaLink while a replica
         # The master to ask PSYNC of: (replid, offset applied), REPL-6/REPL-7/REPL-9.
         self.cached: tuple[str, int] | None = None
-        self.propagator = ReplicationPropagator(self.feed_ops, core.dialect.stream_counters)
+        self.propagator = ReplicationPropagator(self.feed_ops, core.dialect.stream_counters, self.feed_xadd)
         self.stopped = False
         self.failover: Failover | None = None  # FAILOVER in progress (FAILOVER-3 .. FAILOVER-7)
         self.deployment: Any = None  # reference.replication_deployment.Deployment of xspec serve --replicas
         self.paused = False  # XSPEC.NODE PAUSE: the cron sends nothing
         self.sync_full = 0  # INFO stats: sync_full, sync_partial_ok, sync_partial_err
+        # REPL-5: replicas waiting for a diskless snapshot (repl-diskless-sync-delay), its timer, and the
+        # clients that announced REPLCONF capa eof (only those may wait: the others get a disk-based one)
+        self.sync_waiting: list[Replica] = []
+        self.sync_timer: Any = None
+        self.eof_capable: set[int] = set()
         self.sync_partial_ok = 0
         self.sync_partial_err = 0
 
@@ -220,8 +270,11 @@ class Replication:
     def feed_ops(self, ops: list[tuple[int, list[bytes]]]) -> None:
         """The propagation sink: the AOF gets the ops, and the replicas while this node is a primary
         with a backlog (REPL-2, REPL-3)."""
-        from xspec.reference.aof import aof_of
-        aof = aof_of(self.core)
+        persistence = self.core.persistence
+        aof = None
+        if persistence is not None and persistence.aof is not None:
+            from xspec.reference.aof import aof_of
+            aof = aof_of(self.core)
         if aof is not None:
             kept = [op for op in ops if c_string(op[1][0]).decode("latin-1").lower() not in REPLICA_ONLY]
             if any(dbid >= 0 for dbid, _ in kept):  # not a MULTI/EXEC left empty
@@ -229,6 +282,9 @@ class Replication:
         if self.master is not None or self.backlog is None:
             if self.core.dialect.offset_counts_without_backlog and self.backlog is None:
                 self.set_offset(self.offset + len(ops))  # REPL-DIALECT-4
+            return
+        if len(ops) == 1 and ops[0][0] == self.selected_db:  # one command in the database selected
+            self.feed_bytes(resp_command(ops[0][1]))
             return
         out = []
         for dbid, argv in ops:
@@ -238,24 +294,62 @@ class Replication:
             out.append(resp_command(argv))
         self.feed_bytes(b"".join(out))
 
+    def feed_xadd(self, dbid: int, argv: list[bytes], added: int) -> bool:
+        """:meth:`feed_ops` of an XADD without options, the ID argument rewritten to ``added`` (the ID it
+        added), the short way when that is all there is to do: no AOF, this node a primary with a backlog,
+        the database already selected; False (nothing done) otherwise."""
+        backlog = self.backlog
+        persistence = self.core.persistence
+        if backlog is None or dbid != self.selected_db or self.master is not None or (
+                persistence is not None and persistence.aof is not None):
+            return False
+        new_id = b"%d-%d" % (added >> 64, added & U64)
+        headers = _BULK_HEADERS
+        try:
+            out = [_ARRAY_HEADERS[len(argv)], headers[len(argv[0])], argv[0], b"\r\n", headers[len(argv[1])],
+                   argv[1], b"\r\n", headers[len(new_id)], new_id, b"\r\n"]
+            for a in argv[3:]:
+                out += (headers[len(a)], a, b"\r\n")
+        except IndexError:  # a long argument: the general way
+            return False
+        data = b"".join(out)
+        offset = self.offset = self.offset + len(data)
+        self.core.repl_offset = offset
+        backlog.add(data, self.backlog_size())
+        for r in self.replicas:
+            conn = r.client.conn
+            if conn is not None and r.state == "online":
+                conn.write([data])
+        return True
+
     def feed_bytes(self, data: bytes) -> None:
         """Bytes of the stream: the offset moves, the backlog keeps them, every replica gets them."""
-        if self.backlog is None:
+        backlog = self.backlog
+        if backlog is None:
             return
-        self.set_offset(self.offset + len(data))
-        self.backlog.add(data, self.backlog_size())
+        offset = self.offset = self.offset + len(data)
+        self.core.repl_offset = offset
+        backlog.add(data, self.backlog_size())
         for r in self.replicas:
-            r.send(data)
+            if r.state == "online":  # one waiting for its snapshot gets the stream from the snapshot's offset
+                r.send(data)
 
     def set_offset(self, offset: int) -> None:
         self.offset = offset
         self.core.repl_offset = offset
 
     def backlog_size(self) -> int:
+        """``repl-backlog-size``, parsed once per CONFIG SET (the core clears its parsed settings then)."""
+        parsed = self.core.config_ints
         try:
-            return max(int(self.core.config.get("repl-backlog-size", "1048576")), 16384)
-        except ValueError:
-            return 1048576
+            return parsed[BACKLOG_SIZE_PARSED]
+        except KeyError:
+            try:
+                size = max(int(self.core.config.get("repl-backlog-size", "1048576")), 16384)
+            except ValueError:
+                size = 1048576
+            parsed[BACKLOG_SIZE_PARSED] = size
+            return size
 
     def refresh(self) -> None:
         """Whose propagator the core runs, and whether writes pass the gate (REPL-10, REPL-11)."""
@@ -318,19 +412,36 @@ class Replication:
             period = 10
         if self.master is None and self.replicas and self.cron_seconds % period == 0 and not self.paused:
             self.feed_bytes(PING)
+        if not self.paused:
+            self.drop_timed_out()
         self.cron_seconds += 1
+        for r in self.sync_waiting:  # replicationCron: a newline a second keeps a waiting replica's link alive
+            if r.client.conn is not None:
+                r.client.conn.write([b"\n"])
         if self.link is not None:
             self.link.tick()
         self.check_failover(cron=True)
         self.count_good()
         self.start()
 
+    def drop_timed_out(self) -> None:
+        """replicationCron: an online replica that acknowledged nothing for more than ``repl-timeout``
+        seconds is disconnected; one that asked with the old SYNC is never expected to acknowledge."""
+        timeout = self._config_int("repl-timeout", 60)
+        now = self.core.clock.now_ms() / 1000
+        for r in list(self.replicas):
+            conn = r.client.conn
+            if r.state == "online" and not r.pre_psync and now - r.ack_time > timeout and conn is not None:
+                log.warning("Disconnecting timedout replica (streaming sync): %s:%d", r.ip, r.port)
+                conn.close_now()
+
     # -- replicas -------------------------------------------------------------------------------------
-    def attach(self, c: Client) -> Replica:
+    def attach(self, c: Client, state: str = "online") -> Replica:
         ip, port = self.announced.get(c.id, ("", 0))
         if not ip:
             ip = c.addr.rsplit(":", 1)[0].strip("[]")
         r = Replica(c, ip, port)
+        r.state = state
         r.ack_time = self.core.clock.now_ms() / 1000
         c.kind = "replica"
         self.replicas.append(r)
@@ -340,6 +451,7 @@ class Replication:
     def client_gone(self, c: Client) -> None:
         """A connection closed: a replica's goes from the list, a waiting client's WAIT is forgotten."""
         self.announced.pop(c.id, None)
+        self.eof_capable.discard(c.id)
         before = len(self.replicas)
         self.replicas = [r for r in self.replicas if r.client is not c]
         self.waiting = [w for w in self.waiting if w.client is not c]
@@ -355,17 +467,74 @@ class Replication:
                 r.client.conn.close_now()
         self.serve_waiting()
 
-    def full_sync(self, c: Client) -> Encoded:
-        """REPL-5: ``+FULLRESYNC``, then the snapshot of this moment in the dialect's RDB version."""
-        if self.backlog is None:  # REPL-3: the first backlog comes with a new ID
+    def full_sync(self, c: Client, pre_psync: bool = False) -> Encoded:
+        """REPL-5: ``+FULLRESYNC``, then the snapshot of this moment in the dialect's RDB version; a
+        replica that asked with the old SYNC (``pre_psync``) gets the snapshot alone.
+
+        A diskless sync (``repl-diskless-sync yes``, a replica that announced ``capa eof``) waits
+        ``repl-diskless-sync-delay`` seconds from the first replica that asked, so that others asking
+        meanwhile share the snapshot (``repl-diskless-sync-max-replicas`` of them start it at once);
+        the waiting replicas get ``+FULLRESYNC`` when it starts, with its offset, and a newline a
+        second until then."""
+        self.ensure_first_backlog()
+        delay = self.diskless_delay(c)
+        if delay > 0 and self.core.timer_factory is not None:
+            waiting = self.attach(c, "wait_bgsave")
+            waiting.pre_psync = pre_psync
+            self.sync_waiting.append(waiting)
+            wanted = self._config_int("repl-diskless-sync-max-replicas", 0)
+            if wanted > 0 and len(self.sync_waiting) >= wanted:
+                asyncio.get_running_loop().call_soon(self.start_waiting_sync)
+            elif self.sync_timer is None:
+                self.sync_timer = self.core.timer_factory(delay, self.start_waiting_sync)
+            return Encoded([])
+        payload = self.sync_payload()
+        self.attach(c).pre_psync = pre_psync
+        return Encoded(payload[1:] if pre_psync else payload)
+
+    def diskless_delay(self, c: Client) -> int:
+        """The seconds a full sync for ``c`` waits: ``repl-diskless-sync-delay`` when the sync is diskless."""
+        if self.core.config.get("repl-diskless-sync", "no") != "yes" or c.id not in self.eof_capable:
+            return 0
+        return self._config_int("repl-diskless-sync-delay", 0)
+
+    def _config_int(self, name: str, default: int) -> int:
+        try:
+            return int(self.core.config.get(name, str(default)))
+        except ValueError:
+            return default
+
+    def start_waiting_sync(self) -> None:
+        """The delay is over (or enough replicas wait): one snapshot for every replica still waiting."""
+        if self.sync_timer is not None:
+            self.sync_timer.cancel()
+            self.sync_timer = None
+        waiting, self.sync_waiting = [r for r in self.sync_waiting if r in self.replicas], []
+        if not waiting or self.stopped:
+            return
+        payload = self.sync_payload()
+        now = self.core.clock.now_ms() / 1000
+        for r in waiting:
+            r.state = "online"
+            r.ack_time = now
+            if r.client.conn is not None:
+                r.client.conn.write(payload[1:] if r.pre_psync else list(payload))
+        self.count_good()
+
+    def sync_payload(self) -> list[bytes]:
+        """``+FULLRESYNC <id> <offset>`` and the snapshot of this moment, as ``$<length>`` and the file."""
+        self.ensure_first_backlog()
+        data = self.snapshot()
+        self.selected_db = -1  # REPL-5: the next fed command starts with a SELECT
+        return [b"+FULLRESYNC %s %d\r\n" % (self.replid.encode(), self.offset), b"$%d\r\n" % len(data), data]
+
+    def ensure_first_backlog(self) -> None:
+        """REPL-3: the first backlog, made when a replica asks for a full sync, comes with a new ID."""
+        if self.backlog is None:
             self.replid = new_replid()
             self.replid2, self.second_offset = NO_REPLID2, -1
             self.backlog = Backlog(self.offset + 1, self.core.dialect.backlog_in_blocks)
             self.refresh()
-        data = self.snapshot()
-        self.selected_db = -1  # REPL-5: the next fed command starts with a SELECT
-        self.attach(c)
-        return Encoded([b"+FULLRESYNC %s %d\r\n" % (self.replid.encode(), self.offset), b"$%d\r\n" % len(data), data])
 
     def snapshot(self) -> bytes:
         from xspec.reference.persistence import persistence_of
@@ -505,6 +674,9 @@ class Replication:
 
     def stop(self) -> None:
         self.stopped = True
+        if self.sync_timer is not None:
+            self.sync_timer.cancel()
+            self.sync_timer = None
         if self.link is not None:
             self.link.close()
         if self.cron is not None:
@@ -639,7 +811,10 @@ def replconf_command(ctx: Context) -> Any:
         elif option == "ip-address":
             port = rep.announced.get(c.id, ("", 0))[1]
             rep.announced[c.id] = (_text(value), port)
-        elif option in ("capa", "rdb-only", "rdb-filter-only", "fack"):
+        elif option == "capa":
+            if c_string(value).lower() == b"eof":
+                rep.eof_capable.add(c.id)
+        elif option in ("rdb-only", "rdb-filter-only", "fack"):
             continue
         elif option == "ack":
             for r in rep.replicas:
@@ -693,7 +868,7 @@ def psync_command(ctx: Context) -> Any:
         if replid != "?":
             rep.sync_partial_err += 1
     rep.sync_full += 1
-    return rep.full_sync(c)
+    return rep.full_sync(c, pre_psync=_text(argv[0]).lower() == "sync")
 
 
 def replicaof_command(ctx: Context) -> Reply:

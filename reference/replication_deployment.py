@@ -17,6 +17,9 @@ trace format's events:
   connection and link, as after SIGSTOP (timers still run: a paused node's blocked clients still
   time out); reads again.
 
+The nodes start with ``repl-diskless-sync-delay 0`` unless the config given says otherwise: a
+replica is in sync as soon as it asks, not 5 s later (Redis's default wait for more replicas).
+
 ``<node>`` is a node's name or its ``host:port``. With ``--trace`` every node's traffic goes into
 one trace/2 file (:class:`DeploymentTrace`): clients' events carry their node, the replication
 links' own connections (the handshake, PSYNC, the stream, acknowledgements) are left out (the
@@ -97,6 +100,7 @@ class Deployment:
         self.nodes: dict[str, Node] = {}
         for n, name in enumerate(names):
             config = dict(options.pop("config", None) or {}) if n == 0 else dict(self.nodes[PRIMARY].options["config"])
+            config.setdefault("repl-diskless-sync-delay", "0")  # a test's replicas sync at once
             if data_dir is not None:
                 folder = os.path.join(data_dir, name)
                 os.makedirs(folder, exist_ok=True)

@@ -20,6 +20,9 @@ from xspec.reference.server import ServerThread
 from xspec.traces.harness.servers import find_redis_server
 from xspec.traces.scenarios.runner import start_redis, stop_process
 
+# The xspec primaries send their snapshot at once, as the real ones told repl-diskless-sync-delay 0 do.
+NO_SYNC_DELAY = {"repl-diskless-sync-delay": "0"}
+
 # Each replica's own clock sets these when it applies the stream (FAILOVER-GROUP-4).
 CLOCK_FIELDS = frozenset({"seen-time", "active-time", "time_since_delivered"})
 
@@ -77,7 +80,8 @@ def reals(binary: str) -> Iterator[list[Real]]:
 
 @pytest.fixture(scope="module")
 def xspecs() -> Iterator[list[ServerThread]]:
-    with ServerThread() as a, ServerThread() as b, ServerThread() as c:
+    with ServerThread(config=NO_SYNC_DELAY) as a, ServerThread(config=NO_SYNC_DELAY) as b, \
+            ServerThread(config=NO_SYNC_DELAY) as c:
         yield [a, b, c]
 
 
@@ -295,7 +299,8 @@ def test_replication_both_ways_in_other_dialects(dialect: str) -> None:
     binary = dialect_binary(dialect)[0]
     reals = [Real(binary), Real(binary)]
     try:
-        with ServerThread(dialect=dialect) as a, ServerThread(dialect=dialect) as b:
+        with ServerThread(dialect=dialect, config=NO_SYNC_DELAY) as a, \
+                ServerThread(dialect=dialect, config=NO_SYNC_DELAY) as b:
             primary, real_replica, ours = reals[0].r, reals[1].r, client(a)
             follow(real_replica, reals[0].port)
             follow(ours, reals[0].port)
@@ -325,7 +330,7 @@ def test_replication_both_ways_in_other_dialects(dialect: str) -> None:
 
 def test_min_replicas_to_write() -> None:
     """REPL-11: writes are refused while fewer good replicas than min-replicas-to-write are counted."""
-    with ServerThread() as a, ServerThread() as b:
+    with ServerThread(config=NO_SYNC_DELAY) as a, ServerThread(config=NO_SYNC_DELAY) as b:
         primary, replica = client(a), client(b)
         primary.config_set("min-replicas-to-write", 1)
         with pytest.raises(redis.ResponseError, match="NOREPLICAS Not enough good replicas to write."):
@@ -341,7 +346,8 @@ def test_min_replicas_to_write() -> None:
 def test_failover_hands_over_to_the_target() -> None:
     """FAILOVER-1 .. FAILOVER-5: the checks in order, then the coordinated handover (the target continues
     the old primary's history: nothing is lost, the old primary follows it)."""
-    with ServerThread() as a, ServerThread() as b, ServerThread() as c:
+    with ServerThread(config=NO_SYNC_DELAY) as a, ServerThread(config=NO_SYNC_DELAY) as b, \
+            ServerThread(config=NO_SYNC_DELAY) as c:
         primary, target, other = client(a), client(b), client(c)
         for text, argv in (("FAILOVER requires connected replicas.", ["FAILOVER"]),
                            ("No failover in progress.", ["FAILOVER", "ABORT"]),
