@@ -45,7 +45,10 @@ Python by default, or with its hot modules compiled by mypyc after
 reinstall without the variable) to go back.
 
 ``--types`` measures the other data types instead (SET, GET, LPUSH, LPOP, HSET, ZADD, PUBLISH and
-EVALSHA from 50 clients, the servers taking turns; targets >= 0.6x Redis and >= 10x fakeredis);
+EVALSHA from 50 clients, the servers taking turns; targets >= 0.6x Redis and >= 10x fakeredis;
+LPOP pops a list filled before each run, and the load average is printed per command), then, unless
+``--user-calls 0``, each server driven by one redis-py client as a test suite drives it (fakeredis
+in process, as its users run it), with the client's and the server's CPU per call;
 ``--durability`` measures persistence and replication against Redis (benchmarks/server_durability.py
 says what).
 
@@ -394,10 +397,15 @@ def main() -> int:
     ap.add_argument("--types", action="store_true",
                     help="measure the other data types' commands only (SET, GET, LPUSH, LPOP, HSET, ZADD, PUBLISH, "
                          "EVALSHA from 50 clients), servers taking turns")
+    ap.add_argument("--user-calls", type=int, default=5000,
+                    help="with --types: calls per command from one redis-py client (fakeredis in process), "
+                         "0 to leave this part out")
     ap.add_argument("--durability", action="store_true",
                     help="measure persistence and replication only (benchmarks/server_durability.py): appendfsync "
                          "always, RDB size, XADD with a replica attached, full sync of --entries entries")
     args = ap.parse_args()
+    if args.user_calls < 0:
+        ap.error("--user-calls must be 0 or more")
     if shutil.which("redis-benchmark") is None:
         print("error: redis-benchmark not found (apt-get install redis-tools)", file=sys.stderr)
         return 2
@@ -427,6 +435,8 @@ def main() -> int:
                 load_type_script(peer.port)
             interleaved(table, args.requests, args.runs, TYPE_LOADS)
             report(table, tuple(TYPE_LOADS))
+            if args.user_calls:
+                user_view(table, args.user_calls)
             return 0
         interleaved(table, args.requests, args.runs, XADD_LOADS)
         if not args.xadd_only:
@@ -459,12 +469,91 @@ TYPE_LOADS: dict[str, tuple[str | None, list[str]]] = {
     "set -c 50": (None, ["-c", "50", "SET", "k", "v"]),
     "get -c 50": (None, ["-c", "50", "GET", "k"]),
     "lpush -c 50": ("l", ["-c", "50", "LPUSH", "l", "v"]),
-    "lpop -c 50": (None, ["-c", "50", "LPOP", "l"]),
+    "lpop -c 50": ("l", ["-c", "50", "LPOP", "l"]),
     "hset -c 50": ("h", ["-c", "50", "-r", "100000", "HSET", "h", "f__rand_int__", "v"]),
     "zadd -c 50": ("z", ["-c", "50", "-r", "100000", "ZADD", "z", "__rand_int__", "m__rand_int__"]),
     "publish -c 50": (None, ["-c", "50", "PUBLISH", "chan", "message"]),
     "evalsha -c 50": ("n", ["-c", "50", "EVALSHA", hashlib.sha1(TYPE_SCRIPT).hexdigest(), "1", "n"]),
 }
+
+
+# Filled (pipelined) before each run of a metric, so that every run does the same real work: LPOP then
+# pops as many elements as it sends requests (without it, a run after the first pops an empty list).
+PREFILL: dict[str, list[bytes]] = {"lpop -c 50": [b"RPUSH", b"l", b"v"]}
+# After each run: a command whose integer reply must be 0 for the run to have done real work throughout.
+AFTERWARDS: dict[str, list[bytes]] = {"lpop -c 50": [b"LLEN", b"l"]}
+
+
+# One redis-py client calling the types' commands one after another, as a test suite does: run in a
+# process of its own against a server (``tcp PORT SERVER_PID``), or against fakeredis in process
+# (``fake``: ``FakeRedis()``, the way fakeredis is used). Prints, per command, the CPU microseconds
+# per call of this process (the client's work, or all of it in process) and of the server process.
+USER_MAIN = """
+import json, random, sys, time
+from pathlib import Path
+import redis
+mode, calls = sys.argv[1], int(sys.argv[2])
+script = sys.argv[3].encode()
+if mode == "fake":
+    import fakeredis
+    r, pid = fakeredis.FakeRedis(version=(7, 0)), None
+else:
+    r, pid = redis.Redis(host="127.0.0.1", port=int(sys.argv[4])), int(sys.argv[5])
+
+def server_cpu():
+    if pid is None:
+        return 0.0
+    # nanoseconds, from each thread's schedstat: this server's threads live as long as it does
+    return sum(int((t / "schedstat").read_text().split()[0]) for t in Path(f"/proc/{pid}/task").iterdir()) / 1e9
+
+sha = r.script_load(script)
+rand = random.Random(1)
+calls_of = {
+    "set": lambda i: r.set("k", "v"), "get": lambda i: r.get("k"), "lpush": lambda i: r.lpush("l", "v"),
+    "lpop": lambda i: r.lpop("l"), "hset": lambda i: r.hset("h", "f%d" % rand.randrange(100000), "v"),
+    "zadd": lambda i: r.zadd("z", {"m%d" % rand.randrange(100000): rand.randrange(100000)}),
+    "publish": lambda i: r.publish("chan", "message"), "evalsha": lambda i: r.evalsha(sha, 1, "n"),
+}
+out = {}
+for name, call in calls_of.items():
+    call(0)
+    t0, s0 = time.process_time(), server_cpu()
+    for i in range(calls):
+        call(i)
+    out[name] = ((time.process_time() - t0) / calls * 1e6, (server_cpu() - s0) / calls * 1e6)
+print(json.dumps(out))
+"""
+
+
+def user_view(table: list[Peer], calls: int) -> None:
+    """Each peer driven by one redis-py client, unpipelined (fakeredis in process, as its users run it):
+    CPU microseconds per call, the client's and the server's, printed with the ratios."""
+    import json
+
+    seen: dict[str, dict[str, list[float]]] = {}
+    for peer in table:
+        assert peer.proc is not None
+        argv = ["fake"] if peer.name == "fakeredis" else ["tcp"]
+        tail = [] if peer.name == "fakeredis" else [str(peer.port), str(peer.proc.pid)]
+        run = subprocess.run([sys.executable, "-c", USER_MAIN, *argv, str(calls), TYPE_SCRIPT.decode(), *tail],
+                             capture_output=True, text=True, timeout=900)
+        if run.returncode != 0:
+            print(f"  {peer.name}: the redis-py client failed: {run.stderr.strip().splitlines()[-1:]}", flush=True)
+            continue
+        seen[peer.name] = json.loads(run.stdout)
+    print(f"\none redis-py client, unpipelined, {calls} calls per command (CPU us per call: client + server; "
+          "fakeredis in process: all of it); load average (1 min) " f"{os.getloadavg()[0]:.1f}")
+    ours = seen.get("xspec-serve", {})
+    for metric in ours:
+        row = f"  {metric:8}"
+        for name, figures in seen.items():
+            client, server = figures[metric]
+            row += f"  {name}: {client:6.1f} + {server:5.1f}" if name != "fakeredis" else f"  {name}: {client:6.1f}"
+        total = sum(ours[metric])
+        for name in ("redis-7.0.15", "fakeredis"):
+            if name in seen and total:
+                row += f"  ({name} / xspec-serve, totals: {sum(seen[name][metric]) / total:4.2f}x)"
+        print(row, flush=True)
 
 
 def load_type_script(port: int) -> None:
@@ -498,21 +587,35 @@ def interleaved(table: list[Peer], requests: int, runs: int,
     for metric, (key, options) in loads.items():
         figures: dict[str, list[float]] = {p.name: [] for p in table}
         cpu: dict[str, list[float]] = {p.name: [] for p in table}
+        load: list[float] = []
         for _ in range(runs):
             for peer in table:
                 assert peer.proc is not None
+                n = requests_for(peer, requests)
                 if key is not None:
                     c = Conn(peer.port)
                     c.call(b"DEL", key.encode())
+                    if metric in PREFILL:
+                        c.pipeline([PREFILL[metric]] * n)
                     c.close()
                 got: dict[str, float] = {}
-                n = requests_for(peer, requests)
+                load.append(os.getloadavg()[0])
                 before = cpu_seconds(peer.proc.pid)
                 measure(got, metric, peer.port, n, *options)
+                used = cpu_seconds(peer.proc.pid) - before
+                if metric in AFTERWARDS:
+                    c = Conn(peer.port)
+                    left = c.call(*AFTERWARDS[metric])
+                    c.close()
+                    if getattr(left, "value", None) != 0:
+                        print(f"  {peer.name} {metric}: {left!r} after the run, not 0: the run did less work",
+                              flush=True)
                 if metric in got:
                     figures[peer.name].append(got[metric])
-                    cpu[peer.name].append((cpu_seconds(peer.proc.pid) - before) / n * 1e6)
+                    cpu[peer.name].append(used / n * 1e6)
         keep_medians(table, metric, figures, cpu)
+        print(f"{'':14} {metric}: load average (1 min) {min(load):.1f} .. {max(load):.1f} on "
+              f"{os.cpu_count()} cores", flush=True)
 
 
 def keep_medians(table: list[Peer], metric: str, figures: dict[str, list[float]],

@@ -8,13 +8,15 @@ answers in insertion order, one of the orders a real server may give.
 
 from __future__ import annotations
 
+import random
+
 from xspec.reference.api import ReplyError
 from xspec.reference.core import Context
 from xspec.reference.expiry import look, propagate_as
 from xspec.reference.keyspace import SELF_EXPIRING
 from xspec.reference.notify import notify_keyspace_event, notify_new
 from xspec.reference.strings import long_double_sum
-from xspec.reference.values import handler_table, integer
+from xspec.reference.values import handler_table, integer, random_count, random_draw
 from xspec.spec import commands as table
 from xspec.spec.errors import INVALID_CURSOR
 from xspec.spec.floats import string2ld
@@ -26,7 +28,7 @@ __all__ = ["HANDLERS", "RefHash"]
 
 HANDLERS, _handler = handler_table()
 SELF_EXPIRING.update({"hset", "hsetnx", "hmset", "hget", "hmget", "hgetall", "hdel", "hexists", "hincrby",
-                      "hincrbyfloat", "hkeys", "hvals", "hlen", "hstrlen", "hscan"})
+                      "hincrbyfloat", "hkeys", "hvals", "hlen", "hstrlen", "hscan", "hrandfield"})
 
 
 class RefHash(dict[bytes, bytes]):
@@ -261,3 +263,21 @@ def hscan(ctx: Context) -> Reply:
         if pattern is None or pattern_matches(pattern, f):
             page += [Bulk(f), Bulk(v)]
     return Array((Bulk(b"0"), Array(tuple(page))))
+
+
+@_handler("hrandfield")
+def hrandfield(ctx: Context) -> Reply:
+    argv = ctx.argv
+    if len(argv) == 2:  # HASH-13
+        h = _hash(ctx, argv[1])
+        return NULL_BULK if h is None else Bulk(random.choice(list(h)))
+    n, withvalues = random_count(argv, b"withvalues")  # HASH-13
+    h = _hash(ctx, argv[1])
+    if h is None or n == 0:
+        return Array(())
+    drawn = random_draw(list(h.items()), n)
+    if not withvalues:
+        return Array(tuple(Bulk(f) for f, _ in drawn))
+    if ctx.client.proto == 3:  # HASH-13: a pair per field in RESP3
+        return Array(tuple(Array((Bulk(f), Bulk(v))) for f, v in drawn))
+    return Array(tuple(Bulk(x) for pair in drawn for x in pair))

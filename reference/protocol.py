@@ -141,6 +141,16 @@ def parse_fast(buf: bytes, out: list[list[bytes]]) -> int:
         return 0
     toks = buf.split(b"\r\n")
     last = len(toks) - 1  # the token after the final CRLF (b"" when buf ends with one)
+    n = _COUNT_HEADERS.get(toks[0])
+    if n is not None and 2 * n + 1 == last and not toks[last]:  # one whole command: the commonest read
+        args = toks[2:last:2]
+        try:
+            if [_BULK_HEADER_OF_LEN[len(a)] for a in args] == toks[1:last:2]:
+                out.append(args)
+                return len(buf)
+        except IndexError:
+            return 0
+        return 0
     count_of = _COUNT_HEADERS.get
     i = 0
     append = out.append

@@ -39,6 +39,7 @@ from xspec.spec.resp import OK, Array, Bulk, Error, Int, Reply
 __all__ = ["HANDLERS", "Scripting", "run_function", "scripting"]
 
 HANDLERS: dict[str, Callable[[Any], Any]] = {}
+_DIGITS = {b"%d" % n: n for n in range(10)}  # the commonest numkeys, as string2ll reads them
 
 
 class Scripting:
@@ -116,7 +117,9 @@ def _run(ctx: Context, by_sha: bool, read_only: bool) -> Reply:
     state = scripting(ctx.core)
     if by_sha and len(argv[1]) != 40:
         raise ReplyError(state.words.noscript)  # SCRIPT-3
-    numkeys = string2ll(argv[2])
+    numkeys = _DIGITS.get(argv[2])
+    if numkeys is None:
+        numkeys = string2ll(argv[2])
     if numkeys is None:
         raise ReplyError(NOT_INTEGER)  # SCRIPT-1
     if numkeys > len(argv) - 3:

@@ -68,7 +68,7 @@ from xspec.reference.clock import make_clock
 from xspec.reference.core import Client, Core
 from xspec.reference.handlers import new_core
 from xspec.reference.protocol import BULK_HEADERS, ENCODERS, RequestError, encode_into, parse_fast, parse_requests
-from xspec.spec.resp import Bulk, Int, Reply, encode
+from xspec.spec.resp import OK, Bulk, Int, Reply, encode
 
 MAX_CLIENTS_REACHED = b"-ERR max number of clients reached\r\n"
 DENIED = (
@@ -183,6 +183,38 @@ class ClientConnection(asyncio.Protocol):
             self.client = None
 
     def data_received(self, data: bytes) -> None:
+        c = self.client
+        if (c is not None and not self.buf and not self.need and self.parts is None and not self.pending
+                and c.blocked is None and self.pending_error is None and not self.closing and not self.output_full
+                and len(data) < TURN_INPUT):
+            server = self.server
+            core = self.core
+            if (not server.paused and not server.shutdown_asap and not core.postponed
+                    and (c.authenticated or core.requirepass is None)):
+                cmds: list[list[bytes]] = []
+                if parse_fast(data, cmds) == len(data):
+                    self._run_read(c, cmds)
+                    return
+        self._data_received(data)
+
+    def _run_read(self, c: Client, cmds: list[list[bytes]]) -> None:
+        """:meth:`process` for the common read: a client at rest, nothing held, whole canonical commands."""
+        out: list[bytes] = []
+        done = self.run(cmds, out)
+        if done < len(cmds) or _held(c, self.core):
+            self.pending = cmds[done:]
+            more = not _held(c, self.core)
+        else:  # what process() finds at the top of its loop with nothing left to parse
+            more = ((done >= TURN_COMMANDS or len(out) >= TURN_REPLY_PIECES) and c.blocked is None
+                    and not self.closing and not self.server.shutdown_asap and not self.output_full)
+        if out:
+            self.write(out)
+        if self.closing:
+            self.close_after_writes()
+        elif more:
+            self._defer()
+
+    def _data_received(self, data: bytes) -> None:
         if self.client is None or self.closing or self.server.shutdown_asap:
             return
         if self.server.paused:  # XSPEC.NODE PAUSE: kept unread until RESUME (reference/replication_deployment.py)
@@ -381,6 +413,8 @@ class ClientConnection(asyncio.Protocol):
                         out.append(b"$%d\r\n%b\r\n" % (len(v), v))
                 elif t is Int:
                     out.append(b":%d\r\n" % r.value)
+                elif r is OK:
+                    out.append(b"+OK\r\n")
                 elif t is Encoded:
                     out += r.parts
                 elif t is PreRendered:
@@ -630,6 +664,8 @@ class ReferenceServer:
         from xspec.reference.replica_link import replicaof_setting
         from xspec.reference.replication import start_replication
         start_replication(self.core, replicaof_setting(self.core))  # the replicaof setting: follow it
+        from xspec.reference.active_expiry import start_active_expiry
+        start_active_expiry(self.core)  # EXPIRE-ACTIVE-1: the cron's expiry cycle
 
     async def serve_until_stopped(self) -> None:
         assert self._stopped is not None

@@ -14,7 +14,7 @@ from typing import Any
 from xspec.reference.api import ReplyError
 from xspec.reference.core import Context
 from xspec.reference.expiry import deletion_word, invalid_expire, look, past_expiry_event, propagate_as
-from xspec.reference.keyspace import SELF_EXPIRING
+from xspec.reference.keyspace import SELF_EXPIRING, expire_if_needed
 from xspec.reference.notify import notify_keyspace_event, notify_new
 from xspec.reference.values import handler_table, integer
 from xspec.spec import commands as table
@@ -148,6 +148,22 @@ def _set(ctx: Context, key: bytes, value: bytes, flags: set[bytes], unit: bytes 
 
 @_handler("set")
 def set_(ctx: Context) -> Reply:
+    argv = ctx.argv
+    core = ctx.core
+    if len(argv) == 3 and not getattr(core, "notify_events", None):  # a core stand-in may have none
+        # No option and no event class on: what _set does for a plain SET, without its generality.
+        key = argv[1]
+        db: Any = ctx.db
+        if key in db.expires:
+            expire_if_needed(core, ctx.client.db, key, ctx.now_ms())  # look(): EXPIRE-LAZY-1
+        old = db.get(key)
+        db[key] = argv[2]  # SET-5
+        if old is not None and type(old) is not bytes and getattr(old, "kind", "stream") == "stream":
+            ctx.deleted(key)
+        elif core.watchers or core.tracking.table or core.tracking.prefixes:
+            ctx.modified(key)
+        core.dirty += 1
+        return OK
     flags, unit, amount = _options(ctx, 3, False)
     return _set(ctx, ctx.argv[1], ctx.argv[2], flags, unit, amount)
 
@@ -170,8 +186,16 @@ def psetex(ctx: Context) -> Reply:
 # -- reads and their writing kin -----------------------------------------------------------------
 @_handler("get")
 def get(ctx: Context) -> Reply:
-    v = _string(ctx, ctx.argv[1])  # GET-1
-    return NULL_BULK if v is None else Bulk(v)
+    key = ctx.argv[1]
+    db: Any = ctx.db
+    if key in db.expires:
+        expire_if_needed(ctx.core, ctx.client.db, key, ctx.now_ms())  # look(): EXPIRE-LAZY-1
+    v = db.get(key)
+    if v is None:
+        return NULL_BULK
+    if type(v) is not bytes:
+        raise ReplyError(table.WRONGTYPE)  # STRING-1
+    return Bulk(v)  # GET-1
 
 
 @_handler("getdel")

@@ -21,13 +21,13 @@ from xspec.reference.api import Blocked, ReplyError
 from xspec.reference.core import Context, value_kind
 from xspec.reference.lists import block_timeout
 from xspec.reference.notify import notify_keyspace_event, notify_new
-from xspec.reference.values import handler_table, value_at
+from xspec.reference.values import handler_table, random_count, random_draw, value_at
 from xspec.spec import commands as table
 from xspec.spec import zsets as z
 from xspec.spec.doubles import packed_score_text, percent_g17, read_double, reply_text, strtod
 from xspec.spec.errors import COUNT_NOT_POSITIVE, INVALID_CURSOR
 from xspec.spec.glob import pattern_matches
-from xspec.spec.ids import I64_MAX, c_string, string2ll, strtoull
+from xspec.spec.ids import c_string, string2ll, strtoull
 from xspec.spec.resp import EMPTY_ARRAY, NULL_ARRAY, NULL_BULK, Array, Bulk, Double, Error, Int, Reply
 
 __all__ = ["HANDLERS", "RefZSet"]
@@ -252,7 +252,43 @@ def _zadd(ctx: Context, incr: bool) -> Reply:
 
 @_handler("zadd")
 def zadd(ctx: Context) -> Reply:
+    argv = ctx.argv
+    if len(argv) == 4 and argv[2][:1] in _NUMBER_STARTS:
+        return _zadd_one(ctx, argv[1], argv[2], argv[3])
     return _zadd(ctx, False)
+
+
+# The first bytes of a score: never of an option word, so ZADD key <this...> member has no option.
+_NUMBER_STARTS = frozenset(bytes([b]) for b in b"0123456789+-.")
+
+
+def _zadd_one(ctx: Context, key: bytes, score_arg: bytes, member: bytes) -> Reply:
+    """ZADD key score member: what _zadd does for one pair without options, without its generality."""
+    score = _float(ctx, score_arg)
+    s = _get(ctx, key)
+    dialect = ctx.dialect
+    if s is None:
+        hints = dialect.zset_size_hints  # ZSET-ENC-1, ZSET-DIALECT-2
+        small = len(member) <= z.MAX_LISTPACK_VALUE and (not hints or 1 <= z.MAX_LISTPACK_ENTRIES)
+        s = RefZSet("listpack" if small else "skiplist")
+        ctx.db[key] = s
+        ctx.ready(key, "zset")
+        notify_new(ctx, key)  # NOTIFY-3
+    elif dialect.zset_size_hints and 1 > z.MAX_LISTPACK_ENTRIES:
+        s.encoding = "skiplist"
+    old = s.score.get(member)  # ZSET-3
+    if old is None:
+        s.add_new(member, score, not dialect.zset_ziplist)
+        added = 1
+    elif score != old:
+        s.put(member, score, not dialect.zset_ziplist)
+        added = 0
+    else:
+        return Int(0)
+    ctx.modified(key)
+    notify_keyspace_event(ctx, "z", "zadd", key)  # NOTIFY-4
+    ctx.changed(1)
+    return Int(added)
 
 
 @_handler("zincrby")
@@ -871,19 +907,9 @@ def zrandmember(ctx: Context) -> Reply:
     if len(argv) == 2:  # ZSET-18
         s = _get(ctx, argv[1])
         return NULL_BULK if s is None else Bulk(random.choice(list(s.score)))
-    n = string2ll(argv[2])
-    if n is None:
-        raise _err(table.NOT_INTEGER)
-    if n < -I64_MAX:
-        raise _err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-    if len(argv) > 4 or (len(argv) == 4 and _lower(argv[3]) != b"withscores"):
-        raise _err(table.SYNTAX)
-    withscores = len(argv) == 4
-    if withscores and abs(n) > I64_MAX // 2:
-        raise _err("ERR value is out of range")
+    n, withscores = random_count(argv, b"withscores")  # ZSET-18
     s = _get(ctx, argv[1])
     if s is None or n == 0:
         return EMPTY_ARRAY
-    pairs = list(s.walk())
-    drawn = random.sample(pairs, min(n, len(pairs))) if n > 0 else [random.choice(pairs) for _ in range(-n)]
+    drawn = random_draw(list(s.walk()), n)
     return _with_scores(ctx, drawn, withscores)
