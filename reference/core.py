@@ -375,6 +375,10 @@ class Observer(Protocol):
 
     def served(self, c: Client, reply: Reply | Encoded, timed_out: bool) -> None: ...
 
+    def pushed(self, c: Client, message: Any) -> None:
+        """The server wrote ``c`` a message that answers no command of its (Pub/Sub, tracking)."""
+        ...
+
     def protocol_error(self, c: Client, raw: bytes, error: str) -> None: ...
 
     def clock_moved(self) -> None: ...
@@ -432,6 +436,11 @@ class Core:
         self.blocking: dict[tuple[int, bytes], list[Client]] = {}
         self.ready_keys: dict[tuple[int, bytes], None] = {}
         self.watchers: dict[tuple[int, bytes], dict[Client, None]] = {}
+        # Lazy expiry (reference/keyspace.py): keys deleted so far, and per client id the watched keys
+        # that had expired when WATCHed (EXPIRE-WATCH-1). Declared here: the compiled Core has no __dict__.
+        self.expired_keys = 0
+        self.watched_expired: dict[int, set[tuple[int, bytes]]] = {}
+        self.active_expiry: Any = None  # reference.active_expiry.ActiveExpiry, once the server started
         # The command handlers for this dialect: ``handlers`` is ``reference.handlers.load_handlers``
         # (a module above this one), or a test's own table.
         self.handlers: dict[str, Handler] = handlers(self.dialect)
@@ -576,7 +585,7 @@ class Core:
             return self.tracking.finish(c, observed) if c.tracking or self.tracking.owed else observed
         fast = self.fast_commands.get(argv[0])
         if fast is not None and c.authenticated and not c.in_multi and not self.error_faults \
-                and not self.pause_until and c.pubsub is None and self.write_gate is None:
+                and not self.pause_until and c.pubsub is None and (self.write_gate is None or c.kind == "master"):
             name, arity, handler, spec = fast
             if (arity == len(argv)) if arity > 0 else (len(argv) >= -arity):
                 # The common case, checked as _dispatch does: a known plain command, well formed,
@@ -736,28 +745,31 @@ class Core:
             return r  # type: ignore[no-any-return]
         ctx = c.ctx
         ctx.argv = argv
-        ctx.db = self.dbs[c.db]
+        dbid = c.db
+        db: Any = self.dbs[dbid]
+        ctx.db = db
         ctx.can_block = can_block
         ctx.spec = spec
         started = time.perf_counter_ns()
         propagation = self.propagation
-        dbid = c.db
         dirty = self.dirty
         token: Any = None
         if propagation is not None:
-            token = propagation.before(spec.container or spec.name, ctx.db, argv)
-        if ctx.db.expires or c.watched:  # type: ignore[attr-defined]
+            token = propagation.before(spec.container or spec.name, db, argv)
+        if db.expires or c.watched:
             expire_keys(self, c, spec, argv, ctx.now_ms)  # EXPIRE-LAZY-2, EXPIRE-WATCH-1
         try:
             r = handler(ctx)
         except ReplyError as e:
             r = Error(e.text)
-        except Exception as e:
-            r = internal_error(spec, argv, e)
+        except Exception as failure:  # its own name: compiled, ``e`` above holds only a ReplyError
+            r = internal_error(spec, argv, failure)
         if propagation is not None:
             # call(): a command whose changes were undone by a load (DEBUG LOADAOF zeroes dirty) changed nothing
             propagation.after(spec.container or spec.name, dbid, self.dbs[dbid], argv, r, token, self.dirty > dirty)
-        stat = self.command_stat(spec)  # after the command: CONFIG RESETSTAT and INFO count themselves then
+        # after the command: CONFIG RESETSTAT and INFO count themselves then
+        known = self.command_stats.get(spec.fullname) if spec.container is None else None
+        stat = known if known is not None else self.command_stat(spec)
         # STATS-2: every call; STATS-DIALECT-7: 7.2+ counts one that blocks when it is unblocked
         if r is not BLOCKED or not self.dialect.blocked_reexecution:
             stat[0] += 1

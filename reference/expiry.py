@@ -144,7 +144,7 @@ def _ttl(ctx: Context, in_ms: bool, absolute: bool) -> Reply:
     left = when if absolute else max(when - ctx.now_ms(), 0)  # TTL-3
     if in_ms:
         return Int(left)
-    return Int(left // 1000 if absolute else (left + 500) // 1000)
+    return Int((left + 500) // 1000)  # TTL-3: EXPIRETIME rounds as TTL does
 
 
 @_handler("ttl")

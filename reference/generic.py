@@ -1103,6 +1103,7 @@ def _info_values(core: Core) -> dict[str, str]:
         "aof_last_bgrewrite_status": "ok", "aof_last_write_status": "ok",
         "total_connections_received": str(core.stat_connections),
         "total_commands_processed": str(core.stat_commands),
+        "expired_keys": str(core.expired_keys),  # EXPIRE-ACTIVE-1: lazy and active expiry's deletions
         "rejected_connections": str(core.stat_rejected_connections),
         "total_error_replies": str(core.stat_errors),
         "rdb_changes_since_last_save": str(core.dirty),  # STATS-4
@@ -1442,8 +1443,8 @@ def _command_keys(ctx: Context) -> list[tuple[int, list[str]]]:
         return command_keys(_table(ctx), ctx.argv[2:], ctx.dialect.subcommand_table)  # COMMAND-7
     except GetKeysError as e:
         raise _err(e.text) from None
-    except MovableKeys as e:
-        raise _err(f"ERR xspec: COMMAND GETKEYS of {e} is not supported (COMMAND-8)") from None
+    except MovableKeys as movable:  # its own name: compiled, ``e`` above holds only a GetKeysError
+        raise _err(f"ERR xspec: COMMAND GETKEYS of {movable} is not supported (COMMAND-8)") from None
 
 
 @command("command|getkeys")
@@ -1534,6 +1535,8 @@ def xspec_clock(ctx: Context) -> Reply:
             core.observer.clock_moved()
         core.expire_timeouts()
         core.check_pause()
+        from xspec.reference.active_expiry import clock_moved
+        clock_moved(core)  # EXPIRE-ACTIVE-5: the cycles of the time that passed
         return Int(target)
     raise _err(f"ERR unknown subcommand or wrong number of arguments for '{c_text(argv[1])}'. "
                "Try XSPEC.CLOCK GET | SET <ms> | ADVANCE <ms>.")

@@ -16,7 +16,7 @@ from xspec.reference.notify import notify_core_event
 from xspec.spec import commands as table
 from xspec.spec.commands import CommandSpec
 
-__all__ = ["Database", "SELF_EXPIRING", "expire_if_needed", "expire_keys"]
+__all__ = ["Database", "SELF_EXPIRING", "delete_expired", "expire_if_needed", "expire_keys"]
 
 # Commands whose handlers call expire_if_needed where Redis looks their keys up.
 SELF_EXPIRING: set[str] = set()
@@ -80,11 +80,18 @@ def expire_if_needed(core: Any, dbid: int, key: bytes, now: int) -> bool:
     The deletion propagates as DEL (UNLINK under ``lazyfree-lazy-expire``) with the command's own
     writes; watchers, trackers and stream readers blocked on the key learn.
     """
-    db = core.dbs[dbid]
-    when = db.expires.get(key)
+    when = core.dbs[dbid].expires.get(key)
     if when is None or not now > when:
         return False
-    old = db.pop(key)
+    delete_expired(core, dbid, key)
+    return True
+
+
+def delete_expired(core: Any, dbid: int, key: bytes) -> None:
+    """``deleteExpiredKeyAndPropagate``: delete ``key``, whose time has passed, as lazy and active expiry
+    do (EXPIRE-LAZY-1, EXPIRE-ACTIVE-1): the ``expired`` event, watchers, trackers, blocked stream
+    readers, the ``expired_keys`` count, and DEL or UNLINK queued for the AOF and the replicas."""
+    old = core.dbs[dbid].pop(key)
     notify_core_event(core, "x", "expired", key, dbid)  # NOTIFY-1
     watchers = core.watchers.get((dbid, key)) if core.watchers else None
     if watchers:
@@ -99,18 +106,15 @@ def expire_if_needed(core: Any, dbid: int, key: bytes, now: int) -> bool:
     if getattr(old, "kind", "stream") == "stream" and type(old) is not bytes and core.blocking \
             and core.signal_deletions:
         core.signal_ready(dbid, key)
-    core.expired_keys = getattr(core, "expired_keys", 0) + 1
+    core.expired_keys += 1
     if core.propagation is not None:
         lazy = core.config.get("lazyfree-lazy-expire", "no") == "yes"
         core.propagation.pending.append((dbid, [b"UNLINK" if lazy else b"DEL", key]))
-    return True
 
 
 def _remembered(core: Any) -> dict[int, set[tuple[int, bytes]]]:
     """Per client id: the watched keys that had expired when WATCHed (EXPIRE-WATCH-1)."""
-    found: dict[int, set[tuple[int, bytes]]] | None = getattr(core, "watched_expired", None)
-    if found is None:
-        found = core.watched_expired = {}
+    found: dict[int, set[tuple[int, bytes]]] = core.watched_expired
     return found
 
 
@@ -144,8 +148,8 @@ def expire_keys(core: Any, c: Any, spec: CommandSpec, argv: list[bytes], clock: 
     if name == "watch" or name == "exec":
         _watch_or_exec(core, c, name == "exec", argv, clock)
         return
-    if name in SELF_EXPIRING:
-        return
+    if name in SELF_EXPIRING or c.kind == "master":
+        return  # EXPIRE-ACTIVE-4: a replica deletes no key its primary's commands name; it waits for DEL
     dbid = c.db
     expires = core.dbs[dbid].expires
     for key in table.command_keys(spec, argv):

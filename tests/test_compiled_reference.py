@@ -52,10 +52,7 @@ def compiled_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # Traces the compiled build does not answer as the interpreted one yet, with why (a defect to fix, not a
 # difference of semantics): the interpreted server replays them (tests/test_corpus.py, the live-replay tests).
-KNOWN_COMPILED_DIVERGENCES = {
-    "strings/notifications.jsonl": "a lazily expired key's `expired` messages differ at event 150 (session note "
-                                   "2026-11-27: mypyc-compiled code reaches the keyspace's dict directly)",
-}
+KNOWN_COMPILED_DIVERGENCES: dict[str, str] = {}
 
 
 def _corpus_without_known_divergences(into: Path) -> Path:
