@@ -124,6 +124,9 @@ def _write(c: Any, message: Push) -> None:
         out: list[bytes] = []
         encode_into(message, c.proto, out)
         c.conn.write(out)
+        observer = c.ctx.core.observer
+        if observer is not None:  # --trace, --checked: a push event
+            observer.pushed(c, message)
 
 
 # -- subscribing ----------------------------------------------------------------------------------
@@ -207,8 +210,11 @@ def _reply(ctx: Any, n: int, own: list[Reply]) -> Any:
 
 @_handler("publish")
 def publish(ctx: Any) -> Any:
+    registry = ctx.core.pubsub
+    if not registry.patterns and ctx.argv[1] not in registry.channels:
+        return Int(0)  # PUBSUB-7: nobody listens
     own: list[Reply] = []
-    n = publish_message(ctx.core.pubsub, ctx.argv[1], ctx.argv[2], ctx.client, own)
+    n = publish_message(registry, ctx.argv[1], ctx.argv[2], ctx.client, own)
     return _reply(ctx, n, own)
 
 

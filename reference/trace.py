@@ -35,6 +35,15 @@ outside the model's scope (``spec.commands.OUT_OF_SCOPE``), so ``xspec replay``
 judges such a trace ``unsupported`` (rule 6) rather than diverging on the
 faults' errors. The other forms, and XSPEC.CLOCK, are ``note`` events: their
 effects show as ``close`` events, timing and ``now``.
+
+Messages the server sends without a request of their own (Pub/Sub messages,
+keyspace notifications, CLIENT TRACKING invalidations, in RESP2 or RESP3) are
+``push`` events of the client that received them, written after the event of
+the command that sent them. A (P|S)(UN)SUBSCRIBE is a ``send`` and one
+``recv`` per confirmation. The format writes a one-server trace with pushes
+as ``trace/2`` with one node, so the file starts as ``trace/1`` and its header
+is rewritten as ``trace/2`` when the first push is written (the events stay
+as they are: ``node`` may be left out with one node).
 """
 
 from __future__ import annotations
@@ -42,16 +51,19 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import IO, Any
 
 from xspec.reference.api import Checker, CheckerFactory, Encoded, PreRendered
 from xspec.reference.core import Client, Core, RunResult
-from xspec.reference.protocol import decoded
+from xspec.reference.protocol import Pushed, Raw, decoded
 from xspec.spec.environment import environment_matches
+from xspec.spec.pubsub import CONFIRMING
 from xspec.spec.resp import QUEUED, Array, Error, Reply, Simple, for_protocol, show
 from xspec.spec.trace_format import Call, Close, Connect, Event, Header, Note, Recv, Send, event_to_json
+from xspec.spec.trace_format import Push as PushEvent
 
 log = logging.getLogger("xspec.serve")
 
@@ -60,9 +72,19 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
-def wire(result: Reply | Encoded | PreRendered, proto: int) -> Reply:
-    """A result as the client received it."""
-    return result.reply if isinstance(result, PreRendered) else for_protocol(decoded(result), proto)
+def wire(result: Reply | Encoded | PreRendered | Pushed | Raw, proto: int) -> Reply:
+    """A result as the client received it (of a result with push messages around it, the reply)."""
+    reply: Reply | Encoded | PreRendered | Raw = result.reply if isinstance(result, Pushed) else result
+    if isinstance(reply, PreRendered):
+        return reply.reply
+    if isinstance(reply, Raw):  # bytes already in RESP (a redirected invalidation's null)
+        return decoded(Encoded([reply.data]))
+    return for_protocol(decoded(reply), proto)
+
+
+def confirming(argv: list[bytes]) -> bool:
+    """A (P|S)(UN)SUBSCRIBE: answered by one confirmation per channel (one ``recv`` each)."""
+    return argv[0].decode("latin-1").lower() in CONFIRMING
 
 
 def json_line(obj: object, separators: tuple[str, str] = (",", ":")) -> str:
@@ -96,13 +118,42 @@ class TraceWriter:
             with contextlib.suppress(FileExistsError):  # a file in the way: open() says what is wrong
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             self.file = open(path, "w", encoding="utf-8")  # noqa: SIM115 - open for the server's lifetime
-            self.file.write(json_line(self.header.to_json(), (", ", ": ")))
+            self.file.write(self._header_line())
+        self.path = path
         self.keep = path is None
+        self.version2 = False  # written as trace/2 with one node once a push was written
+
+    def _header_line(self) -> str:
+        header = self.header.to_json_v2() if getattr(self, "version2", False) else self.header.to_json()
+        return json_line(header, (", ", ": "))
+
+    def _become_version2(self) -> None:
+        """The first push: the header says trace/2 from now on, in the file too (rewritten beside
+        it and renamed over it, so a failure leaves the trace/1 file whole)."""
+        self.version2 = True
+        if self.file is None or self.path is None:
+            return
+        self.file.close()
+        spare = f"{self.path}.xspec-tmp"
+        try:
+            with open(self.path, encoding="utf-8") as old, open(spare, "w", encoding="utf-8") as new:
+                old.readline()
+                new.write(self._header_line())
+                for line in old:
+                    new.write(line)
+            os.replace(spare, self.path)
+        except OSError as e:
+            log.error("cannot rewrite the trace %s as trace/2: %s", self.path, e)
+            with contextlib.suppress(OSError):
+                os.unlink(spare)
+        self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the server's lifetime
 
     def _now(self) -> int | None:
         return self.core.now_ms() if self.virtual else None
 
     def add(self, e: Event) -> None:
+        if isinstance(e, PushEvent) and not self.version2:
+            self._become_version2()
         if self.keep:
             self.events.append(e)
         if self.file is not None:
@@ -111,7 +162,7 @@ class TraceWriter:
     def dump(self, path: Path) -> None:
         """Write the events kept so far as a trace file."""
         with open(path, "w", encoding="utf-8") as f:
-            f.write(json_line(self.header.to_json(), (", ", ": ")))
+            f.write(self._header_line())
             for e in self.events:
                 f.write(json_line(event_to_json(e)))
 
@@ -136,10 +187,44 @@ class TraceWriter:
             self.add(Note(text=f"client {c.id}: {shown} -> {reply}"))
         elif result is None:
             self.add(Send(c=c.id, cmd=list(argv), t=t0, now=self._now()))
+        elif isinstance(result, Pushed) or (confirming(argv) and not isinstance(result, Error)):
+            self._with_pushes(c, argv, result, t0)
         else:
             self.add(Call(c=c.id, cmd=list(argv), reply=wire(result, c.proto), t0=t0, t1=now_us(), now=self._now()))
         served, self.served_now = self.served_now, []
         for e in served:
+            self.add(e)
+
+    def _with_pushes(self, c: Client, argv: list[bytes], result: Any, t0: int) -> None:
+        """A command whose answer is several items: a confirmation per channel (each a ``recv``),
+        or a reply with push messages just before or after it (``push`` events around a ``recv``)."""
+        now = self._now()
+        if isinstance(result, Pushed):
+            before, reply, after = result.before, result.reply, result.after
+        else:
+            before, reply, after = [], result, []
+        if not before and not confirming(argv):
+            self.add(Call(c=c.id, cmd=list(argv), reply=wire(reply, c.proto), t0=t0, t1=now_us(), now=now))
+        else:
+            self.add(Send(c=c.id, cmd=list(argv), t=t0, now=now))
+            t = now_us()
+            for item in before:
+                if confirming(argv):
+                    self.add(Recv(c=c.id, reply=wire(item, c.proto), t=t, now=now))
+                else:
+                    self.add(PushEvent(c=c.id, reply=wire(item, c.proto), t=t, now=now))
+            self.add(Recv(c=c.id, reply=wire(reply, c.proto), t=t, now=now))
+        for item in after:
+            self.add(PushEvent(c=c.id, reply=wire(item, c.proto), t=now_us(), now=now))
+
+    def pushed(self, c: Client, message: Any) -> None:
+        """The server wrote a message to ``c`` that answers no command of its (a Pub/Sub message,
+        a keyspace notification, a tracking invalidation): after the event of the command that
+        sent it, when a command is running."""
+        e = PushEvent(c=c.id, reply=wire(message, c.proto), t=now_us(), now=self._now())
+        if self.core.executing:
+            self.served_now.append(e)
+        else:
             self.add(e)
 
     def refused(self, c: Client, argv: list[bytes], reply: Reply, t0: int) -> None:
@@ -159,6 +244,9 @@ class TraceWriter:
 
     def clock_moved(self) -> None:
         pass
+
+    def actively_expired(self, dbid: int, key: bytes, now: int) -> None:
+        """The active expiry cycle deleted a key: no client event (its ``expired`` messages are pushes)."""
 
     def finish(self) -> None:
         if self.file is not None:
@@ -209,6 +297,8 @@ class CheckedRun:
             config["requirepass"] = core.requirepass
         self.model: Checker = factory(core.dialect, self.clock, config)
         self.just_served: list[tuple[int, Reply]] = []
+        self.just_pushed: list[tuple[int, Reply]] = []  # messages the running command sent to others
+        self.expiry_pushed: list[tuple[int, Reply]] = []  # messages of the active expiry cycle's deletion
         self.doomed: set[int] = set()  # clients whose transaction an injected fault doomed
         # Per client in MULTI, for each command queued so far: whether the checker queued it too
         # (it does not run XSPEC.*, COMMAND, DEBUG ..., whose replies EXEC's array then lacks).
@@ -265,7 +355,7 @@ class CheckedRun:
         """An injected fault rejected the command: it did not run, so the checker does not run it.
         Inside MULTI it doomed the transaction; a refused EXEC discarded it (and its watches)."""
         self._unseen()
-        self.just_served = []
+        self.just_served, self.just_pushed = [], []
         self.clock.readings.clear()
         spec = self.core.lookup(argv)
         if spec is not None and spec.fullname == "exec":
@@ -275,8 +365,43 @@ class CheckedRun:
         elif c.in_multi:
             self.doomed.add(c.id)
 
+    def pushed(self, c: Client, message: Any) -> None:
+        if self.core.active_expiry is not None and self.core.active_expiry.deleting:  # also inside XSPEC.CLOCK
+            self.expiry_pushed.append((c.id, wire(message, c.proto)))
+        elif self.core.executing:
+            self.just_pushed.append((c.id, wire(message, c.proto)))
+
+    def actively_expired(self, dbid: int, key: bytes, now: int) -> None:
+        """The server's active expiry cycle deleted ``key`` at ``now``: the model takes the same step
+        (``active_expire``, EXPIRE-ACTIVE-1) and must send the same ``expired`` messages."""
+        pushed, self.expiry_pushed = self.expiry_pushed, []
+        expire = getattr(self.model, "active_expire", None)
+        if expire is None:
+            return
+        self.clock.readings[:] = [now]
+        try:
+            expire(dbid, key)
+        except Exception as e:
+            self._diverge(f"active expiry of {key!r} in db {dbid}: the model raised {e!r}")
+            return
+        finally:
+            self.clock.readings.clear()
+        model_pushed = list(getattr(self.model, "pushes", ()))
+        if model_pushed:
+            self.model.pushes = ()  # type: ignore[attr-defined]  # taken here, not by the next command
+        if _per_client(pushed) != _per_client(model_pushed):
+            self._diverge(f"active expiry of {key!r} in db {dbid}: server pushed {_show_served(pushed)}, "
+                          f"model pushed {_show_served(model_pushed)}")
+
     def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None:
         served, self.just_served = self.just_served, []
+        pushed, self.just_pushed = self.just_pushed, []
+        if isinstance(result, Pushed):
+            if confirming(argv):  # the model answers several confirmations as one array of them
+                result = Array(tuple(wire(r, c.proto) for r in (*result.before, result.reply)))
+            else:
+                pushed += [(c.id, wire(m, c.proto)) for m in (*result.before, *result.after)]
+                result = wire(result, c.proto)
         spec = self.core.lookup(argv)
         name = spec.fullname if spec is not None else ""
         if name == "xspec.fault" and result is not None and _fault_seen_by_clients(argv, result) \
@@ -327,6 +452,10 @@ class CheckedRun:
         if served != model_served:
             self._diverge(f"after client {c.id} {argv!r}: server served {_show_served(served)}, "
                           f"model served {_show_served(model_served)}")
+        model_pushed = list(getattr(out, "pushes", ()))
+        if _per_client(pushed) != _per_client(model_pushed):
+            self._diverge(f"after client {c.id} {argv!r}: server pushed {_show_served(pushed)}, "
+                          f"model pushed {_show_served(model_pushed)}")
 
     def served(self, c: Client, reply: Reply | Encoded, timed_out: bool) -> None:
         mine = wire(reply, c.proto)
@@ -353,6 +482,15 @@ class CheckedRun:
 
 def _not_modelled(r: Reply) -> bool:
     return isinstance(r, Error) and r.text.startswith("ERR xspec model:")
+
+
+def _per_client(messages: list[tuple[int, Reply]]) -> dict[int, list[Reply]]:
+    """Messages by receiving client, in the order each received them (the order across clients
+    is the server's business: each connection has its own)."""
+    out: dict[int, list[Reply]] = {}
+    for cid, r in messages:
+        out.setdefault(cid, []).append(r)
+    return out
 
 
 def _show_served(served: list[tuple[int, Reply]]) -> str:

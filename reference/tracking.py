@@ -58,6 +58,7 @@ class Client(Protocol):
     reply_mode: str
     in_multi: bool
     last_cmd: str
+    ctx: Any  # its command context, through which the server's observer is reached
 
     @property
     def conn(self) -> Writer | None: ...
@@ -316,6 +317,10 @@ def _write(to: Client, items: list[Any]) -> None:
         for item in items:
             encode_into(item, to.proto, out)
         to.conn.write(out)
+        observer = to.ctx.core.observer
+        if observer is not None:  # --trace, --checked: push events
+            for item in items:
+                observer.pushed(to, item)
 
 
 def _loop_running() -> bool:
