@@ -65,7 +65,8 @@ def test_the_count_drops_as_time_passes() -> None:
 
 
 def test_a_virtual_trace_keeps_the_range() -> None:
-    """EXPIRE-ACTIVE-1: without a wall clock the checker takes no deletions; DBSIZE's range stays."""
+    """EXPIRE-ACTIVE-2: a virtual trace is checked in file order without a search, and when the cycle's ticks
+    fell is not in it: DBSIZE's range stays (its ``expired`` messages are taken: tests/test_serve_pushes.py)."""
     trace = loads("\n".join([
         '{"xspec": "trace/1", "server": {"name": "redis", "version": "7.0.15"}, "clock": "virtual", "config": {}}',
         '{"ev":"call","c":1,"cmd":["SET","k","v","PX","10"],"now":1000,"reply":{"simple":"OK"}}',

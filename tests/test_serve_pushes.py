@@ -16,8 +16,8 @@ import redis
 from tests.pubsub_session import messages, session
 from xspec.commands.serve import model_checker
 from xspec.reference.server import ServerThread
-from xspec.spec.resp import Array, Bulk, Push
-from xspec.spec.trace_format import FORMAT, FORMAT_2, Recv, Send, Trace, load
+from xspec.spec.resp import Array, Bulk, Int, Push
+from xspec.spec.trace_format import FORMAT, FORMAT_2, Call, Recv, Send, Trace, load
 from xspec.spec.trace_format import Push as PushEvent
 from xspec.traces.check.checker import check_trace
 
@@ -88,3 +88,49 @@ def test_a_wrong_push_is_a_divergence_in_checked_mode(monkeypatch: pytest.Monkey
         r.close()
         checker = st.core.observer.observers[1]  # type: ignore[union-attr]
     assert checker.divergences == 1 and "model pushed" in caplog.text
+
+
+def test_keys_the_virtual_clock_expires_are_judged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """On the virtual clock, XSPEC.CLOCK ADVANCE lets the active expiry cycle delete keys no command reads
+    (EXPIRE-ACTIVE-5): the served trace's ``expired`` messages and DBSIZE counts conform offline, and a
+    count the cycle cannot have reached diverges (EXPIRE-ACTIVE-2)."""
+    caplog.set_level(logging.ERROR, logger="xspec.serve")
+    path = tmp_path / "serve.jsonl"
+    with ServerThread(clock="virtual", checker=model_checker, trace=str(path)) as st:
+        r = redis.Redis(port=st.port, protocol=3)
+        r.config_set("notify-keyspace-events", "Ex")
+        p = r.pubsub()
+        p.subscribe("__keyevent@0__:expired")
+        r.set("a", "1", px=50)
+        r.set("b", "2", px=80)
+        r.set("c", "3")
+        assert r.dbsize() == 3
+        r.execute_command("XSPEC.CLOCK", "ADVANCE", "1000")
+        got = messages_of(p, 2)
+        assert r.dbsize() == 1
+        p.close()
+        r.close()
+        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+    assert sorted(got) == [b"a", b"b"]
+    assert checker.divergences == 0, caplog.text
+    trace = load(path)
+    verdict = check_trace(trace)
+    assert verdict.status == "conform", (verdict.event, verdict.message, verdict.got, verdict.allowed)
+    # The last DBSIZE claims a count no deletion order reaches.
+    i = max(i for i, e in enumerate(trace.events) if isinstance(e, Recv | Call) and getattr(e, "reply", None) == Int(1))
+    events = list(trace.events)
+    events[i] = replace(events[i], reply=Int(2))  # type: ignore[type-var]
+    verdict = check_trace(Trace(trace.header, events))
+    assert verdict.status == "diverge" and verdict.event == i + 1
+
+
+def messages_of(p: redis.client.PubSub, want: int) -> list[bytes]:
+    """The payloads of the next ``want`` messages (keys of keyspace events)."""
+    got: list[bytes] = []
+    for _ in range(50):
+        m = p.get_message(timeout=0.1)
+        if m is not None and m["type"] == "message":
+            got.append(m["data"])
+            if len(got) == want:
+                break
+    return got

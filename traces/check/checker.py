@@ -581,19 +581,23 @@ class _Search:
                 mine = self.push_ops.setdefault(c, [])  # type: ignore[arg-type]
                 self.push_index[p] = len(mine)
                 mine.append(at[p])  # type: ignore[arg-type]
-        # EXPIRE-ACTIVE-2: one server, in a wall trace where a client reads the key count or gets an
+        # EXPIRE-ACTIVE-2: one server, in a trace where a client reads the key count or gets an
         # ``expired`` message, takes the active expiry cycle's deletions as internal steps (other traces
-        # cannot tell them from lazy expiry). The messages: push event -> (database, key, latest moment).
+        # cannot tell them from lazy expiry). The messages: push event -> (database, key, latest moment;
+        # a virtual trace's messages carry no time).
         self.expired_pushes: dict[int, tuple[int, bytes, int]] = {}
         self.active_expiry = False
-        if self.wall and not type(self).INTERNAL_STEPS:
+        if not type(self).INTERNAL_STEPS:
             slack = trace.header.slack_ms
             for p in self.push_index:
                 e = trace.events[p]
                 expired = _expired_message(e.reply)  # type: ignore[union-attr]
                 if expired is not None:
-                    self.expired_pushes[p] = (*expired, _window(None, e.t, slack)[1])  # type: ignore[union-attr]
-            self.active_expiry = bool(self.expired_pushes) or _reads_key_count(trace)
+                    latest = _window(None, e.t, slack)[1] if self.wall else UNBOUNDED  # type: ignore[union-attr]
+                    self.expired_pushes[p] = (*expired, latest)
+            # A virtual trace is checked in file order without a search: it takes the deletions its
+            # messages show and keeps DBSIZE's range (when a tick of the cycle fell is not in the trace).
+            self.active_expiry = bool(self.expired_pushes) or (self.wall and _reads_key_count(trace))
         if self.active_expiry:
             self.INTERNAL_STEPS = True
         self._fresh()
@@ -602,7 +606,7 @@ class _Search:
     def _fresh(self) -> None:
         self.server = Server(self.dialect, self.clock, self.config)  # type: ignore[arg-type]
         self.server.chooser = self.model_chooser
-        if self.active_expiry:
+        if self.active_expiry and self.wall:
             self.server.active_expiry_steps = True  # EXPIRE-ACTIVE-2: DBSIZE counts exactly
         self.pos = 0
         self.queues: dict[int, list[Op]] = {}  # invoked, not executed, per client in order
@@ -892,7 +896,7 @@ class _Search:
         a time that comes first by database and name (the keys are alike to a count, so deleting them
         in that one order reaches every count without trying each subset), and the key of each client's
         next message when that is an ``expired`` one (the order the messages show)."""
-        count = any(h.argv and c_string(h.argv[0]).lower() in _KEY_COUNT_READ for h in heads)
+        count = self.wall and any(h.argv and c_string(h.argv[0]).lower() in _KEY_COUNT_READ for h in heads)
         if not count and not any(inv in self.live for inv in self.expired_pushes):
             return [], []
         steps: list[Any] = []
@@ -923,6 +927,19 @@ class _Search:
             raise _Exhausted()
         _, dbid, key = step
         when = self.server.keyspace(dbid).expires[key]
+        if not self.wall:
+            # A virtual trace: the cycle ran with the clock past the key's time, before the next command's
+            # reading (with none left, any time may have passed).
+            nows = [h.now for h in self._heads() if h.now is not None]
+            self.clock.ms = min(nows) if nows else Instant.exact_ms(when) + 1  # type: ignore[union-attr]
+            self.path.append((_STEP_EXPIRE, self.pos, (dbid, key), len(self.zone.lo)))
+            self.server.active_expire(dbid, key)
+            if key in self.server.keyspace(dbid).expires:
+                raise _Failure(p, f"the active expiry cycle cannot have deleted {key!r} before its time")
+            sent, self.server.pushes = list(self.server.pushes), ()
+            if sent:
+                self._pushed(_NO_OP, sent)
+            return
         hi = min((h.hi for h in self._heads()), default=UNBOUNDED)
         for inv, (_, _, latest) in self.expired_pushes.items():
             if inv in self.live and latest < hi:

@@ -45,7 +45,8 @@ XSPEC.CLOCK GET              the server's time, ms since the epoch (either clock
 XSPEC.CLOCK SET <ms>         --clock virtual: set it (it may go backwards)
 XSPEC.CLOCK ADVANCE <ms>     --clock virtual: move it by <ms>, which may be negative
                              (SET and ADVANCE reply the new time, then time out every
-                             blocked client whose deadline has passed)
+                             blocked client whose deadline has passed and delete the
+                             keys whose time passed, as the active expiry cycle would have)
 
 \b
 XSPEC.FAULT ERROR <kind> [COUNT <n>] [COMMAND <name>]
