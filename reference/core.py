@@ -162,6 +162,8 @@ def dialect_dispatch(dialect: Dialect) -> tuple[Lookup, Callable[[list[bytes]], 
             return ranks[spec.name]
         if spec is not None and spec.container == "command":
             return dialect.lookup(argv) or spec  # COMMAND-DIALECT-2: GETKEYS's arity
+        if spec is None and argv and c_string(argv[0]).lower() == b"waitaof":
+            return dialect.lookup(argv)  # WAITAOF-1: 7.2's table
         if spec is None and len(argv) > 1 and c_string(argv[0]).lower() == b"client":
             return more.get(c_string(argv[1]).decode("latin-1").lower())
         return spec
@@ -582,7 +584,7 @@ class Core:
             observed = self._execute_observed(c, argv)
             if self.repl_offset != offset or not self.woff_after_propagation_only:  # WAIT-2, WAIT-DIALECT-1
                 c.woff = self.repl_offset
-            return self.tracking.finish(c, observed) if c.tracking or self.tracking.owed else observed
+            return observed
         fast = self.fast_commands.get(argv[0])
         if fast is not None and c.authenticated and not c.in_multi and not self.error_faults \
                 and not self.pause_until and c.pubsub is None and (self.write_gate is None or c.kind == "master"):
@@ -625,6 +627,9 @@ class Core:
             result = self._dispatch(c, argv)
             if self.ready_keys:
                 self.handle_ready()
+            if c.tracking or self.tracking.owed:
+                # CLIENT CACHING lapses; invalidations join the reply, and the observer sees them with it
+                result = self.tracking.finish(c, result)
         finally:
             self.executing = False
             self.snapshot = None

@@ -58,7 +58,7 @@ from typing import IO, Any
 
 from xspec.reference.api import Checker, CheckerFactory, Encoded, PreRendered
 from xspec.reference.core import Client, Core, RunResult
-from xspec.reference.protocol import Pushed, Raw, decoded
+from xspec.reference.protocol import Pushed, Raw, decoded, encode_into
 from xspec.spec.environment import environment_matches
 from xspec.spec.pubsub import CONFIRMING
 from xspec.spec.resp import QUEUED, Array, Error, Reply, Simple, for_protocol, show
@@ -80,6 +80,14 @@ def wire(result: Reply | Encoded | PreRendered | Pushed | Raw, proto: int) -> Re
     if isinstance(reply, Raw):  # bytes already in RESP (a redirected invalidation's null)
         return decoded(Encoded([reply.data]))
     return for_protocol(decoded(reply), proto)
+
+
+def as_received(message: Any, proto: int) -> Reply:
+    """A message the server wrote on its own (it may hold bytes already in RESP: a tracking null), as
+    its client read it."""
+    out: list[bytes] = []
+    encode_into(message, proto, out)
+    return decoded(Encoded(out))
 
 
 def confirming(argv: list[bytes]) -> bool:
@@ -210,18 +218,18 @@ class TraceWriter:
             t = now_us()
             for item in before:
                 if confirming(argv):
-                    self.add(Recv(c=c.id, reply=wire(item, c.proto), t=t, now=now))
+                    self.add(Recv(c=c.id, reply=as_received(item, c.proto), t=t, now=now))
                 else:
-                    self.add(PushEvent(c=c.id, reply=wire(item, c.proto), t=t, now=now))
+                    self.add(PushEvent(c=c.id, reply=as_received(item, c.proto), t=t, now=now))
             self.add(Recv(c=c.id, reply=wire(reply, c.proto), t=t, now=now))
         for item in after:
-            self.add(PushEvent(c=c.id, reply=wire(item, c.proto), t=now_us(), now=now))
+            self.add(PushEvent(c=c.id, reply=as_received(item, c.proto), t=now_us(), now=now))
 
     def pushed(self, c: Client, message: Any) -> None:
         """The server wrote a message to ``c`` that answers no command of its (a Pub/Sub message,
         a keyspace notification, a tracking invalidation): after the event of the command that
         sent it, when a command is running."""
-        e = PushEvent(c=c.id, reply=wire(message, c.proto), t=now_us(), now=self._now())
+        e = PushEvent(c=c.id, reply=as_received(message, c.proto), t=now_us(), now=self._now())
         if self.core.executing:
             self.served_now.append(e)
         else:
@@ -291,13 +299,17 @@ class CheckedRun:
         self.recorder = recorder
         self.report_dir = report_dir
         self.clock = FedClock(core)
-        config = {k: core.config[k] for k in (*core.dialect.config_defaults, "enable-debug-command")
+        config = {k: core.config[k] for k in (*core.dialect.config_defaults, "enable-debug-command",
+                                              "appendonly", "aof-use-rdb-preamble")  # DEBUG-LOADAOF-1
                   if k in core.config}
         if core.requirepass is not None:  # --requirepass: the model's clients must authenticate too (AUTH-4)
             config["requirepass"] = core.requirepass
         self.model: Checker = factory(core.dialect, self.clock, config)
         self.just_served: list[tuple[int, Reply]] = []
         self.just_pushed: list[tuple[int, Reply]] = []  # messages the running command sent to others
+        # The model's messages the server has not written yet, per client, with how many of the client's
+        # commands have run since (7.0 writes a broadcast's invalidations before it sleeps, after the command).
+        self.owed: dict[int, list[tuple[Reply, int]]] = {}
         self.expiry_pushed: list[tuple[int, Reply]] = []  # messages of the active expiry cycle's deletion
         self.doomed: set[int] = set()  # clients whose transaction an injected fault doomed
         # Per client in MULTI, for each command queued so far: whether the checker queued it too
@@ -366,10 +378,29 @@ class CheckedRun:
             self.doomed.add(c.id)
 
     def pushed(self, c: Client, message: Any) -> None:
+        mine = (c.id, as_received(message, c.proto))
         if self.core.active_expiry is not None and self.core.active_expiry.deleting:  # also inside XSPEC.CLOCK
-            self.expiry_pushed.append((c.id, wire(message, c.proto)))
+            self.expiry_pushed.append(mine)
         elif self.core.executing:
-            self.just_pushed.append((c.id, wire(message, c.proto)))
+            self.just_pushed.append(mine)
+        else:  # written after the command that sent it (a broadcast before the loop sleeps)
+            self._match_pushes("after a command", [mine])
+
+    def _match_pushes(self, what: str, server: list[tuple[int, Reply]],
+                      model: list[tuple[int, Reply]] | None = None) -> None:
+        """Owe the model's messages, then pay them with the server's, client by client in order: a message
+        the model did not send (or sent otherwise) is a divergence at once, one it sent that the server has
+        not written by the end of the client's next command is one then."""
+        for cid, r in model or ():
+            self.owed.setdefault(cid, []).append((r, 0))
+        for cid, r in server:
+            due = self.owed.get(cid)
+            if due and due[0][0] == r:
+                due.pop(0)
+            else:
+                expected = show(due[0][0]) if due else "nothing"
+                self.owed.pop(cid, None)
+                self._diverge(f"{what}: the server pushed client {cid} {show(r)}, the model {expected}")
 
     def actively_expired(self, dbid: int, key: bytes, now: int) -> None:
         """The server's active expiry cycle deleted ``key`` at ``now``: the model takes the same step
@@ -389,9 +420,7 @@ class CheckedRun:
         model_pushed = list(getattr(self.model, "pushes", ()))
         if model_pushed:
             self.model.pushes = ()  # type: ignore[attr-defined]  # taken here, not by the next command
-        if _per_client(pushed) != _per_client(model_pushed):
-            self._diverge(f"active expiry of {key!r} in db {dbid}: server pushed {_show_served(pushed)}, "
-                          f"model pushed {_show_served(model_pushed)}")
+        self._match_pushes(f"active expiry of {key!r} in db {dbid}", pushed, model_pushed)
 
     def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None:
         served, self.just_served = self.just_served, []
@@ -400,7 +429,7 @@ class CheckedRun:
             if confirming(argv):  # the model answers several confirmations as one array of them
                 result = Array(tuple(wire(r, c.proto) for r in (*result.before, result.reply)))
             else:
-                pushed += [(c.id, wire(m, c.proto)) for m in (*result.before, *result.after)]
+                pushed += [(c.id, as_received(m, c.proto)) for m in (*result.before, *result.after)]
                 result = wire(result, c.proto)
         spec = self.core.lookup(argv)
         name = spec.fullname if spec is not None else ""
@@ -452,10 +481,12 @@ class CheckedRun:
         if served != model_served:
             self._diverge(f"after client {c.id} {argv!r}: server served {_show_served(served)}, "
                           f"model served {_show_served(model_served)}")
-        model_pushed = list(getattr(out, "pushes", ()))
-        if _per_client(pushed) != _per_client(model_pushed):
-            self._diverge(f"after client {c.id} {argv!r}: server pushed {_show_served(pushed)}, "
-                          f"model pushed {_show_served(model_pushed)}")
+        late = [r for r, age in self.owed.get(c.id, ()) if age >= 1]
+        if late:
+            self.owed.pop(c.id, None)
+            self._diverge(f"before client {c.id} {argv!r}: the model pushed {show(late[0])}, the server never did")
+        self.owed[c.id] = [(r, age + 1) for r, age in self.owed.get(c.id, ())]
+        self._match_pushes(f"after client {c.id} {argv!r}", pushed, list(getattr(out, "pushes", ())))
 
     def served(self, c: Client, reply: Reply | Encoded, timed_out: bool) -> None:
         mine = wire(reply, c.proto)

@@ -87,7 +87,7 @@ def test_a_wrong_push_is_a_divergence_in_checked_mode(monkeypatch: pytest.Monkey
         p.close()
         r.close()
         checker = st.core.observer.observers[1]  # type: ignore[union-attr]
-    assert checker.divergences == 1 and "model pushed" in caplog.text
+    assert checker.divergences == 1 and "the model ['message', 'a', 'hello']" in caplog.text
 
 
 def test_keys_the_virtual_clock_expires_are_judged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
