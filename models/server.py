@@ -75,6 +75,8 @@ HANDLERS: dict[str, Handler] = {}
 # CLIENT TRACKING's work at a key's modification, after a read-only command and at a command's end:
 # installed by models/tracking.py, and only called once a client turned tracking on.
 TRACKING_HOOKS: dict[str, Callable[..., Any]] = {}
+# Work after every command that ran (a lone server's AOF: models/debug_persistence.py).
+AFTER_COMMAND: list[Callable[..., None]] = []
 
 
 def command(fullname: str) -> Callable[[Handler], Handler]:
@@ -466,6 +468,8 @@ class Server:
             if self.pushes:  # messages the served clients' commands sent (keyspace notifications)
                 out.pushes.extend(self.pushes)
                 self.pushes = ()
+        for hook in AFTER_COMMAND:
+            hook(self, c, out)
         return out
 
     def _reject(self, c: Client, text: str, spec: table.CommandSpec | None = None) -> Outcome:

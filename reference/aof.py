@@ -557,6 +557,8 @@ def debug_loadaof(ctx: Context) -> Any:
     try:
         if loader.read_manifest():
             loader.load()
+        elif aof is None and core.dialect.debug_loadaof_missing_error is not None:
+            raise ReplyError(core.dialect.debug_loadaof_missing_error)  # DEBUG-LOADAOF-DIALECT-1
     except LoadError as e:
         log.warning("DEBUG LOADAOF: %s", e)
         raise ReplyError(f"ERR {e}") from None

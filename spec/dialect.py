@@ -241,6 +241,8 @@ class Dialect:
     # -- outside the model (the reference server's; spec/dialects.md, "Server-only switches") --
     # DEBUG is refused unless ``enable-debug-command`` allows it (7.0+); 6.2 has no such option.
     debug_needs_enabling: bool = True
+    # DEBUG LOADAOF with no AOF on disk: Redis exits (None); Valkey replies this error (DEBUG-LOADAOF-DIALECT-1).
+    debug_loadaof_missing_error: str | None = None
     # COMMAND has DOCS and LIST, ten fields per command, and COMMAND INFO without names lists
     # every command (7.0+); 6.2 has seven fields, no DOCS or LIST, and an empty COMMAND INFO.
     command_docs: bool = True
@@ -567,6 +569,7 @@ VALKEY_91 = replace(
     multi_watch_are_no_multi=True,
     client_multi_kept=True,
     client_capa=True,
+    debug_loadaof_missing_error="ERR Error trying to load the AOF files, check server logs.",
     client_filters_extended=True,
     client_extra_arguments_refused=False,
     help_texts="valkey",
