@@ -1140,9 +1140,7 @@ def waitaof(call: Call) -> Reply:
     if not 0 <= numlocal <= 1:
         raise CommandError("ERR value is out of range, value must between 0 and 1")
     replicas = parse_ll(call.argv[2])
-    if replicas is None:
-        raise CommandError(table.NOT_INTEGER)
-    if replicas < 0:
+    if replicas is None or replicas < 0:  # WAITAOF-1: one error for both (getPositiveLongFromObjectOrReply)
         raise CommandError("ERR value is out of range, must be positive")
     t = parse_ll(call.argv[3])
     if t is None:

@@ -34,6 +34,7 @@ from typing import Any
 from xspec.reference.aof import aof_of, obeyed, parse_command
 from xspec.reference.core import Client, Core
 from xspec.reference.persistence import LoadError, persistence_of
+from xspec.reference.waitaof import fsynced_offset, has_waitaof
 from xspec.spec import rdb
 from xspec.spec import rdb_file as rf
 
@@ -142,6 +143,7 @@ class ReplicaLink:
         self.state = "connecting"
         reader, writer = await asyncio.open_connection(self.host, self.port)
         self.writer = writer
+        self.last_io = time.monotonic()  # repl_transfer_lastio: the handshake's time counts from here
         cfg = self.core.config
 
         async def ask(*argv: bytes) -> bytes:
@@ -380,11 +382,39 @@ class ReplicaLink:
     def send_ack(self) -> None:
         """replicationSendAck: ``REPLCONF ACK <offset applied>`` (WAIT-3)."""
         if self.writer is not None and self.state == "connected" and not self.held:
-            self.writer.write(_command(b"REPLCONF", b"ACK", b"%d" % self.applied))
+            fsynced = fsynced_offset(self.rep) if has_waitaof(self.core) else -1
+            if fsynced != -1:  # WAITAOF-2: a replica with an AOF tells its fsynced offset
+                self.writer.write(_command(b"REPLCONF", b"ACK", b"%d" % self.applied, b"FACK", b"%d" % fsynced))
+            else:
+                self.writer.write(_command(b"REPLCONF", b"ACK", b"%d" % self.applied))
 
     def tick(self) -> None:
-        """The cron's part: acknowledge once a second."""
+        """The cron's part: drop a link silent for longer than ``repl-timeout``, else acknowledge
+        once a second."""
+        if self.timed_out():
+            return
         self.send_ack()
+
+    def timed_out(self) -> bool:
+        """replicationCron on a replica: a handshake, a transfer or a connected link that read nothing (no
+        data, no PING, no keep-alive newline) for more than ``repl-timeout`` seconds is dropped, and the
+        link connects again (a connected one asks PSYNC from its cached master). A held link (XSPEC.LINK
+        HOLD) and a paused node wait without counting."""
+        if self.held or self.rep.paused or self.writer is None or self.state not in ("connecting", "sync",
+                                                                                      "connected"):
+            return False
+        timeout = self.rep._config_int("repl-timeout", 60)
+        if time.monotonic() - self.last_io <= timeout:
+            return False
+        if self.state == "connected":
+            log.warning("MASTER timeout: no data nor PING received...")
+        elif self.state == "sync":
+            log.warning("Timeout receiving bulk data from MASTER... If the problem persists try to set the "
+                        "'repl-timeout' parameter in redis.conf to a larger value.")
+        else:
+            log.warning("Timeout connecting to the MASTER...")
+        self.lost()  # the reader sees the end of the connection, and run() connects again
+        return True
 
     # -- XSPEC.LINK -----------------------------------------------------------------------------
     def hold(self) -> None:

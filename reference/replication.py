@@ -39,6 +39,7 @@ from xspec.reference.api import Encoded, ReplyError
 from xspec.reference.core import Client, Context, Core
 from xspec.reference.propagation import XADD_ID_STARTS, Propagator
 from xspec.reference.streams import U64, Stream
+from xspec.reference.waitaof import AofWaiting, serve_aof_waiting, waitaof_command
 from xspec.spec import rdb_file as rf
 from xspec.spec.commands import NOT_INTEGER
 from xspec.spec.errors import TIMEOUT_NEGATIVE, TIMEOUT_NOT_INTEGER
@@ -186,7 +187,7 @@ class Backlog:
 class Replica:
     """A replica attached to this node: its client, announced address and acknowledged offset."""
 
-    __slots__ = ("client", "ip", "port", "state", "ack", "ack_time", "pre_psync")
+    __slots__ = ("client", "ip", "port", "state", "ack", "ack_time", "pre_psync", "fack")
 
     def __init__(self, client: Client, ip: str, port: int) -> None:
         self.client = client
@@ -196,6 +197,7 @@ class Replica:
         self.ack = 0
         self.ack_time = 0.0
         self.pre_psync = False  # it asked with SYNC: no +FULLRESYNC, no acknowledgements expected
+        self.fack = 0  # repl_aof_off: the largest FACK of its REPLCONF ACKs (WAITAOF-2)
 
     def send(self, data: bytes) -> None:
         conn = self.client.conn
@@ -240,6 +242,9 @@ class Replication:
         self.announced: dict[int, tuple[str, int]] = {}  # client id -> REPLCONF ip-address / listening-port
         self.selected_db = -1  # server.slaveseldb: the database the stream last selected
         self.waiting: list[Waiting] = []
+        self.aof_waiting: list[AofWaiting] = []  # clients blocked in WAITAOF (WAITAOF-1)
+        self.aof_poll: Any = None  # the timer that looks at them again
+        self.fsynced = -1  # fsynced_reploff (WAITAOF-1), kept by reference.waitaof.fsynced_offset
         self.getack_due = False
         self.cron_seconds = 0  # the cron's count of seconds (REPL-13 counts from it)
         self.cron: Any = None
@@ -455,9 +460,11 @@ class Replication:
         before = len(self.replicas)
         self.replicas = [r for r in self.replicas if r.client is not c]
         self.waiting = [w for w in self.waiting if w.client is not c]
+        self.aof_waiting = [w for w in self.aof_waiting if w.client is not c]
         if len(self.replicas) != before:
             self.count_good()
             self.serve_waiting()
+            serve_aof_waiting(self)
 
     def disconnect_replicas(self) -> None:
         """disconnectSlaves: every replica's connection closes (it reconnects and asks PSYNC again)."""
@@ -597,6 +604,7 @@ class Replication:
                 core.unblock(c)
                 core._deliver(c, Error(UNBLOCKED), timed_out=False)
         self.waiting = []
+        self.aof_waiting = []
 
     def follow(self, host: str, port: int, failover: bool = False) -> None:
         """REPLICAOF host port (REPL-9); ``failover``: the handover of FAILOVER-5."""
@@ -682,6 +690,9 @@ class Replication:
         if self.cron is not None:
             self.cron.cancel()
             self.cron = None
+        if self.aof_poll is not None:
+            self.aof_poll.cancel()
+            self.aof_poll = None
 
     # -- FAILOVER ---------------------------------------------------------------------------------------
     def start_failover(self, target: tuple[str, int] | None, timeout: int | None, force: bool) -> None:
@@ -825,7 +836,12 @@ def replconf_command(ctx: Context) -> Any:
                         return Encoded([])
                     r.ack = max(r.ack, offset)
                     r.ack_time = ctx.core.clock.now_ms() / 1000
+                    if len(argv) > j + 3 and _text(argv[j + 2]).lower() == "fack":  # WAITAOF-2
+                        fack = string2ll(argv[j + 3])
+                        if fack is not None:
+                            r.fack = max(r.fack, fack)
                     rep.serve_waiting()
+                    serve_aof_waiting(rep)
                     rep.check_failover()
             return Encoded([])  # REPLCONF ACK has no reply
         elif option == "getack":
@@ -933,6 +949,11 @@ def wait_command(ctx: Context) -> Any:
     rep.waiting.append(Waiting(c, wanted, offset))
     rep.ask_acks()  # WAIT-3
     return blocked
+
+
+def waitaof_handler(ctx: Context) -> Reply:
+    """WAITAOF numlocal numreplicas timeout (WAITAOF-1 .. WAITAOF-3, reference.waitaof)."""
+    return waitaof_command(ctx, replication_of(ctx.core))
 
 
 def xspec_link_command(ctx: Context) -> Reply:
@@ -1060,7 +1081,7 @@ def add_replication(handlers: dict[str, Any]) -> None:
     state, and CONFIG SET followed by a look at what it changed (appendonly, min-replicas-*)."""
     handlers.update({"replconf": replconf_command, "psync": psync_command, "sync": psync_command,
                      "replicaof": replicaof_command, "slaveof": replicaof_command, "role": role_command,
-                     "wait": wait_command, "xspec.link": xspec_link_command,
+                     "wait": wait_command, "waitaof": waitaof_handler, "xspec.link": xspec_link_command,
                      "xspec.node": xspec_node_command, "config|rewrite": config_rewrite_command,
                      "failover": failover_command})
     info = handlers.get("info")
