@@ -9,15 +9,15 @@ virtual clock expires keys when XSPEC.CLOCK moves it, and ``--checked`` follows 
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 
+from tests.replication_support import NO_SYNC_DELAY, Real, wait_until
 from xspec.commands.serve import model_checker
 from xspec.reference.propagation import Propagator
 from xspec.reference.server import ServerThread
@@ -26,19 +26,6 @@ from xspec.spec.trace_format import Push as PushEvent
 from xspec.spec.trace_format import load
 from xspec.traces.check.checker import check_trace
 from xspec.traces.harness.servers import find_redis_server
-from xspec.traces.scenarios.runner import start_redis, stop_process
-
-NO_SYNC_DELAY = {"repl-diskless-sync-delay": "0"}
-
-
-def wait_until(check: Callable[[], Any], timeout: float = 5.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 @pytest.fixture(scope="module")
@@ -47,19 +34,6 @@ def binary() -> str:
     if found is None:
         pytest.skip("redis-server 7.0.15 is not installed")
     return found
-
-
-class Real:
-    """A real redis-server 7.0.15 of this module's own, stopped by pid."""
-
-    def __init__(self, binary: str) -> None:
-        self.dir = tempfile.mkdtemp(prefix="xspec-activeexp-")
-        self.proc, self.port = start_redis(binary, self.dir)
-        self.r = redis.Redis(port=self.port)
-        self.r.config_set("repl-diskless-sync-delay", 0)
-
-    def stop(self) -> None:
-        stop_process(self.proc)
 
 
 @pytest.fixture(scope="module")

@@ -7,21 +7,19 @@ and XPENDING, consumer groups and PELs included) and every node's replication of
 
 from __future__ import annotations
 
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
 
+from tests.replication_support import NO_SYNC_DELAY, Real, link_up, wait_until
 from tests.support import keyspace_state
 from xspec.reference.server import ServerThread
 from xspec.traces.harness.servers import find_redis_server
-from xspec.traces.scenarios.runner import start_redis, stop_process
 
 # The xspec primaries send their snapshot at once, as the real ones told repl-diskless-sync-delay 0 do.
-NO_SYNC_DELAY = {"repl-diskless-sync-delay": "0"}
 
 # Each replica's own clock sets these when it applies the stream (FAILOVER-GROUP-4).
 CLOCK_FIELDS = frozenset({"seen-time", "active-time", "time_since_delivered"})
@@ -31,33 +29,6 @@ CLOCK_FIELDS = frozenset({"seen-time", "active-time", "time_since_delivered"})
 PRIMARY_FIELDS = ["role", "connected_slaves", "slave0", "slave1", "master_failover_state", "master_replid",
                   "master_replid2", "master_repl_offset", "second_repl_offset", "repl_backlog_active",
                   "repl_backlog_size", "repl_backlog_first_byte_offset", "repl_backlog_histlen"]
-
-
-def wait_until(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
-def link_up(r: redis.Redis) -> bool:
-    return bool(r.info("replication").get("master_link_status") == "up")
-
-
-class Real:
-    """A real redis-server 7.0.15 started for this module, stopped by pid."""
-
-    def __init__(self, binary: str) -> None:
-        self.dir = tempfile.mkdtemp(prefix="xspec-repl-")
-        self.proc, self.port = start_redis(binary, self.dir)
-        self.r = redis.Redis(port=self.port)
-        self.r.config_set("repl-diskless-sync-delay", 0)
-
-    def stop(self) -> None:
-        stop_process(self.proc)
 
 
 @pytest.fixture(scope="module")

@@ -14,19 +14,10 @@ from typing import Any
 import pytest
 import redis
 
+from tests.replication_support import wait_until
 from xspec.reference.replication_deployment import DeploymentThread
 from xspec.spec.trace_format import load
 from xspec.traces.check.checker import check_trace
-
-
-def wait_until(check: Any, timeout: float = 10.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def up(r: redis.Redis) -> bool:

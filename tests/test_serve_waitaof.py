@@ -10,27 +10,16 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 import redis
 
+from tests.replication_support import NO_SYNC_DELAY, wait_until
 from xspec.reference.server import ServerThread
 from xspec.traces.scenarios.runner import start_redis, stop_process
 
 DIALECTS = ("redis-7.4", "redis-7.2", "valkey-9.1")
-NO_SYNC_DELAY = {"repl-diskless-sync-delay": "0"}
-
-
-def wait_until(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def answer(r: redis.Redis, *argv: Any) -> Any:
