@@ -118,6 +118,26 @@ Node = tuple[tuple[int, ...], int, tuple[tuple[int, int, int], ...], int, int]
 EMPTY_NODE: Node = ((), -1, (), 0, 0)
 
 
+_SWAP = (1, 0, 2)  # consumers 0 and 1 trade places; the worker (2) stays
+
+
+def _swap_bits(b: int) -> int:
+    return (b & ~3) | (b & 1) << 1 | (b & 2) >> 1
+
+
+def _swap_node(n: Node) -> Node:
+    entries, ld, pel, cons, dead = n
+    return (entries, ld, tuple((seq, _SWAP[o], c) for seq, o, c in pel), _swap_bits(cons), dead)
+
+
+def _swap_op(o: tuple[Any, ...]) -> tuple[Any, ...]:
+    if o[0] == CLAIM:
+        return (CLAIM, _SWAP[o[1]], o[2], o[3], o[4])
+    if o[0] == MARK and o[1] in (1, 2):
+        return (MARK, 3 - o[1], o[2])
+    return o
+
+
 class FailoverSystem:
     """The compact system of a :class:`FailoverConfig` (see the module docstring).
 
@@ -169,9 +189,21 @@ class FailoverSystem:
         swap, so the order is a property of the orbit); among the relabellings a tie leaves, the one with the
         smallest fingerprint. No permutation is returned: paths are made concrete by replaying
         (:func:`~xspec.explore.fastwalk.replay_path`)."""
-        s = self.normal(s)
+        return self._canonical(s, None)[0], None
+
+    def canonical_keyed(self, s: Any, key: int) -> tuple[Any, int]:
+        """``canonical(s)[0]`` and its fingerprint (its hash), given ``key``, the hash of ``s``: each
+        candidate of the orbit is hashed once (:func:`~xspec.explore.fastwalk.walk` uses this)."""
+        c, h = self._canonical(s, key)
+        return c, hash(c) if h is None else h
+
+    def _canonical(self, s: Any, key: int | None) -> tuple[Any, int | None]:
+        """The representative and its hash where one is known (``key`` is that of ``s``, or None)."""
+        n = self.normal(s)
+        if n is not s:
+            s, key = n, None
         if not self.symmetry:
-            return s, None
+            return s, key
         local, ghost = s[5], s[6]
         first, second = self._consumer_signature(local[1], ghost[6] & 1), \
             self._consumer_signature(local[2], ghost[6] >> 1 & 1)
@@ -182,20 +214,20 @@ class FailoverSystem:
             replica_swaps = (False,) if one < two else (True,) if one > two else (False, True)
         if len(consumer_swaps) == 1 and len(replica_swaps) == 1:
             if consumer_swaps[0]:
-                s = self._swap_consumers(s)
+                s, key = self._swap_consumers(s), None
             if replica_swaps[0]:
-                s = self._swap_replicas(s)
-            return s, None
+                s, key = self._swap_replicas(s), None
+            return s, key
         best = None
         h = 0
         for by_replica in replica_swaps:
             base = self._swap_replicas(s) if by_replica else s
             for by_consumer in consumer_swaps:
                 other = self._swap_consumers(base) if by_consumer else base
-                g = hash(other)
+                g = key if other is s and key is not None else hash(other)
                 if best is None or g < h or (g == h and repr(other) < repr(best)):
                     best, h = other, g
-        return best, None
+        return best, h
 
     def normal(self, s: Any) -> Any:
         """``s`` with the ghost records of the properties it has already violated forgotten (EXPLORE-FAIL-7):
@@ -242,28 +274,10 @@ class FailoverSystem:
     @staticmethod
     def _swap_consumers(s: Any) -> Any:
         nodes, serving, up, links, budget, local, ghost = s
-        swap = (1, 0, 2)
-
-        def bits(b: int) -> int:
-            return (b & ~3) | (b & 1) << 1 | (b & 2) >> 1
-
-        def node(n: Any) -> Any:
-            if n is None:
-                return None
-            entries, ld, pel, cons, dead = n
-            return (entries, ld, tuple((seq, swap[o], c) for seq, o, c in pel), bits(cons), dead)
-
-        def op(o: tuple[Any, ...]) -> tuple[Any, ...]:
-            if o[0] == CLAIM:
-                return (CLAIM, swap[o[1]], o[2], o[3], o[4])
-            if o[0] == MARK and o[1] in (1, 2):
-                return (MARK, 3 - o[1], o[2])
-            return o
-
-        return (tuple(node(n) for n in nodes), serving, up,
-                tuple(None if link is None else (tuple(op(o) for o in link[0]), link[1]) for link in links),
+        return (tuple(None if n is None else _swap_node(n) for n in nodes), serving, up,
+                tuple(None if link is None else (tuple(_swap_op(o) for o in link[0]), link[1]) for link in links),
                 budget, (local[0], local[2], local[1]) + local[3:],
-                ghost[:3] + (tuple((0, 2, 1, 3)[o] for o in ghost[3]),) + ghost[4:6] + (bits(ghost[6]), ghost[7]))
+                ghost[:3] + (tuple((0, 2, 1, 3)[o] for o in ghost[3]),) + ghost[4:6] + (_swap_bits(ghost[6]), ghost[7]))
 
     def violations(self, s: Any) -> Iterator[str]:
         return iter(())
@@ -396,7 +410,7 @@ class FailoverSystem:
             ghost = self._flag(ghost, "no-id-reuse")
         given = given + (0,) * (seq + 1 - len(given))
         ghost = self._ghost(ghost, 0, given[:seq] + (k,) + given[seq + 1:])
-        if self.config.regime == "wait" and any(link is not None for link in links):
+        if self.config.regime == "wait" and links.count(None) < len(links):
             links = self._feed(links, (MARK, PRODUCER, k))
             local = self._set_local(local, 0, (k + 1, k))
         else:
@@ -512,7 +526,7 @@ class FailoverSystem:
         sid = self.step_id(who, "command", (b"XADD", b"dlq", mid, b"id", mid))
         nodes = self._set_node(nodes, serving, (entries, ld, pel, cons, dead | 1 << seq))
         links = self._feed(links, (DEAD, seq))
-        if self.config.regime == "wait" and any(link is not None for link in links):
+        if self.config.regime == "wait" and links.count(None) < len(links):
             links = self._feed(links, (MARK, who, DLQ_BIT + seq))
             local = self._set_local(local, who, (held, DLQ_BIT + seq, mine[2], HOLD))
         else:
@@ -534,7 +548,7 @@ class FailoverSystem:
         acked = entries[seq]  # the entry now under that ID: a stale XACK acknowledges whatever it names
         nodes = self._set_node(nodes, serving, (entries, ld, tuple(x for x in pel if x[0] != seq), cons, dead))
         links = self._feed(links, (ACK, seq))
-        if self.config.regime == "wait" and any(link is not None for link in links):
+        if self.config.regime == "wait" and links.count(None) < len(links):
             links = self._feed(links, (MARK, who, acked))
             local = self._set_local(local, who, (None, acked) + mine[2:])
         else:
@@ -551,8 +565,9 @@ class FailoverSystem:
         mine = local[who]
         local = self._set_local(local, who, (mine[0], 0) + mine[2:])
         # Its marks go: nothing was acknowledged, so no replica missed an acknowledged write.
-        links = tuple(None if link is None else (tuple(op for op in link[0] if not (
-            op[0] == MARK and op[1] == self._mark_id(who))), link[1]) for link in links)
+        mark = (MARK, self._mark_id(who))
+        links = tuple(None if link is None else (tuple(op for op in link[0] if op[:2] != mark), link[1])
+                      for link in links)
         return sid, (nodes, serving, up, links, budget, local, ghost)
 
     def _mark_id(self, who: int) -> int:
@@ -653,7 +668,8 @@ class FailoverSystem:
         # the replica that acknowledged is the more advanced one, the one a failover picks.
         links = tuple(None if link is None else (tuple(op for op in link[0] if op[0] == DONE), True)
                       for link in links)
-        local = tuple(x if not x[1] else (x[0], 0) + x[2:] for x in local)
+        if any(x[1] for x in local):
+            local = tuple(x if not x[1] else (x[0], 0) + x[2:] for x in local)
         return sid, (nodes, serving, False, links, (budget[0] - 1, budget[1], budget[2]), local, ghost)
 
     def _may_promote(self, s: Any, r: int) -> bool:

@@ -144,6 +144,9 @@ def _walk(system: CompactSystem, max_states: int | None, check: bool,
     depth = array("H", [0])
     found: dict[str, Violation] = {}
     canonical = system.canonical_fast
+    # A system whose states are hashed may take the raw state's hash and return the representative's, so that
+    # no state is hashed twice (FailoverSystem.canonical_keyed).
+    keyed = None if whole else getattr(system, "canonical_keyed", None)
     expand = system.expand
     safety = system.safety
     violations = system.violations
@@ -177,8 +180,12 @@ def _walk(system: CompactSystem, max_states: int | None, check: bool,
             key = raw if whole else hash(raw)
             if key in index or key in alias:
                 continue
-            c, perm = canonical(raw)
-            ckey = key if c is raw else c if whole else hash(c)
+            if keyed is not None:
+                c, ckey = keyed(raw, key)
+                perm = None
+            else:
+                c, perm = canonical(raw)
+                ckey = key if c is raw else c if whole else hash(c)
             if c is not raw:
                 j = index.get(ckey)
                 if j is not None:
