@@ -561,6 +561,9 @@ class _Search:
         self.incomplete = False
         self.checkpoints = [_Checkpoint(0, 0, 0, None, None)]
         self.checkpoint_at = -1
+        # Set by an event whose effect is costly to redo (a restart's reload): the next event
+        # starts with a checkpoint, so that backtracking to a later choice does not redo it.
+        self.checkpoint_next = False
         self.explored: set[bytes] = set()
         self.searching = False  # some path has failed: remember every state on the later ones
         self.best: _Failure | None = None
@@ -705,6 +708,7 @@ class _Search:
             self.checkpoints.pop()
         cp = self.checkpoints[-1]
         self._restore(cp)
+        self.checkpoint_next = False
         self.k = cp.choices
         event = log[target].event
         self.checkpoint_at = event if event - cp.pos > CHECKPOINT_DISTANCE else -1
@@ -767,8 +771,10 @@ class _Search:
         internal = self.INTERNAL_STEPS
         while self.pos < n:
             p = self.pos
-            if p == self.checkpoint_at:
-                self.checkpoint_at = -1
+            if p == self.checkpoint_at or self.checkpoint_next:
+                if p == self.checkpoint_at:
+                    self.checkpoint_at = -1
+                self.checkpoint_next = False
                 self._take_checkpoint()
             kind = kinds[p]
             op = at[p]
