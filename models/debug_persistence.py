@@ -118,7 +118,7 @@ def debug_loadaof(call: Call) -> Reply:
             raise CommandError(LOADAOF_LEFT_OVER)
         if server.dialect.debug_loadaof_missing_error is None:
             raise CommandError(LOADAOF_EXITS)  # DEBUG-LOADAOF-3: Redis exits, no reply
-        _empty_data(server)  # DEBUG-LOADAOF-DIALECT-1: emptied, then the load fails; no counter zeroed
+        _empty_data(server)  # LOADAOF-DIALECT-1: emptied, then the load fails; no counter zeroed
         raise CommandError(server.dialect.debug_loadaof_missing_error)
     if node.aof is None:  # DEBUG-LOADAOF-1: the first command since the start: the base the start wrote
         deployment_of(node).rewrite_aof(node)

@@ -558,7 +558,7 @@ def debug_loadaof(ctx: Context) -> Any:
         if loader.read_manifest():
             loader.load()
         elif aof is None and core.dialect.debug_loadaof_missing_error is not None:
-            raise ReplyError(core.dialect.debug_loadaof_missing_error)  # DEBUG-LOADAOF-DIALECT-1
+            raise ReplyError(core.dialect.debug_loadaof_missing_error)  # LOADAOF-DIALECT-1
     except LoadError as e:
         log.warning("DEBUG LOADAOF: %s", e)
         raise ReplyError(f"ERR {e}") from None

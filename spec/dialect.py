@@ -241,7 +241,7 @@ class Dialect:
     # -- outside the model (the reference server's; spec/dialects.md, "Server-only switches") --
     # DEBUG is refused unless ``enable-debug-command`` allows it (7.0+); 6.2 has no such option.
     debug_needs_enabling: bool = True
-    # DEBUG LOADAOF with no AOF on disk: Redis exits (None); Valkey replies this error (DEBUG-LOADAOF-DIALECT-1).
+    # DEBUG LOADAOF with no AOF on disk: Redis exits (None); Valkey replies this error (LOADAOF-DIALECT-1).
     debug_loadaof_missing_error: str | None = None
     # COMMAND has DOCS and LIST, ten fields per command, and COMMAND INFO without names lists
     # every command (7.0+); 6.2 has seven fields, no DOCS or LIST, and an empty COMMAND INFO.

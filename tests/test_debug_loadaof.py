@@ -221,7 +221,7 @@ def test_loadaof_under_6_2_gives_the_data_back(real):
 
 
 def test_checked_valkey_without_an_aof(tmp_path, caplog):
-    """DEBUG-LOADAOF-DIALECT-1 on `xspec serve --dialect valkey-9.1 --checked`: the server and the model agree."""
+    """LOADAOF-DIALECT-1 on `xspec serve --dialect valkey-9.1 --checked`: the server and the model agree."""
     caplog.set_level(logging.ERROR, logger="xspec.serve")
     with ServerThread(dialect="valkey-9.1", config={"dir": str(tmp_path), "save": ""}, enable_debug="yes",
                       checker=model_checker, trace=str(tmp_path / "t.jsonl")) as st:

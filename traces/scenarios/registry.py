@@ -88,7 +88,9 @@ def topic(name: str) -> Callable[..., Callable[[ScenarioFn], ScenarioFn]]:
 
 
 def all_scenarios() -> list[Scenario]:
-    """Every registered scenario, topic modules in :data:`TOPIC_MODULES` order."""
+    """Every registered scenario, topic modules in :data:`TOPIC_MODULES` order (whichever module was
+    imported first), each module's in the order it registers them."""
     for module in TOPIC_MODULES:
         importlib.import_module(f"xspec.traces.scenarios.{module}")
-    return list(_REGISTERED)
+    order = {f"xspec.traces.scenarios.{module}": n for n, module in enumerate(TOPIC_MODULES)}
+    return sorted(_REGISTERED, key=lambda s: order.get(s.run.__module__, len(order)))
