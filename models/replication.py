@@ -620,8 +620,6 @@ class Deployment:
                 out.append(("fsync", node.name))  # WAITAOF-1: the AOF's fsync, then the waiting clients
             if node.dirty and setting(node.server, "save").strip():
                 out.append(("bgsave", node.name))  # RDB-7: a save point's condition is met in the cron
-            if node.aof is not None and node.aof.rewriting is not None:
-                out.append(("rewrite", node.name))  # AOF-7: the rewrite's child exits, its base takes over
         for link in self.links.values():
             primary, replica = self.nodes[link.primary], self.nodes[link.replica]
             if link.held or primary.paused or replica.paused or not replica.up or not primary.up:
@@ -670,11 +668,6 @@ class Deployment:
             return Outcome(None)
         if kind == "bgsave":
             self.save(self.nodes[name])
-            return Outcome(None)
-        if kind == "rewrite":
-            aof = self.nodes[name].aof
-            assert aof is not None
-            aof.finish_rewrite()  # AOF-7: backgroundRewriteDoneHandler
             return Outcome(None)
         raise ValueError(f"unknown step {kind}")
 
@@ -961,7 +954,6 @@ class Deployment:
         self.nodes[name] = node
         server = node.server
         if node.aof is not None:  # AOF-4: the AOF wins over the RDB
-            node.aof.rewriting = None  # AOF-7: the killed rewrite's child dies with it
             keep = len(node.aof.units) if aof_keep is None else aof_keep
             node.aof.units = node.aof.units[:keep]
             node.aof.synced = min(node.aof.synced, keep)
@@ -987,7 +979,7 @@ class Deployment:
             units: list[tuple[int, tuple[bytes, ...]]] = []
         else:
             units = [(db, replayable(argv)) for db, argv in aof.base or []]
-        for unit in aof.history + aof.units:  # AOF-7: a rewrite not finished left the older files in
+        for unit in aof.units:
             units.extend(unit)
         server.client(AOF_CLIENT)
         db = 0
@@ -1015,18 +1007,16 @@ class Deployment:
         node.rdb = take_snapshot(node.server.dbs, self._rdb_version(node), replid, offset, stream_db)
         node.dirty = 0
 
-    def rewrite_aof(self, node: Node, *, finished: bool = True) -> None:
-        """A rewrite: a new base from the data now, the appended units start again (AOF-5). It
-        takes effect at once when ``finished``, else at the ``rewrite`` step (AOF-7)."""
+    def rewrite_aof(self, node: Node) -> None:
+        """BGREWRITEAOF: a new base from the data now, the appended units start again (AOF-5)."""
         if node.aof is None:
             node.aof = AppendOnlyFile()
         if setting(node.server, "aof-use-rdb-preamble") == "yes":
-            base: Any = take_snapshot(node.server.dbs, self._rdb_version(node))
+            node.aof.base = take_snapshot(node.server.dbs, self._rdb_version(node))
         else:
-            base = rewrite_commands(node.server.dbs, node.server.dialect.stream_counters)
-        node.aof.start_rewrite(base)  # AOF-7: the files so far stay, a new incremental file starts
-        if finished:
-            node.aof.finish_rewrite()
+            node.aof.base = rewrite_commands(node.server.dbs, node.server.dialect.stream_counters)
+        node.aof.units = []
+        node.aof.synced = 0
 
     # -- canonical state -------------------------------------------------------------------
     def freeze(self) -> tuple[Any, ...]:
@@ -1330,10 +1320,7 @@ def bgsave(call: Call) -> Reply:
 @command("bgrewriteaof")
 def bgrewriteaof(call: Call) -> Reply:
     node = node_of(call.server)
-    aof = node.aof
-    if aof is not None and aof.rewriting is not None:
-        raise CommandError("ERR Background append only file rewriting already in progress")  # AOF-7
-    deployment_of(node).rewrite_aof(node, finished=False)  # AOF-5, AOF-7: done at the rewrite step
+    deployment_of(node).rewrite_aof(node)  # AOF-5
     return Simple("Background append only file rewriting started")
 
 
