@@ -85,6 +85,15 @@ def abstract_op(argv: list[bytes]) -> tuple[Any, ...] | None:
     return None
 
 
+
+def apply_one_operation(d: Any, r: int) -> None:
+    """Replica ``n{r}`` applies its link's next step, then the steps that are no operation of the compact
+    system (SELECT, MULTI, PING, GETACK), so that one compact ``apply`` is one model operation."""
+    link = f"n{r}"
+    d.step("apply", link)
+    while d.links[link].pending and abstract_op(d.links[link].pending[0][1]) is None:
+        d.step("apply", link)
+
 def abstract_node(d: Deployment, name: str) -> Any:
     server = d.nodes[name].server
     stream = server.dbs[0].get(b"s")
@@ -253,9 +262,7 @@ def random_walks(config: FailoverConfig, walks: int, length: int, seed: int = 0,
                 r = int(step.argv[0])
                 head = s[3][r][0][0]
                 if head[0] in (ADD, CLAIM, ACK, DEAD):
-                    d.step("apply", f"n{r}")
-                    while d.links[f"n{r}"].pending and abstract_op(d.links[f"n{r}"].pending[0][1]) is None:
-                        d.step("apply", f"n{r}")  # SELECT, MULTI, PING, GETACK: no operation of the compact system
+                    apply_one_operation(d, r)
                 elif head[0] == MARK:  # the replica's REPLCONF ACK reaches the primary: the WAIT answers 1
                     who = CLIENT_OF[0 if head[1] == PRODUCER else head[1]]
                     served = dict(d.step("ack", f"n{r}").served)

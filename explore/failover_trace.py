@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from xspec.explore.failover import ACK, ADD, CLAIM, DEAD, MARK, PRODUCER, FailoverSystem, T
-from xspec.explore.failover_refinement import CLIENT_OF, abstract_op, deployment
+from xspec.explore.failover_refinement import CLIENT_OF, apply_one_operation, deployment
 from xspec.models.replication import Deployment, announced
 from xspec.spec.resp import Int, Reply, Simple
 from xspec.spec.trace_format import Call, Crash, Event, Header, Link, NodeSpec, Note, Recv, Send, Trace
@@ -124,9 +124,7 @@ def _run(system: FailoverSystem, d: Deployment, w: _Writer, s: Any, step: Any, n
         r = int(step.argv[0])
         head = s[3][r][0][0]
         if head[0] in (ADD, CLAIM, ACK, DEAD):
-            d.step("apply", f"n{r}")
-            while d.links[f"n{r}"].pending and abstract_op(d.links[f"n{r}"].pending[0][1]) is None:
-                d.step("apply", f"n{r}")
+            apply_one_operation(d, r)
         elif head[0] == MARK:
             client = CLIENT_OF[0 if head[1] == PRODUCER else head[1]]
             served = dict(d.step("ack", f"n{r}").served)

@@ -32,6 +32,15 @@ def redis_binary() -> str | None:
 
 
 @pytest.fixture(scope="session")
+def real_binary() -> str:
+    """The redis-server 7.0.15 binary, for tests that start servers of their own; skips without one."""
+    binary = redis_binary()
+    if binary is None:
+        pytest.skip("redis-server 7.0.15 is not installed")
+    return binary
+
+
+@pytest.fixture(scope="session")
 def redis_server() -> Iterator[RealRedis]:
     binary = redis_binary()
     if binary is None:

@@ -42,3 +42,4 @@ class Real:
 
     def stop(self) -> None:
         stop_process(self.proc)
+

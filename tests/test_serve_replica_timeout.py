@@ -14,15 +14,6 @@ import redis
 
 from tests.test_serve_replication import Real, client, follow, link_up, wait_until
 from xspec.reference.server import ServerThread
-from xspec.traces.harness.servers import find_redis_server
-
-
-@pytest.fixture(scope="module")
-def real_binary() -> str:
-    found = find_redis_server()
-    if found is None:
-        pytest.skip("redis-server 7.0.15 is not installed")
-    return found
 
 
 @pytest.fixture()

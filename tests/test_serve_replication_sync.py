@@ -17,15 +17,6 @@ from xspec.reference.handlers import new_core
 from xspec.reference.replica_link import ReplicaLink
 from xspec.reference.replication import replication_of, resp_command
 from xspec.reference.server import ServerThread
-from xspec.traces.harness.servers import find_redis_server
-
-
-@pytest.fixture(scope="module")
-def real_binary() -> str:
-    found = find_redis_server()
-    if found is None:
-        pytest.skip("redis-server 7.0.15 is not installed")
-    return found
 
 
 @pytest.fixture(params=["redis-7.0.15", "xspec"])
