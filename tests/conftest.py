@@ -19,6 +19,7 @@ from tests.real_servers import (  # every dialect's real server, one per session
     valkey81_server,
     valkey_server,
 )
+from tests.replication_support import Real
 from xspec.traces.harness.servers import find_redis_server
 from xspec.traces.record.recorder import Recorder
 from xspec.traces.scenarios.runner import free_port, start_redis, stop_process
@@ -38,6 +39,17 @@ def real_binary() -> str:
     if binary is None:
         pytest.skip("redis-server 7.0.15 is not installed")
     return binary
+
+
+@pytest.fixture(scope="module")
+def reals(real_binary: str) -> Iterator[list[Real]]:
+    """Two redis-server 7.0.15 processes of the module's own (replication tests make them replicas)."""
+    servers = [Real(real_binary), Real(real_binary)]
+    try:
+        yield servers
+    finally:
+        for s in servers:
+            s.stop()
 
 
 @pytest.fixture(scope="session")

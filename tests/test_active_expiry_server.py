@@ -25,25 +25,6 @@ from xspec.spec.resp import Bulk
 from xspec.spec.trace_format import Push as PushEvent
 from xspec.spec.trace_format import load
 from xspec.traces.check.checker import check_trace
-from xspec.traces.harness.servers import find_redis_server
-
-
-@pytest.fixture(scope="module")
-def binary() -> str:
-    found = find_redis_server()
-    if found is None:
-        pytest.skip("redis-server 7.0.15 is not installed")
-    return found
-
-
-@pytest.fixture(scope="module")
-def reals(binary: str) -> Iterator[list[Real]]:
-    servers = [Real(binary), Real(binary)]
-    try:
-        yield servers
-    finally:
-        for s in servers:
-            s.stop()
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ import redis
 from tests.replication_support import NO_SYNC_DELAY, Real, link_up, wait_until
 from tests.support import keyspace_state
 from xspec.reference.server import ServerThread
-from xspec.traces.harness.servers import find_redis_server
 
 # The xspec primaries send their snapshot at once, as the real ones told repl-diskless-sync-delay 0 do.
 
@@ -29,24 +28,6 @@ CLOCK_FIELDS = frozenset({"seen-time", "active-time", "time_since_delivered"})
 PRIMARY_FIELDS = ["role", "connected_slaves", "slave0", "slave1", "master_failover_state", "master_replid",
                   "master_replid2", "master_repl_offset", "second_repl_offset", "repl_backlog_active",
                   "repl_backlog_size", "repl_backlog_first_byte_offset", "repl_backlog_histlen"]
-
-
-@pytest.fixture(scope="module")
-def binary() -> str:
-    found = find_redis_server()
-    if found is None:
-        pytest.skip("redis-server 7.0.15 is not installed")
-    return found
-
-
-@pytest.fixture(scope="module")
-def reals(binary: str) -> Iterator[list[Real]]:
-    servers = [Real(binary), Real(binary)]
-    try:
-        yield servers
-    finally:
-        for s in servers:
-            s.stop()
 
 
 @pytest.fixture(scope="module")
