@@ -156,27 +156,34 @@ def _dead_letters(dl_rows: np.ndarray, batch: pa.RecordBatch, trace_c: np.ndarra
         return []
     from xspec.audit.nodes import xadd_parts
     # (trace, event, order within the event, what, data): the deliveries, XADDs, XACKs and closes, in event order
-    steps: list[tuple[int, int, int, int, tuple[Any, ...]]] = []
+    # (sorted by numpy; a stable sort keeps that order of the kinds, which never share an event)
     d_sel = np.flatnonzero(dl_rows[d_row])
-    fields = pc.take(d_fields, pa.array(d_sel, pa.int64())).to_pylist()
-    for n, i in enumerate(d_sel.tolist()):
-        r = int(d_row[i])
-        steps.append((int(trace_c[r]), int(event[r]), i, 0,
-                      (int(client[r]), (int(key_c[r]), int(group_c[r]), int(d_id_c[i])), tuple(fields[n]))))
     x_rows = np.flatnonzero(adds & dl_rows)
+    k_sel = np.flatnonzero(dl_rows[k_row])
+    rows = np.concatenate([d_row[d_sel], x_rows, k_row[k_sel], close_rows])
+    within = np.concatenate([d_sel, np.zeros(len(x_rows), np.int64), k_sel, np.zeros(len(close_rows), np.int64)])
+    order = np.lexsort((within, event[rows], trace_c[rows])).tolist()
+    fields = pc.take(d_fields, pa.array(d_sel, pa.int64())).to_pylist()
     cmds = pc.take(batch.column("cmd"), pa.array(x_rows, pa.int64())).to_pylist()
     ids = pc.take(reply_ids, pa.array(x_rows, pa.int64())).to_pylist()
-    for n, r in enumerate(x_rows.tolist()):
-        steps.append((int(trace_c[r]), int(event[r]), 0, 1, (int(client[r]), int(key_c[r]), ids[n][0],
-                                                               tuple(xadd_parts(cmds[n])[4]))))
-    k_sel = np.flatnonzero(dl_rows[k_row])
-    for j in k_sel.tolist():
-        r = int(k_row[j])
-        steps.append((int(trace_c[r]), int(event[r]), j, 2, (int(client[r]), (int(key_c[r]), int(group_c[r]),
-                                                                               int(k_id_c[j])), j)))
-    for r in close_rows.tolist():
-        steps.append((int(trace_c[r]), int(event[r]), 0, 3, (int(client[r]),)))
-    steps.sort(key=lambda s: s[:3])
+    r_trace, r_event, r_client = trace_c[rows].tolist(), event[rows].tolist(), client[rows].tolist()
+    r_key, r_group = key_c[rows].tolist(), group_c[rows].tolist()
+    d_ids, k_ids, ks = d_id_c[d_sel].tolist(), k_id_c[k_sel].tolist(), k_sel.tolist()
+    nd, nx, nk = len(d_sel), len(x_rows), len(k_sel)
+    steps: list[tuple[int, int, int, int, tuple[Any, ...]]] = []
+    for at in order:
+        if at < nd:
+            data: tuple[Any, ...] = (r_client[at], (r_key[at], r_group[at], d_ids[at]), tuple(fields[at]))
+            what = 0
+        elif at < nd + nx:
+            n = at - nd
+            data, what = (r_client[at], r_key[at], ids[n][0], tuple(xadd_parts(cmds[n])[4])), 1
+        elif at < nd + nx + nk:
+            n = at - nd - nx
+            data, what = (r_client[at], (r_key[at], r_group[at], k_ids[n]), ks[n]), 2
+        else:
+            data, what = (r_client[at],), 3
+        steps.append((r_trace[at], r_event[at], 0, what, data))
     pops: list[tuple[int, tuple[bytes, str, int]]] = []
     conns: dict[tuple[int, int], tuple[dict[Any, Any], dict[Any, set[Any]], dict[Any, Any]]] = {}
     for trace, ev, _, what, data in steps:
@@ -223,15 +230,21 @@ def split_ledger(batch: pa.RecordBatch, ends: dict[str, int | None]) -> tuple[pa
     effective = call & _np(pc.is_null(col("reply_error"))) & ~_np(pc.is_in(col("reply_type"), value_set=pa.array(
         ["error", "blob_error"]))) & _np(pc.is_valid(op))
 
+    op_dict, (op_c,) = _encode(op)  # one pass over the names: the masks below compare small codes
+    op_names = op_dict.to_pylist()
+
+    def op_in(names: tuple[str, ...]) -> np.ndarray:
+        return np.isin(op_c, [code for code, name in enumerate(op_names) if name in names])
+
     def is_op(*names: str) -> np.ndarray:
-        return effective & _np(pc.is_in(op, value_set=pa.array(names)))
+        return effective & op_in(names)
 
     xadd, create, xread = is_op("XADD"), is_op("XGROUP CREATE") & (ncmd > 3), is_op("XREADGROUP")
     xclaim, xauto, xack = is_op("XCLAIM") & (ncmd > 5), is_op("XAUTOCLAIM") & (ncmd > 5), is_op("XACK") & (ncmd > 3)
     removal = is_op(*FOLD_KEY_OPS)
 
     # the key the fold applies a command to, and its group and consumer arguments
-    second = _np(pc.is_in(op, value_set=pa.array(_SECOND_KEY_OPS)))
+    second = op_in(_SECOND_KEY_OPS)
     key_arg = pc.if_else(pa.array(second), args.at(2), args.at(1))
     standard = xread & _upper_in(args.at(1), ("GROUP",)) & np.isin(ncmd, (7, 9, 11)) & \
         _upper_in(args.at(ncmd - 3), ("STREAMS",)) & ((ncmd < 9) | _upper_in(args.at(4), _READ_OPTIONS)) & \
@@ -258,7 +271,7 @@ def split_ledger(batch: pa.RecordBatch, ends: dict[str, int | None]) -> tuple[pa
     # what sends a trace, or a key, to the fold
     fold_trace = np.zeros(len(trace_dict), dtype=bool)
     fold_trace[trace_c[_np(pc.is_in(ev, value_set=pa.array(FOLD_EVS)))]] = True
-    fold_trace[trace_c[call & _np(pc.is_in(op, value_set=pa.array(FOLD_TRACE_OPS)))]] = True
+    fold_trace[trace_c[call & op_in(FOLD_TRACE_OPS)]] = True
     header = _np(pc.equal(ev, "header"))
     fold_trace[trace_c[header & _np(pc.match_substring(col("text"), '"nodes"'))]] = True
     fold_trace[trace_c[xread & ~standard]] = True  # the fold's reading of its keys is the one to follow
@@ -290,9 +303,12 @@ def split_ledger(batch: pa.RecordBatch, ends: dict[str, int | None]) -> tuple[pa
     a_owner, a_ids = args.tail(a_rows, 3)
     a_text = a_ids.view(pa.string())
     reply_int = _ints(col("reply_int"), 0)
-    id_dict, (a_id_c, e_id_c, add_id_c) = _encode(a_text, e_id, pc.list_element(pc.if_else(
-        pa.array(xadd & _np(pc.greater(pc.fill_null(pc.list_value_length(col("reply_ids")), 0), 0))),
-        col("reply_ids"), pa.scalar([""], pa.list_(pa.string()))), 0))
+    # each XADD's new ID (the first of its reply IDs; null on other rows, whose codes are never read)
+    reply_ids = col("reply_ids")
+    r_offsets = np.asarray(reply_ids.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    has_ids = _np(reply_ids.is_valid()) & (r_offsets[1:] > r_offsets[:-1])
+    added_id = pc.take(reply_ids.values, pa.array(np.where(xadd & has_ids, r_offsets[:-1], 0), mask=~(xadd & has_ids)))
+    id_dict, (a_id_c, e_id_c, add_id_c) = _encode(a_text, e_id, added_id)
     a_n = ncmd[a_owner] - 3
     a_reply = reply_int[a_owner]
     partial = (a_reply > 0) & (a_reply < a_n)

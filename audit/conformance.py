@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from xspec.audit.trace_lines import collections_paused, load_trace
 from xspec.spec.dialect import UnknownDialect
-from xspec.spec.trace_format import Trace, TraceError, load
+from xspec.spec.trace_format import Trace, TraceError
 from xspec.traces.check.checker import Verdict, check_trace
 from xspec.traces.check.report import expectation, meets
 
@@ -71,8 +72,9 @@ def check_loaded(trace: Trace, path: str, dialect: str = "auto",
 def check_file(path: str, dialect: str = "auto", split_min_events: int = DEFAULT_SPLIT_MIN_EVENTS,
                decide: Decide | None = None) -> dict[str, Any] | None:
     """The VERDICTS row of one file; None when the file is malformed (the ingest quarantines it)."""
-    try:
-        trace = load(path)
-    except TraceError:
-        return None
-    return check_loaded(trace, path, dialect, split_min_events, decide)
+    with collections_paused():  # the trace and the model's state stay alive until the verdict (trace_lines.py says why)
+        try:
+            trace = load_trace(path)
+        except TraceError:
+            return None
+        return check_loaded(trace, path, dialect, split_min_events, decide)

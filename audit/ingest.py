@@ -10,7 +10,6 @@ then dropped by the caller (no partial traces). Nothing here needs Spark.
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ import pyarrow as pa
 from xspec.audit.commands import command_keys, op_name
 from xspec.audit.json_text import loads
 from xspec.audit.schema import EVENTS, QUARANTINE, TRACES
+from xspec.audit.trace_lines import collections_paused, events_of, json_lines
 from xspec.spec import trace_format as tf
 from xspec.spec.resp import (
     Array,
@@ -37,6 +37,7 @@ from xspec.spec.resp import (
 )
 
 BATCH_ROWS = 32_768
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 def _entry(item: Reply, key: bytes | None) -> dict[str, Any] | None:
     """``[id, [field, value, ...]]`` (or ``[id, nil]``) as an entry row, None for anything else."""
@@ -114,22 +115,27 @@ def dumps(obj: Any) -> str:
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def reply_columns(op: str | None, cmd: list[bytes] | None, reply: Reply, as_json: Any = None) -> dict[str, Any]:
-    """The reply columns of an event: JSON text, RESP type, integer, error text, IDs, entries.
+def reply_values(op: str | None, cmd: list[bytes] | None, reply: Reply, as_json: Any = None) -> tuple[Any, ...]:
+    """The reply columns of an event, in :data:`REPLY_COLUMNS` order: JSON text, RESP type, integer, error text,
+    IDs, entries.
 
     ``as_json``: the reply as the trace's line wrote it (else it is written from ``reply``)."""
     if as_json is None:
         as_json = to_json(reply)
     ids, entries = reply_payload(op, cmd, reply)
     inner = reply.value if isinstance(reply, Attribute) else reply
-    return {
-        "reply_json": dumps(as_json),
-        "reply_type": next(iter(as_json)),
-        "reply_int": inner.value if isinstance(inner, Int) else None,
-        "reply_error": inner.text if isinstance(inner, (Error, BlobError)) else None,
-        "reply_ids": ids,
-        "entries": entries,
-    }
+    # an integer past 64 bits (no server sends one; a hand-written trace may) is in reply_json only
+    number = inner.value if isinstance(inner, Int) and _I64_MIN <= inner.value <= _I64_MAX else None
+    return (dumps(as_json), next(iter(as_json)), number, inner.text if isinstance(inner, (Error, BlobError)) else None,
+            ids, entries)
+
+
+REPLY_COLUMNS = ("reply_json", "reply_type", "reply_int", "reply_error", "reply_ids", "entries")
+
+
+def reply_columns(op: str | None, cmd: list[bytes] | None, reply: Reply, as_json: Any = None) -> dict[str, Any]:
+    """The reply columns of an event (:func:`reply_values`) by name."""
+    return dict(zip(REPLY_COLUMNS, reply_values(op, cmd, reply, as_json), strict=True))
 
 
 @dataclass
@@ -151,30 +157,25 @@ class Check:
 
 
 _EMPTY_ROW = dict.fromkeys(EVENTS.names)
+# the column order of the tuple `_event_row` writes for a call
+assert EVENTS.names == ["trace", "line", "event", "node", "primary", "replica", "client", "ev", "t0", "t1", "t", "now",
+                        "cmd", "raw", "by", "text", "answers", "op", "keys", *REPLY_COLUMNS]
 
 
-def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed JSON) for every non-empty line, with :func:`xspec.spec.trace_format.iter_lines`'s
-    errors (only the JSON parser differs: :func:`loads`)."""
-    p = str(path)
-    n = 0
-    try:
-        with tf._open_text(path) as f:
-            for n, text in enumerate(f, 1):
-                if not text.strip():
-                    continue
-                try:
-                    yield n, loads(text)
-                except json.JSONDecodeError as e:
-                    raise tf.TraceError(p, n, f"not valid JSON ({e.msg} at column {e.colno})") from None
-    except UnicodeDecodeError as e:
-        raise tf.TraceError(p, n + 1, f"not UTF-8 text: {e}") from None
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise tf.TraceError(p, n + 1, f"cannot read: {e}") from None
+def _batch(rows: list[tuple[Any, ...]]) -> pa.RecordBatch:
+    """EVENTS rows (tuples in the schema's column order) as one record batch, built column by column."""
+    columns = zip(*rows, strict=True)  # every row has every column
+    return pa.RecordBatch.from_arrays([pa.array(values, f.type) for values, f in zip(columns, EVENTS, strict=True)],
+                                      schema=EVENTS)
 
 
 def _event_row(trace: str, line: int, index: int, e: Any, pending: dict[int, list[tuple[int, list[bytes] | None]]],
-               obj: dict[str, Any]) -> dict[str, Any]:
+               obj: dict[str, Any]) -> tuple[Any, ...]:
+    """One EVENTS row as a tuple in the schema's column order."""
+    if type(e) is tf.Call:  # most events: its own row, without looking up absent fields
+        op = op_name(e.cmd)
+        return (trace, line, index, e.node, None, None, e.c, "call", e.t0, e.t1, None, e.now, e.cmd, None, None, None,
+                None, op, command_keys(e.cmd), *reply_values(op, e.cmd, e.reply, obj["reply"]))
     row = dict(_EMPTY_ROW)
     row.update(trace=trace, line=line, event=index, node=getattr(e, "node", None))
     kind = type(e).__name__.lower()
@@ -210,7 +211,7 @@ def _event_row(trace: str, line: int, index: int, e: Any, pending: dict[int, lis
             row["text"] = e.state if isinstance(e, tf.Link) else e.sync if isinstance(e, tf.ReplSync) else "ack"
     elif hasattr(e, "reply"):  # trace/2 push
         row.update(reply_columns(None, None, e.reply, obj["reply"]))
-    return row
+    return tuple(row.values())
 
 
 def _malformed_lines(path: Path) -> list[dict[str, Any]]:
@@ -242,29 +243,20 @@ def _malformed_lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _events_of(header: Any, path: Path, lines: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any, Any]]:
-    """(line, event, its JSON) of a file's validated events, streamed (trace/2 through the format's version-2
-    reader)."""
-    name = str(path)
-    if getattr(header, "nodes", None) is None:
-        for n, obj in lines:
-            yield n, tf.parse_event(obj, name, n), obj
-    else:
-        reader = tf._V2Reader(header, name)  # type: ignore[attr-defined]
-        for n, obj in lines:
-            yield n, reader.event(obj, n), obj
-
-
 def read_file(path: str | Path, result: FileResult, batch_rows: int = BATCH_ROWS,
               check: Check | None = None) -> Iterator[pa.RecordBatch]:
     """Stream one trace file as EVENTS batches; fills ``result`` (trace row or quarantine rows; with ``check``, the
     verdict of a trace/1 file, from the very events the rows were made of)."""
-    path = Path(path)
+    with collections_paused():
+        yield from _read_file(Path(path), result, batch_rows, check)
+
+
+def _read_file(path: Path, result: FileResult, batch_rows: int, check: Check | None) -> Iterator[pa.RecordBatch]:
     name = str(path)
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[Any, ...]] = []
     index = 0
     try:
-        lines = _json_lines(path)
+        lines = json_lines(path)
         first = next(lines, None)
         if first is None:
             raise tf.TraceError(name, 1, "empty file: a trace starts with its header line")
@@ -272,16 +264,16 @@ def read_file(path: str | Path, result: FileResult, batch_rows: int = BATCH_ROWS
         head = dict(_EMPTY_ROW)
         head.update(trace=name, line=first[0], event=0, ev="header",
                     text=dumps(first[1]))
-        rows.append(head)
+        rows.append(tuple(head.values()))
         pending: dict[int, list[tuple[int, list[bytes] | None]]] = {}
         kept: list[Any] | None = [] if check is not None and getattr(header, "nodes", None) is None else None
-        for n, e, obj in _events_of(header, path, lines):
+        for n, e, obj in events_of(header, path, lines):
             index += 1
             rows.append(_event_row(name, n, index, e, pending, obj))
             if kept is not None:
                 kept.append(e)
             if len(rows) >= batch_rows:
-                yield pa.RecordBatch.from_pylist(rows, EVENTS)
+                yield _batch(rows)
                 rows = []
     except tf.TraceError as e:
         bad = _malformed_lines(path)
@@ -290,7 +282,7 @@ def read_file(path: str | Path, result: FileResult, batch_rows: int = BATCH_ROWS
         result.quarantine = sorted(bad, key=lambda q: q["line"])
         return
     if rows:
-        yield pa.RecordBatch.from_pylist(rows, EVENTS)
+        yield _batch(rows)
     result.trace = _trace_row(name, header, index, path)
     if kept is not None and check is not None:
         from xspec.audit.conformance import DEFAULT_SPLIT_MIN_EVENTS, check_loaded
@@ -319,10 +311,14 @@ def read_range(path: str | Path, start: int, end: int, result: RangeResult,
     sets ``result.whole``, and the caller reads the file whole (which also quarantines exactly as
     :func:`read_file` does); the rows already yielded are then dropped.
     """
-    name = str(path)
-    rows: list[dict[str, Any]] = []
+    with collections_paused():
+        yield from _read_range(str(path), start, end, result, batch_rows)
+
+
+def _read_range(name: str, start: int, end: int, result: RangeResult, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    rows: list[tuple[Any, ...]] = []
     try:
-        with open(path, "rb") as f:
+        with open(name, "rb") as f:
             first = loads(f.readline().decode("utf-8"))
             header = tf.parse_header(first, name)
             if getattr(header, "nodes", None) is not None:
@@ -331,7 +327,7 @@ def read_range(path: str | Path, start: int, end: int, result: RangeResult,
             if start == 0:
                 head = dict(_EMPTY_ROW)
                 head.update(trace=name, line=1, event=0, ev="header", text=dumps(first))
-                rows.append(head)
+                rows.append(tuple(head.values()))
                 result.lines = 1
             else:
                 f.seek(start - 1)
@@ -357,15 +353,15 @@ def read_range(path: str | Path, start: int, end: int, result: RangeResult,
                 result.events += 1
                 rows.append(_event_row(name, result.lines, result.events, e, {}, obj))
                 if len(rows) >= batch_rows:
-                    yield pa.RecordBatch.from_pylist(rows, EVENTS)
+                    yield _batch(rows)
                     rows = []
     except (tf.TraceError, ValueError, OSError):  # ValueError: JSON and UTF-8 errors
         result.whole = True
         return
     if rows:
-        yield pa.RecordBatch.from_pylist(rows, EVENTS)
+        yield _batch(rows)
     if start == 0:
-        result.trace = _trace_row(name, header, result.events, Path(path))
+        result.trace = _trace_row(name, header, result.events, Path(name))
 
 
 def _trace_row(name: str, header: Any, events: int, path: Path) -> dict[str, Any]:

@@ -1,8 +1,13 @@
 """The audit's outputs for readers: ``summary.json`` and ``report.html`` (spec/audit.md, "Output").
 
+Both are built from the Parquet tables the job wrote, read in Arrow batches: the plots are
+aggregated column by column over every ledger row and every anomaly, ``summary.json`` lists every
+anomaly but is written one batch at a time, and only the anomalies the report shows become Python
+rows, so the driver's memory does not grow with the number of anomalies or ledger rows.
+
 The report is one self-contained HTML file: its plots are SVG drawn by matplotlib and written
-inline (no script, no network), and each anomaly links to a section that lists the events
-proving it, read back from the events table.
+inline (no script, no network), and each anomaly it lists links to a section that lists the
+events proving it, read back from the events table.
 """
 
 from __future__ import annotations
@@ -11,12 +16,15 @@ import html
 import io
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, overload
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from xspec.audit.ledger import ANOMALY_KINDS
 from xspec.spec.resp import arg_to_json
@@ -24,6 +32,8 @@ from xspec.spec.resp import arg_to_json
 MAX_ANOMALIES_SHOWN = 500
 MAX_GROUPS_PLOTTED = 8
 STATUSES = ("conform", "diverge", "unsupported", "inconclusive")
+BATCH_ROWS = 65_536
+"""Rows read from a table at a time."""
 
 
 def text_of(data: bytes | None) -> Any:
@@ -36,16 +46,110 @@ def label(data: bytes | None) -> str:
     return v if isinstance(v, str) else json.dumps(v)
 
 
-def summary(files: int, tables: dict[str, pa.Table]) -> dict[str, Any]:
-    """The ``summary.json`` object."""
-    verdicts = tables["verdicts"].to_pylist()
+def table_files(folder: Path) -> list[Path]:
+    """The Parquet files of a table folder, in name order (not the hidden or partial ones Spark or a task leaves)."""
+    if not folder.is_dir():
+        return []
+    return [p for p in sorted(folder.glob("*.parquet")) if not p.name.startswith(("_", "."))]
+
+
+def table_batches(folder: Path, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """A table's record batches, file by file, in order."""
+    for path in table_files(folder):
+        yield from pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS, columns=columns)
+
+
+def table_rows(folder: Path) -> int:
+    """A table's number of rows, from the files' footers."""
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in table_files(folder))
+
+
+def _names(column: pa.Array, cache: dict[bytes | None, Any]) -> list[Any]:
+    """Binary names as ``summary.json`` writes them (names repeat: each is converted once)."""
+    out = []
+    for v in column.to_pylist():
+        got = cache.get(v, cache)
+        if got is cache:
+            got = cache[v] = text_of(v)
+        out.append(got)
+    return out
+
+
+def summary_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    """An ANOMALIES batch as the rows of ``summary.json``'s ``anomalies``."""
+    cache: dict[bytes | None, Any] = {}
+    consumers = batch.column("consumers")
+    flat = _names(pc.list_flatten(consumers), cache)
+    offsets = pc.fill_null(pc.list_value_length(consumers), 0).to_numpy().cumsum().tolist()
+    kinds, traces = batch.column("kind").to_pylist(), batch.column("trace").to_pylist()
+    keys, groups = _names(batch.column("key"), cache), _names(batch.column("group"), cache)
+    ids, events = batch.column("id").to_pylist(), batch.column("events").to_pylist()
+    rows = []
+    start = 0
+    for i, end in enumerate(offsets):
+        rows.append({"kind": kinds[i], "trace": traces[i], "key": keys[i], "group": groups[i], "id": ids[i],
+                     "consumers": flat[start:end], "events": events[i]})
+        start = end
+    return rows
+
+
+class AnomalyRows(Sequence[dict[str, Any]]):
+    """The anomalies of an audit as ``summary.json`` lists them, read from the anomalies table (Parquet) a batch at
+    a time whenever they are iterated: however many there are, they are never all Python objects at once."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.rows = table_rows(folder)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for batch in table_batches(self.folder):
+            yield from summary_rows(batch)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += self.rows
+        if not 0 <= index < self.rows:
+            raise IndexError(index)
+        return next(r for n, r in enumerate(self) if n == index)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or len(other) != len(self):
+            return False
+        return all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"AnomalyRows({str(self.folder)!r}, {self.rows} rows)"
+
+
+def _value_counts(column: pa.Array, into: Counter[Any]) -> None:
+    for item in pc.value_counts(column).to_pylist():
+        into[item["values"]] += item["counts"]
+
+
+def summary(files: int, out: Path) -> dict[str, Any]:
+    """The ``summary.json`` object of the audit written under ``out``; its ``anomalies`` is an
+    :class:`AnomalyRows` over ``out/anomalies`` (read when iterated)."""
+    verdicts = pq.read_table(out / "verdicts").to_pylist()
     counts = dict.fromkeys(STATUSES, 0)
     for v in verdicts:
         if v["status"] in counts:
             counts[v["status"]] += 1
-    anomalies = [{"kind": a["kind"], "trace": a["trace"], "key": text_of(a["key"]), "group": text_of(a["group"]),
-                  "id": a["id"], "consumers": [text_of(c) for c in a["consumers"]], "events": a["events"]}
-                 for a in tables["anomalies"].to_pylist()]
+    kinds: Counter[str] = Counter()
+    for batch in table_batches(out / "anomalies", ["kind"]):
+        _value_counts(batch.column("kind"), kinds)
     return {
         "traces": files,
         "events": sum(v["events"] for v in verdicts if v["status"] in counts),
@@ -54,20 +158,183 @@ def summary(files: int, tables: dict[str, pa.Table]) -> dict[str, Any]:
         "unmet": [{"trace": v["trace"], "status": v["status"], "expected": v["expected"],
                    "expected_event": v["expected_event"], "event": v["event"]}
                   for v in verdicts if not v["met"]],
-        "anomalies": anomalies,
-        "anomaly_counts": dict(sorted(Counter(a["kind"] for a in anomalies).items())),
-        "ledger_rows": tables["ledger"].num_rows,
-        "quarantined": tables["quarantine"].to_pylist(),
+        "anomalies": AnomalyRows(out / "anomalies"),
+        "anomaly_counts": dict(sorted(kinds.items())),
+        "ledger_rows": table_rows(out / "ledger"),
+        "quarantined": pq.read_table(out / "quarantine").to_pylist(),
     }
+
+
+def _indented(value: Any, depth: int) -> str:
+    return json.dumps(value, indent=1, ensure_ascii=False).replace("\n", "\n" + " " * depth)
+
+
+def write_summary(path: Path, s: dict[str, Any]) -> None:
+    """Write ``summary.json`` (indented by one space; each anomaly on a line of its own), streaming the anomalies."""
+    with path.open("w", encoding="utf-8") as f:
+        _write_summary(f, s)
+
+
+def _write_summary(f: IO[str], s: dict[str, Any]) -> None:
+    f.write("{")
+    for n, (name, value) in enumerate(s.items()):
+        f.write(("," if n else "") + f"\n {json.dumps(name)}: ")
+        if name == "anomalies":
+            _write_anomalies(f, value)
+        else:
+            f.write(_indented(value, 1))
+    f.write("\n}\n")
+
+
+def _write_anomalies(f: IO[str], anomalies: Sequence[dict[str, Any]]) -> None:
+    """The anomalies as a JSON list, one per line, written a batch at a time."""
+    chunks = (summary_rows(b) for b in table_batches(anomalies.folder)) if isinstance(anomalies, AnomalyRows) \
+        else [anomalies]
+    sep = "[\n  "
+    for rows in chunks:
+        for r in rows:
+            f.write(sep + json.dumps(r, ensure_ascii=False))
+            sep = ",\n  "
+    f.write("[]" if sep.startswith("[") else "\n ]")
 
 
 def exit_status(s: dict[str, Any], fail_on_anomaly: bool) -> int:
     """0 when every trace met its expectation and every file could be read; 1 otherwise (or on anomalies)."""
     if s["unmet"] or s["errors"] or s["quarantined"]:
         return 1
-    if fail_on_anomaly and s["anomalies"]:
+    if fail_on_anomaly and len(s["anomalies"]):
         return 1
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# What the plots show, aggregated over the tables a batch at a time
+
+LEDGER_PLOTTED = ["trace", "key", "group", "added_time", "deliveries", "acks", "removed_time", "state", "end_time"]
+
+GroupName = tuple[str, "bytes | None", "bytes | None"]
+"""A consumer group of a trace: (trace, key, group)."""
+
+NONE = -(1 << 62)
+"""No time (in the int64 arrays of :func:`pending_spans`)."""
+
+
+def _first_per_row(parents: np.ndarray, values: np.ndarray, rows: int, lowest: bool) -> np.ndarray:
+    """Per row, the first value (``lowest``: the smallest) of the row's (parent, value) pairs; -1 << 62 for none."""
+    out = np.full(rows, NONE, dtype=np.int64)
+    if len(parents):
+        order = np.lexsort((values, parents)) if lowest else np.argsort(parents, kind="stable")
+        p, v = parents[order], values[order]
+        first = np.ones(len(p), dtype=bool)
+        first[1:] = p[1:] != p[:-1]
+        out[p[first]] = v[first]
+    return out
+
+
+
+def _flat_times(column: pa.ChunkedArray | pa.Array, keep: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(row index, time) of every item of a list<struct> column that has a time (and its field ``keep`` true)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    flat = pc.list_flatten(column)
+    parents = pc.list_parent_indices(column)
+    times = pc.struct_field(flat, "time")
+    mask = pc.is_valid(times)
+    if keep is not None:
+        mask = pc.and_(mask, pc.fill_null(pc.struct_field(flat, keep), False))
+    return (parents.filter(mask).to_numpy(zero_copy_only=False).astype(np.int64),
+            times.filter(mask).to_numpy(zero_copy_only=False).astype(np.int64))
+
+
+def pending_spans(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+    """Per ledger row, (when E first became pending, when it stopped) as ``_pending_changes`` reads a row: the first
+    delivery's time; the earliest XACK that included it or its removal, else the trace's end while still pending.
+    ``NONE`` where there is none."""
+    rows = batch.num_rows
+    start = _first_per_row(*_flat_times(batch.column("deliveries")), rows, lowest=False)
+    acked = _first_per_row(*_flat_times(batch.column("acks"), "included"), rows, lowest=True)
+    removed = pc.fill_null(batch.column("removed_time"), NONE).to_numpy(zero_copy_only=False)
+    pending_end = pc.if_else(pc.fill_null(pc.equal(batch.column("state"), "pending"), False),
+                             pc.fill_null(batch.column("end_time"), NONE), NONE).to_numpy(zero_copy_only=False)
+    both = np.where(acked == NONE, removed, np.where(removed == NONE, acked, np.minimum(acked, removed)))
+    end = np.where(both == NONE, pending_end, both)
+    return start, np.where(start == NONE, NONE, end)
+
+
+class PlotData:
+    """What the report plots, gathered over every ledger row and anomaly."""
+
+    def __init__(self) -> None:
+        self.latency: list[np.ndarray] = []  # ms from the XADD's reply to the first delivery
+        self.deliveries = np.zeros(0, dtype=np.int64)  # entries by their number of deliveries
+        self.changes: Counter[GroupName] = Counter()  # pending changes per group
+        self.pending: dict[GroupName, list[tuple[int, int]]] = {}  # the plotted groups' (time, +1 or -1)
+        self.kinds: Counter[str] = Counter()
+        self.traces: Counter[str] = Counter()
+
+    def add_ledger(self, batch: pa.RecordBatch) -> None:
+        deliveries = batch.column("deliveries")
+        count = pc.fill_null(pc.list_value_length(deliveries), 0).to_numpy(zero_copy_only=False)
+        per = np.bincount(count)
+        if len(per) > len(self.deliveries):
+            per[: len(self.deliveries)] += self.deliveries
+            self.deliveries = per
+        else:
+            self.deliveries[: len(per)] += per
+        any_delivery = pa.array(count > 0)
+        first = pc.struct_field(pc.list_element(deliveries.filter(any_delivery), 0), "time")
+        lat = pc.subtract(first, batch.column("added_time").filter(any_delivery)).drop_null()
+        if len(lat):
+            self.latency.append(lat.to_numpy(zero_copy_only=False) / 1000)
+        start, end = pending_spans(batch)
+        changes = (start != NONE).astype(np.int64) + (end != NONE)
+        table = pa.table({"trace": batch.column("trace"), "key": batch.column("key"), "group": batch.column("group"),
+                          "n": pa.array(changes)})
+        for r in table.group_by(["trace", "key", "group"], use_threads=False).aggregate([("n", "sum")]).to_pylist():
+            if r["n_sum"]:
+                self.changes[(r["trace"], r["key"], r["group"])] += r["n_sum"]
+
+    def plotted_groups(self) -> list[GroupName]:
+        """The groups with the most pending changes (the pending plot's lines)."""
+        return sorted(self.changes, key=lambda g: (-self.changes[g], g[0], g[1] or b"", g[2] or b""))[
+            :MAX_GROUPS_PLOTTED]
+
+    def add_pending(self, batch: pa.RecordBatch, groups: list[GroupName]) -> None:
+        """The changes of the plotted groups' rows in ``batch``."""
+        for g in groups:
+            mask = pc.equal(batch.column("trace"), g[0])
+            for name, value in (("key", g[1]), ("group", g[2])):
+                mask = pc.and_kleene(mask, pc.is_null(batch.column(name)) if value is None else
+                                     pc.equal(batch.column(name), pa.scalar(value, pa.binary())))
+            rows = batch.filter(pc.fill_null(mask, False))
+            if not rows.num_rows:
+                continue
+            start, end = pending_spans(rows)
+            steps = self.pending.setdefault(g, [])
+            steps += [(int(t), 1) for t in start[start != NONE]]
+            steps += [(int(t), -1) for t in end[end != NONE]]
+
+    def add_anomalies(self, batch: pa.RecordBatch) -> None:
+        _value_counts(batch.column("kind"), self.kinds)
+        _value_counts(batch.column("trace"), self.traces)
+
+
+def plot_data(out: Path) -> PlotData:
+    """The plots' data from ``out``'s ledger and anomalies tables (the ledger read twice: once for everything, once
+    for the rows of the groups plotted over time)."""
+    data = PlotData()
+    for batch in table_batches(out / "ledger", LEDGER_PLOTTED):
+        data.add_ledger(batch)
+    groups = data.plotted_groups()
+    if groups:
+        files = table_files(out / "ledger")
+        dataset = ds.dataset([str(p) for p in files], format="parquet")
+        for batch in dataset.to_batches(columns=LEDGER_PLOTTED, filter=ds.field("trace").isin(
+                sorted({g[0] for g in groups})), batch_size=BATCH_ROWS):
+            data.add_pending(batch, groups)
+    for batch in table_batches(out / "anomalies", ["kind", "trace"]):
+        data.add_anomalies(batch)
+    return data
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,61 +389,42 @@ def _ranked(ax: Any, counts: list[tuple[str, int]], color: str) -> bool:
     return True
 
 
-def _pending_changes(cols: list[dict[str, Any]]) -> dict[str, list[tuple[int, int]]]:
-    """Per group, (time, +1) when an entry became pending and (time, -1) when it stopped."""
-    changes: dict[str, list[tuple[int, int]]] = {}
-    for r in cols:
-        pend = [d for d in (r["deliveries"] or []) if d["time"] is not None]
-        if not pend:
-            continue
-        acked = [a["time"] for a in (r["acks"] or []) if a["included"] and a["time"] is not None]
-        ends = [t for t in (min(acked) if acked else None, r["removed_time"]) if t is not None]
-        end = min(ends) if ends else (r["end_time"] if r["state"] == "pending" else None)
-        name = f"{Path(r['trace']).name}: {label(r['key'])}/{label(r['group'])}"
-        changes.setdefault(name, []).append((pend[0]["time"], 1))
-        if end is not None:
-            changes[name].append((end, -1))
-    return changes
+def _group_label(g: GroupName) -> str:
+    return f"{Path(g[0]).name}: {label(g[1])}/{label(g[2])}"
 
 
-def plots(ledger: pa.Table, anomalies: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def plots(data: PlotData) -> list[tuple[str, str]]:
     """(title, inline SVG) for each plot of the report."""
-    import numpy as np
-    cols = ledger.select(["trace", "key", "group", "added_time", "deliveries", "acks", "removed_time", "state",
-                          "end_time"]).to_pylist()
-    lat = [(r["deliveries"][0]["time"] - r["added_time"]) / 1000 for r in cols
-           if r["deliveries"] and r["added_time"] is not None and r["deliveries"][0]["time"] is not None]
+    lat = np.concatenate(data.latency) if data.latency else np.zeros(0)
 
     def latency(ax: Any) -> bool:
-        return bool(lat) and ax.hist(np.array(lat), bins=40, color="#4C78A8") is not None and _labelled(
+        return bool(len(lat)) and ax.hist(lat, bins=40, color="#4C78A8") is not None and _labelled(
             ax, "ms", "entries")
 
-    changes = _pending_changes(cols)
-
     def pending(ax: Any) -> bool:
-        biggest = sorted(changes, key=lambda n: -len(changes[n]))[:MAX_GROUPS_PLOTTED]
-        for name in biggest:
-            steps = sorted(changes[name])
+        shown = [g for g in data.plotted_groups() if data.pending.get(g)]
+        for g in shown:
+            steps = sorted(data.pending[g])
             xs = np.array([(t - steps[0][0]) / 1e6 for t, _ in steps])
-            ax.step(xs, np.cumsum([d for _, d in steps]), where="post", label=name[:60])
-        if biggest:
+            ax.step(xs, np.cumsum([d for _, d in steps]), where="post", label=_group_label(g)[:60])
+        if shown:
             ax.legend(fontsize=7, loc="upper right")
-        return bool(biggest) and _labelled(ax, "seconds since the group's first delivery", "pending")
+        return bool(shown) and _labelled(ax, "seconds since the group's first delivery", "pending")
 
-    per = Counter(len(r["deliveries"] or []) for r in cols)
+    per = {n: int(k) for n, k in enumerate(data.deliveries) if k}
 
     def deliveries(ax: Any) -> bool:
         counts = sorted(per)
         return bool(per) and ax.bar([str(x) for x in counts], [per[x] for x in counts],
                                     color="#72B7B2") is not None and _labelled(ax, "deliveries", "entries")
 
-    kinds = Counter(a["kind"] for a in anomalies)
+    kinds = data.kinds
     names = [k for k in ANOMALY_KINDS if k in kinds] + sorted(set(kinds) - set(ANOMALY_KINDS))
 
     def by_trace(ax: Any) -> bool:
         ax.tick_params(axis="y", labelsize=7)
-        return _ranked(ax, [(Path(t).name, n) for t, n in Counter(a["trace"] for a in anomalies).most_common(20)],
-                       "#F58518")
+        top = sorted(data.traces.items(), key=lambda tn: (-tn[1], tn[0]))[:20]
+        return _ranked(ax, [(Path(t).name, n) for t, n in top], "#F58518")
 
     return [
         _chart("Delivery latency: XADD reply to first delivery (ms)", latency),
@@ -226,14 +474,25 @@ def _cmd_text(cmd: list[bytes] | None) -> str:
     return " ".join(label(a) for a in cmd) if cmd else ""
 
 
-def write_html(path: Path, s: dict[str, Any], tables: dict[str, pa.Table], events_dir: Path) -> None:
-    """Write ``report.html``."""
-    anomalies = tables["anomalies"].to_pylist()
-    shown = anomalies[:MAX_ANOMALIES_SHOWN]
+def first_anomalies(folder: Path, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` rows of the anomalies table (its order), as Arrow's Python rows."""
+    rows: list[dict[str, Any]] = []
+    for batch in table_batches(folder):
+        rows += batch.slice(0, n - len(rows)).to_pylist()
+        if len(rows) >= n:
+            break
+    return rows
+
+
+def write_html(path: Path, s: dict[str, Any], out: Path) -> None:
+    """Write ``report.html`` from the summary and the tables under ``out``: plots over every ledger row and
+    anomaly, and the first :data:`MAX_ANOMALIES_SHOWN` anomalies, each linked to its events."""
+    total = len(s["anomalies"])
+    shown = first_anomalies(out / "anomalies", MAX_ANOMALIES_SHOWN)
     wanted: dict[str, set[int]] = {}
     for a in shown:
         wanted.setdefault(a["trace"], set()).update(a["events"])
-    events = _events_of(events_dir, wanted)
+    events = _events_of(out / "events", wanted)
     e = html.escape
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>xspec audit</title>"
              f"<style>{_STYLE}</style></head><body><h1>xspec audit</h1>"]
@@ -241,8 +500,8 @@ def write_html(path: Path, s: dict[str, Any], tables: dict[str, pa.Table], event
     parts.append(f"<p>{s['traces']} traces, {s['events']} events: {c['conform']} conform, {c['diverge']} diverge, "
                  f"{c['unsupported']} unsupported, {c['inconclusive']} inconclusive; {len(s['unmet'])} not as "
                  f"expected; {len(s['quarantined'])} malformed lines; {s['ledger_rows']} ledger rows; "
-                 f"{len(anomalies)} anomalies.</p>")
-    for title, svg in plots(tables["ledger"], anomalies):
+                 f"{total} anomalies.</p>")
+    for title, svg in plots(plot_data(out)):
         parts.append(f"<div class='plot' title='{e(title)}'>{svg}</div>")
     if s["unmet"] or s["errors"]:
         parts.append("<h2>Traces not as expected</h2><table><tr><th>trace</th><th>verdict</th><th>expected</th></tr>")
@@ -257,11 +516,14 @@ def write_html(path: Path, s: dict[str, Any], tables: dict[str, pa.Table], event
                   for q in s["quarantined"]]
         parts.append("</table>")
     parts.append("<h2>Anomalies</h2>")
-    if anomalies:
+    if total:
         parts.append(f"<p>Each anomaly links to its trace's page in <code>{VIEW_FOLDER}/</code> beside this report, "
                      f"at the line of an event: write the pages with <code>xspec view TRACE --out "
                      f"{VIEW_FOLDER}/PATH.html</code> (PATH: the trace's path without <code>.jsonl</code>).</p>")
-    if anomalies:
+        if total > len(shown):
+            parts.append(f"<p class='more'>{total} anomalies: the first {len(shown)} (by kind, trace, key, group "
+                         f"and id) are listed here; all of them are in <code>anomalies/</code> beside this report "
+                         f"(Parquet, as is the ledger in <code>ledger/</code>) and in <code>summary.json</code>.</p>")
         parts.append("<table><tr><th>#</th><th>kind</th><th>trace</th><th>key</th><th>group</th><th>id</th>"
                      "<th>consumers</th><th>events</th></tr>")
         for n, a in enumerate(shown):
@@ -270,9 +532,6 @@ def write_html(path: Path, s: dict[str, Any], tables: dict[str, pa.Table], event
                          f"<td>{e(', '.join(label(x) for x in a['consumers']))}</td>"
                          f"<td>{', '.join(str(x) for x in a['events'])}</td></tr>")
         parts.append("</table>")
-        if len(anomalies) > len(shown):
-            parts.append(f"<p>Showing the first {len(shown)} of {len(anomalies)} (all are in anomalies/ and "
-                         f"summary.json).</p>")
         for n, a in enumerate(shown):
             first = next((events[(a["trace"], ev)]["line"] for ev in a["events"] if (a["trace"], ev) in events), None)
             parts.append(f"<section class='anomaly' id='a{n}'><h3>{n + 1}. {e(a['kind'])}: {e(label(a['key']))} / "

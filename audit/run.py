@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,18 +26,19 @@ class AuditOptions:
 
 def audit(paths: list[Path], out: Path, options: AuditOptions, progress: Callable[[str], None],
           spark: Any = None) -> tuple[int, dict[str, Any]]:
-    """Audit every trace under ``paths`` into ``out``; returns (exit status, summary).
+    """Audit every trace under ``paths`` into ``out``; returns (exit status, summary), whose ``anomalies`` reads the
+    anomalies table when iterated (:class:`xspec.audit.report.AnomalyRows`).
 
     ``spark``: a session to use (tests share one); otherwise one is started for ``options.master``
     and stopped at the end.
     """
-    from xspec.audit.report import exit_status, summary, write_html
+    from xspec.audit.report import exit_status, summary, write_html, write_summary
     files = [str(f) for f in find_traces(paths)]
     if options.master == "none":
         from xspec.audit.local import run_local
-        tables = run_local(files, out, dialect=options.dialect, stuck_after_ms=options.stuck_after_ms,
-                           poison_deliveries=options.poison_deliveries, split_min_events=options.split_min_events,
-                           progress=progress)
+        run_local(files, out, dialect=options.dialect, stuck_after_ms=options.stuck_after_ms,
+                  poison_deliveries=options.poison_deliveries, split_min_events=options.split_min_events,
+                  progress=progress)
     else:
         from xspec.audit.spark import run_spark, session
         own = spark is None
@@ -46,16 +46,14 @@ def audit(paths: list[Path], out: Path, options: AuditOptions, progress: Callabl
             progress(f"starting Spark ({options.master})")
             spark = session(options.master)
         try:
-            tables = run_spark(spark, files, out, dialect=options.dialect, stuck_after_ms=options.stuck_after_ms,
-                               poison_deliveries=options.poison_deliveries,
-                               split_min_events=options.split_min_events, progress=progress,
-                               ingest_split_bytes=options.ingest_split_bytes)
+            run_spark(spark, files, out, dialect=options.dialect, stuck_after_ms=options.stuck_after_ms,
+                      poison_deliveries=options.poison_deliveries, split_min_events=options.split_min_events,
+                      progress=progress, ingest_split_bytes=options.ingest_split_bytes)
         finally:
             if own:
                 spark.stop()
-    from xspec.audit.batches import canonical
-    tables = {name: canonical(name, table) for name, table in tables.items()}
-    s = summary(len(files), tables)
-    (out / "summary.json").write_text(json.dumps(s, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    write_html(out / "report.html", s, tables, out / "events")
+    progress("summary and report")
+    s = summary(len(files), out)
+    write_summary(out / "summary.json", s)
+    write_html(out / "report.html", s, out)
     return exit_status(s, options.fail_on_anomaly), s

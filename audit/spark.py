@@ -4,17 +4,17 @@ The session binds to 127.0.0.1, has no UI and quiet logs, and runs its Python wo
 interpreter (``PYSPARK_PYTHON``). Every step is an Arrow ``mapInArrow`` over the functions of
 :mod:`xspec.audit.batches`:
 
-1. ingest: the files' paths, spread over tasks, become the events table (Parquet, one folder,
-   hash-partitioned by trace and sorted by trace and event inside each file) plus the traces
-   and quarantine rows; the events of a malformed file are dropped;
-2. conformance: each trace checked by the model where its path lands;
-3. ledger: the events table, repartitioned by trace and sorted by event, folded per trace;
-4. anomalies: one pass over the ledger.
+1. ingest: the files' paths, spread over tasks, become the events table (Parquet, one folder;
+   each task writes the files it read whole to a file of its own, sorted by trace and event;
+   the byte ranges of big files are brought together by trace) plus the traces and quarantine
+   rows; the events of a malformed file are dropped;
+2. conformance: each trace checked by the model where its path lands (most in their ingest task);
+3. ledger and anomalies: each events file read by a task, which writes its ledger and anomalies;
+4. the summary and the report (:mod:`xspec.audit.report`), from those tables in Arrow batches.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from xspec.audit import batches
+from xspec.audit import batches, split
 from xspec.audit.ingest import Check
 from xspec.audit.schema import ANOMALIES, EVENTS, LEDGER, QUARANTINE, TRACES, VERDICTS, spark_schema
 from xspec.spec.trace_format import FORMAT
@@ -181,24 +182,28 @@ def _rows_frame(spark: Any, rows: list[dict[str, Any]], schema: pa.Schema, size:
 
 def split_stage(spark: Any, traces: list[str], out: Path, dialect: str, split_min_events: int) -> pa.Table:
     """The VERDICTS rows of big trace/1 traces, each split into parts (spec/audit.md, "The split") checked on
-    separate tasks: (1) a task per trace plans its parts from the events table, (2) a task per part (dealt by size)
-    checks it, read from its lines of the file, and writes its witness steps, (3) a task per trace decides the
-    verdict from the parts' verdicts and merged witnesses, or checks the whole trace where they cannot."""
+    separate tasks: (1) a task per trace plans its parts from the events table and writes each part's lines to a
+    file of its own, (2) the parts, dealt by size to four tasks per core, are checked, each read from its file, and
+    their witness steps written, (3) a task per trace decides the verdict from the parts' verdicts and merged
+    witnesses, or checks the whole trace where they cannot. Where no merge is needed (a virtual clock, every part
+    conforms), the driver decides from the header alone and step (3) runs only for the other traces."""
     parallelism = spark.sparkContext.defaultParallelism
     work = out / "_split"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    from xspec.audit.split import check_parts, plan_parts
     plans = _paths_frame(spark, traces, parallelism * 4).mapInArrow(
-        functools.partial(batches.plan_batches, events_dir=str(out / "events"), out=str(work)),
-        spark_schema(batches.PLAN)).toArrow().cast(batches.PLAN).to_pylist()
+        functools.partial(plan_parts, events_dir=str(out / "events"), out=str(work)),
+        spark_schema(split.PLAN)).toArrow().cast(split.PLAN).to_pylist()
     parts = [p for p in plans if p["part"] >= 0]
     results: dict[tuple[str, int], dict[str, Any]] = {}
     if parts:
-        got = _rows_frame(spark, parts, batches.PLAN, "size", parallelism * 4).mapInArrow(
-            functools.partial(batches.part_batches, dialect=dialect, out=str(work)),
-            spark_schema(batches.PART_RESULTS)).toArrow().cast(batches.PART_RESULTS).to_pylist()
+        got = _rows_frame(spark, parts, split.PLAN, "size", parallelism * 4).mapInArrow(
+            functools.partial(check_parts, dialect=dialect, out=str(work)),
+            spark_schema(split.PART_RESULTS)).toArrow().cast(split.PART_RESULTS).to_pylist()
         results = {(r["trace"], r["part"]): r for r in got}
     decide: list[dict[str, Any]] = []
+    decided: list[dict[str, Any]] = []
     for t in sorted({p["trace"] for p in plans}):
         mine = sorted((p for p in plans if p["trace"] == t), key=lambda p: p["part"])
         first = mine[0]
@@ -206,46 +211,157 @@ def split_stage(spark: Any, traces: list[str], out: Path, dialect: str, split_mi
             decide.append({**first, "parts": 1, "statuses": None, "steps": None})
             continue
         done = [results[(t, p["part"])] for p in mine]
-        decide.append({"trace": t, "events": first["events"], "parts": len(mine), "reason": None,
-                       "statuses": [d["status"] for d in done], "steps": [d["steps"] for d in done]})
-    verdicts = _rows_frame(spark, decide, batches.SPLIT_TRACES, "events", parallelism * 4).mapInArrow(
-        functools.partial(batches.decide_batches, dialect=dialect, split_min_events=split_min_events),
-        spark_schema(VERDICTS)).toArrow().cast(VERDICTS)
+        row = {"trace": t, "events": first["events"], "parts": len(mine), "reason": None,
+               "statuses": [d["status"] for d in done], "steps": [d["steps"] for d in done]}
+        verdict = _conform_without_merge(row, dialect)
+        if verdict is None:
+            decide.append(row)
+        else:
+            decided.append(verdict)
+    verdicts = pa.Table.from_pylist(decided, VERDICTS)
+    if decide:
+        verdicts = pa.concat_tables([verdicts, _rows_frame(
+            spark, decide, split.SPLIT_TRACES, "events", parallelism * 4).mapInArrow(
+            functools.partial(batches.decide_batches, dialect=dialect, split_min_events=split_min_events),
+            spark_schema(VERDICTS)).toArrow().cast(VERDICTS)])
     shutil.rmtree(work, ignore_errors=True)
     return verdicts
+
+
+def _conform_without_merge(row: dict[str, Any], dialect: str) -> dict[str, Any] | None:
+    """The VERDICTS row of a split trace that needs no merge (a virtual clock, every part conforms), decided here
+    as ``batches.decide_batches`` decides it (its header is all it reads); None for the others, which a task
+    decides (merging witnesses, or checking the whole trace)."""
+    from xspec.audit.conformance import verdict_row
+    from xspec.audit.split import part_trace, undecided
+    from xspec.traces.check.checker import Verdict
+    if any(s != "conform" for s in row["statuses"]):
+        return None
+    head = part_trace(row["trace"], [])
+    if head.header.clock != "virtual" or undecided(head.header.clock, row["statuses"], lambda: None) is not None:
+        return None
+    return verdict_row(head, row["trace"], Verdict("conform", row["events"]), dialect, parts=row["parts"],
+                       split="split")
+
+
+EVENTS_ROW_GROUP = 131_072
+"""Events an ingest task gathers before writing them as one Parquet row group."""
+
+
+class _TableFile:
+    """A Parquet file written from batches gathered into row groups of :data:`EVENTS_ROW_GROUP` rows, under a
+    partial name (``_``, which readers skip) until it is closed."""
+
+    def __init__(self, path: str, schema: pa.Schema) -> None:
+        self.path, self.schema = path, schema
+        self.partial = os.path.join(os.path.dirname(path), "_" + os.path.basename(path))
+        self.held: list[pa.RecordBatch] = []
+        self.rows = 0
+        self.writer: pq.ParquetWriter | None = None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.held.append(batch)
+        self.rows += batch.num_rows
+        if self.rows >= EVENTS_ROW_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.held:
+            return
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.partial, self.schema)
+        self.writer.write_table(pa.Table.from_batches(self.held, self.schema), row_group_size=max(self.rows, 1))
+        self.held, self.rows = [], 0
+
+    def close(self, dropped: set[str]) -> None:
+        """Finish the file (without the rows of the traces in ``dropped``, when it holds any)."""
+        self._flush()
+        if self.writer is None:
+            return
+        self.writer.close()
+        if dropped:  # a malformed file's first batches were written before its error was found: rare, rewritten
+            table = pq.read_table(self.partial, schema=self.schema)
+            table = table.filter(pc.invert(pc.is_in(table.column("trace"), pa.array(sorted(dropped)))))
+            if table.num_rows:
+                pq.write_table(table, self.partial, row_group_size=EVENTS_ROW_GROUP)
+            else:
+                os.remove(self.partial)
+                return
+        os.replace(self.partial, self.path)
+
+
+def ingest_files(paths: Iterator[pa.RecordBatch], check: Check | None, events_out: str, ranges_out: str,
+                 name: str) -> Iterator[pa.RecordBatch]:
+    """An ingest task: :func:`batches.ingest_batches` over its files (in path order), writing the events of the files
+    read whole to one events file of its own in ``events_out`` (EVENTS, whole traces sorted by trace and event:
+    no Spark sort or write is needed) and the rows of byte ranges to ``ranges_out`` (STAGING, for Spark to bring
+    together by trace); yields only the META rows (STAGING batches). A file that turns out malformed leaves no
+    rows; a task run again writes the same files again.
+
+    Through Spark's writer every nested event would be turned into a JVM row and back into Parquet, which costs
+    more than reading the files."""
+    import uuid
+
+    from pyspark import TaskContext
+    context = TaskContext.get()
+    task = f"{name}-{context.partitionId():05d}.parquet" if context is not None else f"{name}-{uuid.uuid4()}.parquet"
+    rows = pa.Table.from_batches(list(paths))
+    if not rows.num_rows:
+        return
+    rows = rows.sort_by("path")
+    events = _TableFile(os.path.join(events_out, f"part-{task}"), EVENTS)
+    ranges = _TableFile(os.path.join(ranges_out, f"part-{task}"), batches.STAGING)
+    seen: set[str] = set()
+    good: set[str] = set()
+    meta_evs = pa.array(batches.META_EVS)
+    for batch in batches.ingest_batches(iter(rows.to_batches()), check=check):
+        meta = pc.fill_null(pc.is_in(batch.column("ev"), meta_evs), False)
+        if pc.any(meta).as_py():
+            found = batch.filter(meta)
+            good.update(found.filter(pc.equal(found.column("ev"), batches.META_TRACE)).column("trace").to_pylist())
+            yield found
+            batch = batch.filter(pc.invert(meta))
+        if not batch.num_rows:
+            continue
+        if batch.column("part")[0].as_py() >= 0:
+            ranges.write(batch)
+        else:
+            seen.update(pc.unique(batch.column("trace")).to_pylist())
+            events.write(batch.drop_columns(["part"]))
+    events.close(seen - good)
+    ranges.close(set())
 
 
 @dataclass
 class _Ingested:
     """What the ingest tasks wrote and reported."""
 
-    raw: Any  # the staging rows (events), as a DataFrame
+    ranges_dir: Path  # the byte ranges' rows (STAGING)
     traces: list[dict[str, Any]] = field(default_factory=list)
     quarantine: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)  # of the files checked while read
     ranges: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # what each byte range gave, by file
 
 
-def _ingest(spark: Any, files: list[str], staging: Path, slices: int, split_bytes: int | None,
-            check: Check | None) -> _Ingested:
-    """Run the ingest tasks into ``staging`` (with ``check``, each trace/1 file read whole is checked in its task,
-    from the events it parsed)."""
-    from pyspark.sql import functions as F
-    _paths_frame(spark, files, slices, split_bytes).mapInArrow(
-        functools.partial(batches.ingest_batches, check=check), spark_schema(batches.STAGING)).write.mode(
-        "overwrite").parquet(str(staging))
-    raw = spark.read.schema(spark_schema(batches.STAGING)).parquet(str(staging))
-    got = _Ingested(raw.filter(~F.col("ev").isin(*batches.META_EVS)))
-    for r in raw.filter(F.col("ev").isin(*batches.META_EVS)).select("trace", "ev", "text").collect():
-        data = json.loads(r.text)
-        if r.ev == batches.META_TRACE:
+def _ingest(spark: Any, files: list[str], events_dir: Path, ranges_dir: Path, name: str, slices: int,
+            split_bytes: int | None, check: Check | None) -> _Ingested:
+    """Run the ingest tasks (with ``check``, each trace/1 file read whole is checked in its task, from the events it
+    parsed): the events of files read whole go to ``events_dir``, those of byte ranges to ``ranges_dir``."""
+    ranges_dir.mkdir(parents=True, exist_ok=True)
+    meta = _paths_frame(spark, files, slices, split_bytes).mapInArrow(
+        functools.partial(ingest_files, check=check, events_out=str(events_dir), ranges_out=str(ranges_dir),
+                          name=name), spark_schema(batches.STAGING)).toArrow()
+    got = _Ingested(ranges_dir)
+    for trace, ev, text in zip(*(meta.column(c).to_pylist() for c in ("trace", "ev", "text")), strict=True):
+        data = json.loads(text)
+        if ev == batches.META_TRACE:
             got.traces.append(data)
-        elif r.ev == batches.META_QUARANTINE:
+        elif ev == batches.META_QUARANTINE:
             got.quarantine.append(data)
-        elif r.ev == batches.META_VERDICT:
+        elif ev == batches.META_VERDICT:
             got.verdicts.append(data)
         else:
-            got.ranges.setdefault(r.trace, []).append(data)
+            got.ranges.setdefault(trace, []).append(data)
     return got
 
 
@@ -265,25 +381,6 @@ def _offsets(ranges: dict[str, list[dict[str, Any]]]) -> tuple[list[tuple[str, i
         row = next(p["row"] for p in parts if p["part"] == 0)
         rows.append({**row, "events": events})
     return offsets, rows
-
-
-@contextlib.contextmanager
-def whole_files(spark: Any) -> Iterator[None]:
-    """While inside, a Parquet scan reads each file as one partition, in file order (no file is split or
-    packed with another): the events files hold whole traces sorted by event, as the ledger fold reads
-    them, so it needs no shuffle."""
-    names = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-    old = {n: spark.conf.get(n, None) for n in names}
-    for n in names:
-        spark.conf.set(n, str(1 << 40))
-    try:
-        yield
-    finally:
-        for n, v in old.items():
-            if v is None:
-                spark.conf.unset(n)
-            else:
-                spark.conf.set(n, v)
 
 
 def ledger_stage(spark: Any, events_dir: Path, ledger_dir: Path, stuck_after_ms: int,
@@ -319,47 +416,45 @@ def ingest_stage(spark: Any, files: list[str], out: Path, *, check: Check | None
                  split_bytes: int | None = DEFAULT_INGEST_SPLIT_BYTES) -> tuple[list[dict[str, Any]],
                                                                          list[dict[str, Any]], list[dict[str, Any]]]:
     """Trace files to the events table ``out/events``: (TRACES rows, QUARANTINE rows, VERDICTS rows of the files
-    checked while read, with ``check``)."""
+    checked while read, with ``check``).
+
+    Each ingest task writes the events of the files it read whole to an events file of its own (whole traces,
+    sorted by trace and event, as the ledger step reads them: nothing is shuffled or sorted); only the byte ranges
+    of big files are brought together by trace, by Spark."""
     from pyspark.sql import functions as F
     parallelism = spark.sparkContext.defaultParallelism
-    staging = out / "_staging"
-    got = _ingest(spark, files, staging, parallelism * 4, split_bytes, check)
-    raw, trace_rows, quarantine_rows, verdict_rows = got.raw, got.traces, got.quarantine, got.verdicts
+    events_dir, ranges_dir = out / "events", out / "_ranges"
+    for folder in (events_dir, ranges_dir):
+        shutil.rmtree(folder, ignore_errors=True)
+    events_dir.mkdir(parents=True)
+    got = _ingest(spark, files, events_dir, ranges_dir, "a", parallelism * 4, split_bytes, check)
+    trace_rows, quarantine_rows, verdict_rows = got.traces, got.quarantine, got.verdicts
     offsets, ranged_rows = _offsets(got.ranges)
     again = sorted(t for t in got.ranges if t not in {o[0] for o in offsets})
     trace_rows += ranged_rows
-    whole = raw.filter(F.col("part") < 0)
     if again:  # files some of whose ranges could not be read on their own: read whole
-        more = _ingest(spark, again, out / "_staging_whole", parallelism * 4, None, check)
+        more = _ingest(spark, again, events_dir, ranges_dir, "b", parallelism * 4, None, check)
         trace_rows += more.traces
         quarantine_rows += more.quarantine
         verdict_rows += more.verdicts
-        whole = whole.unionByName(more.raw)
-    good = sorted(t["trace"] for t in trace_rows)
-    whole_good = [t for t in good if t not in {o[0] for o in offsets}]
-    # files read whole stay where their ingest task put them (the tasks' files were dealt by size, so the events
-    # files are as even as the ingest was, and no shuffle moves them); only the byte ranges of big files are
-    # brought together by trace
-    events = whole.join(spark.createDataFrame([(t,) for t in whole_good] or [("",)], "trace string")
-                        .hint("broadcast"), "trace").select(*EVENTS.names)
-    if offsets:
+    if offsets:  # the ranges of each big file, brought together by trace and numbered in the whole file
+        raw = spark.read.schema(spark_schema(batches.STAGING)).parquet(str(ranges_dir))
         shift = spark.createDataFrame(offsets, "trace string, part int, line_offset int, event_offset int")
-        ranged = (raw.filter(F.col("part") >= 0).join(shift.hint("broadcast"), ["trace", "part"])
+        ranged = (raw.join(shift.hint("broadcast"), ["trace", "part"])
                   .withColumn("line", (F.col("line") + F.col("line_offset")).cast("int"))
                   .withColumn("event", (F.col("event") + F.col("event_offset")).cast("int")))
         big = len({o[0] for o in offsets})
-        events = events.unionByName(ranged.select(*EVENTS.names).repartition(min(big, parallelism * 2), "trace"))
-    with whole_files(spark):
-        events.sortWithinPartitions("trace", "event").write.mode("overwrite").parquet(str(out / "events"))
-    shutil.rmtree(out / "_staging_whole", ignore_errors=True)
-    shutil.rmtree(staging, ignore_errors=True)
+        (ranged.select(*EVENTS.names).repartition(min(big, parallelism * 2), "trace")
+         .sortWithinPartitions("trace", "event").write.mode("append").parquet(str(events_dir)))
+    shutil.rmtree(ranges_dir, ignore_errors=True)
     return trace_rows, quarantine_rows, verdict_rows
 
 
 def run_spark(spark: Any, files: list[str], out: Path, *, dialect: str, stuck_after_ms: int, poison_deliveries: int,
               split_min_events: int, progress: Callable[[str], None],
-              ingest_split_bytes: int | None = DEFAULT_INGEST_SPLIT_BYTES) -> dict[str, pa.Table]:
-    """Audit ``files`` with ``spark``; writes the Parquet tables under ``out`` and returns the small ones."""
+              ingest_split_bytes: int | None = DEFAULT_INGEST_SPLIT_BYTES) -> None:
+    """Audit ``files`` with ``spark``; writes the Parquet tables under ``out`` (the driver holds the anomalies
+    while it sorts them, never the events or the ledger)."""
     parallelism = spark.sparkContext.defaultParallelism
     ticker = _Progress(spark, progress)
     ticker.start()
@@ -396,9 +491,9 @@ def run_spark(spark: Any, files: list[str], out: Path, *, dialect: str, stuck_af
     finally:
         ticker.stopped.set()
     small = {"traces": traces, "quarantine": quarantine, "verdicts": verdicts, "anomalies": anomalies}
-    for name, table in small.items():
+    del anomalies
+    for name in list(small):
         folder = out / name
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        pq.write_table(batches.canonical(name, table), folder / "part-00000.parquet")
-    return {**small, "ledger": pq.read_table(out / "ledger", schema=LEDGER)}
+        pq.write_table(batches.canonical(name, small.pop(name)), folder / "part-00000.parquet")

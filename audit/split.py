@@ -21,7 +21,7 @@ whole trace is checked. The split never changes a verdict: it only skips work it
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +74,21 @@ class _Keys:
             other = self.find(k)
             if other != root:
                 self.parent[other] = root
+
+
+PLAN = pa.schema([("trace", pa.string()), ("events", pa.int64()), ("part", pa.int32()), ("size", pa.int64()),
+                  ("file", pa.string()), ("reason", pa.string())])
+"""The split's plan of each big trace: a row per part (its number of events, and the Parquet file that lists every
+part's events and lines), or one row (``part`` -1) saying why the trace is checked whole."""
+
+PART_RESULTS = pa.schema([("trace", pa.string()), ("part", pa.int32()), ("status", pa.string()),
+                          ("steps", pa.string())])
+"""A part's verdict, and the Parquet file of its witness steps (null without a witness)."""
+
+SPLIT_TRACES = pa.schema([("trace", pa.string()), ("events", pa.int64()), ("parts", pa.int32()),
+                          ("reason", pa.string()), ("statuses", pa.list_(pa.string())),
+                          ("steps", pa.list_(pa.string()))])
+"""What deciding a split trace's verdict reads: its parts' results in part order (or why it was not split)."""
 
 
 def _blocks(cmd: list[bytes]) -> bool:
@@ -373,7 +388,13 @@ def check_part(path: str, lines: Sequence[int], events: Sequence[int], dialect: 
                check: Callable[[Trace, str | None], Verdict] = check_trace) -> tuple[str, pa.Array | None]:
     """(status, witness steps in the whole trace's numbering; None without a witness) of one part: the events at
     ``events`` (indexes into the whole trace), which are the file's ``lines``."""
-    verdict = check(part_trace(path, lines), dialect)
+    return check_part_trace(part_trace(path, lines), events, dialect, check)
+
+
+def check_part_trace(part: Trace, events: Sequence[int], dialect: str | None,
+                     check: Callable[[Trace, str | None], Verdict] = check_trace) -> tuple[str, pa.Array | None]:
+    """:func:`check_part` of a part already loaded (its events are the whole trace's ``events``)."""
+    verdict = check(part, dialect)
     if verdict.status != "conform" or verdict.witness is None:
         return verdict.status, None
     steps = _steps(verdict.witness, Part(list(events)))
@@ -385,3 +406,131 @@ def steps_of(column: pa.Array) -> list[_Step]:
     """The steps :func:`check_part` wrote, back as :func:`merge` reads them."""
     return [_Step((s["kind"], s["event"]), s["inv"], s["resp"], s["client"], tuple(s["readings"]))
             for s in column.to_pylist()]
+
+
+# ---------------------------------------------------------------------------------------------
+# The Spark steps of the split: plan (and cut out each part's lines), check the parts
+
+PART_LINES = pa.schema([("event", pa.int64()), ("line", pa.int64()), ("text", pa.string())])
+"""A part's file: its events' numbers (indexes into the whole trace's events; -1 for the header) and file lines,
+with the lines' text as the trace file has them (the header first)."""
+
+PART_FLUSH_ROWS = 8_192
+"""Lines a part's file gathers before writing them."""
+
+
+def _file_name(trace: str) -> str:
+    import hashlib
+    return hashlib.sha1(trace.encode()).hexdigest()
+
+
+def _write_part_lines(path: str, plan: list[Part], lines: pa.Array, out: str) -> list[str]:
+    """Read the trace file once and write each part's lines (the header first) to a file of its own in ``out``;
+    returns the files, in part order. ``lines``: each event's line in the file."""
+    import os
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from xspec.spec import trace_format as tf
+    line_of = lines.to_numpy(zero_copy_only=False)
+    parts = np.concatenate([np.full(len(p.events), k, dtype=np.int64) for k, p in enumerate(plan)])
+    events = np.concatenate([np.asarray(p.events, dtype=np.int64) for p in plan])
+    at = line_of[events]
+    order = np.lexsort((parts, at))  # by line, then part: a connection event is copied into several parts
+    at, parts, events = at[order].tolist(), parts[order].tolist(), events[order].tolist()
+    files = [os.path.join(out, f"{_file_name(path)}-{k}.parquet") for k in range(len(plan))]
+    writers = [pq.ParquetWriter(f, PART_LINES) for f in files]
+    held: list[list[tuple[int, int, str]]] = [[] for _ in plan]
+
+    def flush(k: int) -> None:
+        rows = held[k]
+        writers[k].write_table(pa.table({"event": [r[0] for r in rows], "line": [r[1] for r in rows],
+                                         "text": [r[2] for r in rows]}, schema=PART_LINES))
+        held[k] = []
+
+    j = 0
+    header = False
+    with tf._open_text(Path(path)) as f:  # type: ignore[attr-defined]
+        for n, text in enumerate(f, 1):
+            if not header:
+                if text.strip():
+                    header = True
+                    for k in range(len(plan)):
+                        held[k].append((-1, n, text))
+                continue
+            if j >= len(at):
+                break
+            while j < len(at) and at[j] == n:
+                k = parts[j]
+                held[k].append((events[j], n, text))
+                if len(held[k]) >= PART_FLUSH_ROWS:
+                    flush(k)
+                j += 1
+    for k in range(len(plan)):
+        if held[k]:
+            flush(k)
+        writers[k].close()
+    return files
+
+
+def plan_parts(paths: Iterator[pa.RecordBatch], events_dir: str, out: str) -> Iterator[pa.RecordBatch]:
+    """Batches of a ``path`` column (trace/1 traces of the events table) in, PLAN batches out (a Spark task): each
+    trace's parts, planned from its rows of the events table (:func:`plan_events`, the very plan the in-process
+    split makes from the loaded trace); the trace file is then read once and each part's lines are written to a
+    file of its own (:data:`PART_LINES`), so a part's check reads only its lines."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    from xspec.audit.schema import EVENTS
+    events = ds.dataset(events_dir, format="parquet", schema=EVENTS)
+    for batch in paths:
+        for path in batch.column("path").to_pylist():
+            table = events.to_table(columns=["event", "line", "ev", "client", "cmd"],
+                                    filter=(ds.field("trace") == path) & (ds.field("ev") != "header"))
+            table = table.sort_by("event")
+            n = table.num_rows
+            plan = plan_events(list(zip(table.column("ev").to_pylist(), table.column("client").to_pylist(),
+                                        table.column("cmd").to_pylist(), strict=True)))
+            if isinstance(plan, str):
+                yield pa.RecordBatch.from_pylist([{"trace": path, "events": n, "part": -1, "size": n,
+                                                   "reason": plan}], PLAN)
+                continue
+            files = _write_part_lines(path, plan, pc.cast(table.column("line"), pa.int64()).combine_chunks(), out)
+            yield pa.RecordBatch.from_pylist([{"trace": path, "events": n, "part": k, "size": len(p.events),
+                                               "file": files[k]} for k, p in enumerate(plan)], PLAN)
+
+
+def lines_trace(path: str, lines: pa.Table) -> Trace:
+    """The trace of a part's file (:data:`PART_LINES`), parsed by the format's own reader with the lines' numbers."""
+    from xspec.spec import trace_format as tf
+    numbers, texts = lines.column("line").to_pylist(), lines.column("text").to_pylist()
+    header = tf.parse_header(loads(texts[0]), path)
+    return Trace(header, [tf.parse_event(loads(t), path, n) for n, t in zip(numbers[1:], texts[1:], strict=True)],
+                 path)
+
+
+def check_parts(parts: Iterator[pa.RecordBatch], dialect: str, out: str) -> Iterator[pa.RecordBatch]:
+    """PLAN batches (one row per part; a task gets several) in, PART_RESULTS batches out (a Spark task): each part
+    checked on its own, read from its file of lines; the witness steps of a conforming part are written to
+    ``out``."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    for batch in parts:
+        rows = []
+        for r in batch.to_pylist():
+            lines = pq.read_table(r["file"])
+            events = lines.column("event").to_pylist()[1:]
+            try:
+                status, steps = check_part_trace(lines_trace(r["trace"], lines), events, dialect)
+            except Exception:  # an unknown dialect, a defect: the whole trace is checked as in process
+                status, steps = "error", None
+            file = None
+            if steps is not None:
+                file = os.path.join(out, f"{_file_name(r['trace'])}-{r['part']}.steps.parquet")
+                pq.write_table(pa.table({"step": steps}, schema=pa.schema([("step", STEP)])), file)
+            rows.append({"trace": r["trace"], "part": r["part"], "status": status, "steps": file})
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, PART_RESULTS)

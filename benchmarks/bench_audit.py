@@ -56,17 +56,43 @@ class PeakMemory(threading.Thread):
             self.peak = max(self.peak, total)
 
 
+class TreeCpu(threading.Thread):
+    """CPU seconds used so far by this process and every descendant seen (the JVM, Spark's Python daemon and
+    workers), sampled every 0.2 s: a process that exited keeps its last reading, so the CPU of workers that are gone
+    is not lost (their parent's ``children_*`` times count only the children it waited for, and the JVM is not
+    waited for until the end). On a shared machine this, not the wall clock, says what a step costs."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.seen: dict[tuple[int, float], float] = {}
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        while True:
+            self.sample()
+            time.sleep(0.2)
+
+    def sample(self) -> float:
+        me = psutil.Process()
+        with self.lock:
+            for p in [me, *me.children(recursive=True)]:
+                try:
+                    with p.oneshot():
+                        t = p.cpu_times()
+                        self.seen[(p.pid, p.create_time())] = t.user + t.system
+                except psutil.Error:
+                    pass
+            return sum(self.seen.values())
+
+
+_TREE_CPU = TreeCpu()
+
+
 def tree_cpu() -> float:
-    """CPU seconds used so far by this process and its live children (the JVM and the Python workers, which Spark
-    reuses): on a shared machine this, not the wall clock, says what a step costs."""
-    total = 0.0
-    for p in [psutil.Process(), *psutil.Process().children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            pass
-    return total
+    """CPU seconds of the process tree so far, exited workers included (:class:`TreeCpu`)."""
+    if not _TREE_CPU.is_alive():
+        _TREE_CPU.start()
+    return _TREE_CPU.sample()
 
 
 class Step:
@@ -121,9 +147,14 @@ def main() -> None:
                     help="also the whole audit (xspec audit's job: ingest with conformance, ledger, anomalies, "
                          "report) with its wall time and the process tree's peak memory")
     ap.add_argument("--whole-only", action="store_true", help="only the whole audit (for 10^7 events)")
-    ap.add_argument("--conformance-events", type=int, default=100_000,
-                    help="events checked for the conformance ratio")
+    ap.add_argument("--conformance-events", type=int, nargs="+", default=[100_000],
+                    help="events checked for the conformance ratio (several sizes: one ratio each, to show how "
+                         "Spark's fixed cost per job weighs less on bigger samples)")
+    ap.add_argument("--ingest-check", action="store_true",
+                    help="also ingest with conformance, as the audit runs it (each trace/1 file checked in its "
+                         "ingest task), in CPU seconds per event")
     args = ap.parse_args()
+    tree_cpu()  # starts sampling before the JVM and its workers exist
     from xspec.audit.spark import session
     t = time.perf_counter()
     spark = session(args.master, app="bench-audit")
@@ -142,10 +173,13 @@ def main() -> None:
             mem.start()
             if not args.whole_only:
                 step_s = ingest(spark, files, work, n)
+                if args.ingest_check:
+                    ingest(spark, files, work, n, check=True)
                 step_s += ledger(spark, work, n, not args.skip_local)
                 growth.append((n, step_s))
                 if not args.skip_conformance:
-                    conformance(spark, files, args.conformance_events, cores)
+                    for sample in args.conformance_events:
+                        conformance(spark, files, sample, cores)
             if args.whole or args.whole_only:
                 whole(spark, files, work, n)
             mem.done.set()
@@ -160,12 +194,15 @@ def main() -> None:
     spark.stop()
 
 
-def ingest(spark: Any, files: list[str], work: Path, n: int) -> float:
-    """JSONL -> the Parquet events table, as the audit's ingest stage writes it (no conformance)."""
+def ingest(spark: Any, files: list[str], work: Path, n: int, check: bool = False) -> float:
+    """JSONL -> the Parquet events table, as the audit's ingest stage writes it (``check``: with conformance, each
+    trace/1 file checked in its ingest task as ``xspec audit`` does; else none)."""
+    from xspec.audit.ingest import Check
     from xspec.audit.spark import ingest_stage
     with Step() as step:
-        ingest_stage(spark, files, work, check=None)
-    print(f"ingest (Spark, JSONL -> Parquet events table): {step.text(n)}", flush=True)
+        ingest_stage(spark, files, work, check=Check(split_elsewhere=True) if check else None)
+    what = "with conformance" if check else "JSONL -> Parquet events table"
+    print(f"ingest (Spark, {what}): {step.text(n)}", flush=True)
     return step.wall
 
 
@@ -183,6 +220,17 @@ def ledger(spark: Any, work: Path, n: int, in_process: bool) -> float:
         print(f"ledger + anomalies (in process, one core, reading the table included): {local.text(n)}, "
               f"{local_found} anomalies; Spark/in-process {local.wall / step.wall:.2f}x wall, "
               f"{local.cpu / step.cpu:.2f}x CPU", flush=True)
+        # what each Spark task runs, file by file (no sort of the whole table), here in one process
+        files = sorted(str(p) for p in (work / "events").glob("part-*.parquet"))
+        for folder in ("_bench_ledger", "_bench_anomalies"):
+            shutil.rmtree(work / folder, ignore_errors=True)
+            (work / folder).mkdir()
+        with Step() as tasks:
+            for _ in batches.ledger_files(iter([pa.record_batch({"path": files})]), str(work / "_bench_ledger"),
+                                          str(work / "_bench_anomalies"), 1000, 5):
+                pass
+        print(f"ledger + anomalies (in process, one core, the Spark tasks' ledger_files over the same files): "
+              f"{tasks.text(n)}; Spark/this {tasks.cpu / step.cpu:.2f}x CPU", flush=True)
     return step.wall
 
 

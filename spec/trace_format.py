@@ -369,7 +369,7 @@ def _cmd(obj: dict[str, Any], where: tuple[str, int]) -> list[bytes]:
     if not cmd:
         raise TraceError(where[0], where[1], "'cmd' is an empty array")
     try:
-        return [arg_from_json(a) for a in cmd]
+        return [a.encode("utf-8") if type(a) is str else arg_from_json(a) for a in cmd]
     except ValueError as e:
         raise TraceError(where[0], where[1], f"bad argument in 'cmd': {e}") from None
 
@@ -501,6 +501,10 @@ def parse_event(obj: Any, path: str, line: int) -> Event:
         raise TraceError(path, line, "an event must be a JSON object")
     ev = obj.get("ev")
     if ev == "call":
+        c, t0, t1, now = obj.get("c"), obj.get("t0"), obj.get("t1"), obj.get("now")
+        if type(c) is int and (t0 is None or type(t0) is int) and (t1 is None or type(t1) is int) and (
+                now is None or type(now) is int):  # well-formed fields (most lines): no checks to repeat
+            return Call(c=c, cmd=_cmd(obj, where), reply=_reply(obj, where), t0=t0, t1=t1, now=now)
         return Call(c=_require(obj, "c", int, where), cmd=_cmd(obj, where), reply=_reply(obj, where),
                     t0=_opt_int(obj, "t0", where), t1=_opt_int(obj, "t1", where),
                     now=_opt_int(obj, "now", where))

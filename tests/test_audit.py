@@ -503,6 +503,60 @@ def test_a_file_read_in_byte_ranges_gives_the_rows_of_the_file_read_whole(tmp_pa
         assert _ranges_of(f, 3)[2], f
 
 
+def test_the_audits_readers_give_the_formats_traces_and_errors_and_restore_the_collector(tmp_path: Path) -> None:
+    import base64
+    import gc
+
+    from xspec.audit.ingest import FileResult, read_file
+    from xspec.audit.trace_lines import load_trace
+    from xspec.spec.trace_format import TraceError
+    header = json.dumps({"xspec": "trace/1", "server": {"name": "redis", "version": "7.0.15"}, "clock": "wall"})
+    calls = [
+        {"ev": "call", "c": 1, "cmd": ["XADD", "s", "*", "f", {"b64": base64.b64encode(b"\xff\x00").decode()}],
+         "reply": {"bulk": "1-0"}, "t0": 1, "t1": 2},
+        {"ev": "call", "c": 1, "cmd": ["INCRBY", "k", "5"], "reply": {"int": 2**70}, "t0": 3, "t1": 4},
+        {"ev": "call", "c": 2, "cmd": ["HELLO", "3"], "reply": {"attribute": [[{"simple": "a"}, {"int": 1}]],
+                                                                "value": {"map": [[{"bulk": "é"}, {"null": True}]]}}},
+        {"ev": "call", "c": 2, "cmd": ["PING"], "reply": {"simple": "PONG"}, "now": 5},
+    ]
+    good = tmp_path / "good.jsonl"
+    good.write_text("\n".join([header, *map(json.dumps, calls)]) + "\n")
+    bad = {"bool-client.jsonl": '{"ev": "call", "c": true, "cmd": ["PING"], "reply": {"simple": "PONG"}}',
+           "float-time.jsonl": '{"ev": "call", "c": 1, "cmd": ["PING"], "reply": {"simple": "PONG"}, "t0": 1.5}',
+           "bad-b64.jsonl": '{"ev": "call", "c": 1, "cmd": [{"b64": "!!"}], "reply": {"int": 1}}',
+           "bad-reply.jsonl": '{"ev": "call", "c": 1, "cmd": ["PING"], "reply": {"bulk": 3}}',
+           "not-json.jsonl": "{not json"}
+    for name, line in bad.items():
+        (tmp_path / name).write_text(f"{header}\n{line}\n")
+    files = [good, *(tmp_path / name for name in bad), *find_traces([ROOT / "traces"])[::9]]
+    for f in files:
+        try:
+            expected: object = load(f)
+        except TraceError as e:
+            expected = str(e)
+        try:
+            got: object = load_trace(f)
+        except TraceError as e:
+            got = str(e)
+        assert got == expected, f
+    # the events rows carry each call's command and its reply as the line wrote it
+    assert gc.isenabled()
+    result = FileResult()
+    rows = [r for b in read_file(good, result) for r in b.to_pylist()]
+    assert gc.isenabled() and result.trace is not None
+    for row, call in zip(rows[1:], calls, strict=True):
+        assert row["cmd"] == load(good).events[row["event"] - 1].cmd  # type: ignore[union-attr]
+        assert json.loads(row["reply_json"]) == call["reply"] and row["reply_type"] == next(iter(call["reply"]))
+        assert (row["t0"], row["t1"], row["now"], row["client"]) == tuple(call.get(k) for k in ("t0", "t1", "now", "c"))
+    assert rows[2]["reply_int"] is None  # past 64 bits: in reply_json only
+    gc.disable()
+    try:
+        list(read_file(good, FileResult()))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_the_ledger_steps_arrow_batches_equal_the_plain_fold(tmp_path: Path) -> None:
     """The batch step skips polls that delivered nothing (Arrow compute); its ledger is the plain fold's, and so is
     the column-wise one."""

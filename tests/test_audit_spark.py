@@ -3,9 +3,11 @@ path on bundled traces, generated workloads and malformed files, and a property 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -45,6 +47,17 @@ def test_spark_and_in_process_paths_write_the_same_tables(tmp_path: Path) -> Non
     summary, _ = both([inputs], tmp_path, stuck_after_ms=1000, ingest_split_bytes=4096)
     assert summary["quarantined"] == [{"file": str(inputs / "bad.jsonl"), "line": 2,
                                        "message": "missing field 'c'"}]
+    # the ingest tasks wrote the events files themselves (no Spark sort): each holds whole traces, sorted by trace
+    # and event, as the ledger step reads them; and the byte ranges of big files were joined into whole traces
+    files = sorted((tmp_path / "spark" / "events").glob("part-*.parquet"))
+    seen: set[str] = set()
+    for f in files:
+        rows = pq.read_table(f, columns=["trace", "event"]).to_pylist()
+        keys = [(r["trace"], r["event"]) for r in rows]
+        assert keys == sorted(keys), f
+        traces = {r["trace"] for r in rows}
+        assert not traces & seen, f
+        seen |= traces
     assert summary["conformance"]["diverge"] > 0 and not summary["unmet"]
     assert {a["kind"] for a in summary["anomalies"]} >= {"lost", "stuck", "id-reuse"}  # type: ignore[index]
 
@@ -84,3 +97,70 @@ def test_property_spark_equals_in_process_on_generated_collections(tmp_path_fact
     list(generate("model:redis-7.0", folder / "in", traces=traces, params=params, seed=seed))
     summary, _ = both([folder / "in"], folder, stuck_after_ms=500, ingest_split_bytes=2048)
     assert summary["traces"] == traces
+
+
+def _old_pending_changes(ledger: list[dict[str, object]]) -> dict[tuple[object, ...], list[tuple[int, int]]]:
+    """Per group, (time, +1) when an entry became pending and (time, -1) when it stopped: the plot's definition,
+    row by row (the oracle of the column-wise report)."""
+    changes: dict[tuple[object, ...], list[tuple[int, int]]] = {}
+    for r in ledger:
+        pend = [d for d in (r["deliveries"] or []) if d["time"] is not None]  # type: ignore[attr-defined]
+        if not pend:
+            continue
+        acked = [a["time"] for a in (r["acks"] or []) if a["included"] and a["time"] is not None]  # type: ignore
+        ends = [t for t in (min(acked) if acked else None, r["removed_time"]) if t is not None]
+        end = min(ends) if ends else (r["end_time"] if r["state"] == "pending" else None)  # type: ignore[type-var]
+        name = (r["trace"], r["key"], r["group"])
+        changes.setdefault(name, []).append((pend[0]["time"], 1))
+        if end is not None:
+            changes[name].append((end, -1))  # type: ignore[arg-type]
+    return changes
+
+
+def test_summary_and_report_are_built_from_the_tables_in_batches(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """summary.json lists every anomaly (written batch by batch), the report's plots cover every ledger row and
+    anomaly, and its list is capped, saying how many there are and where the rest are."""
+    from collections import Counter
+
+    from xspec.audit import report
+    from xspec.audit.batches import canonical
+    monkeypatch.setattr(report, "BATCH_ROWS", 37)
+    monkeypatch.setattr(report, "MAX_ANOMALIES_SHOWN", 3)
+    inputs = tmp_path / "in"
+    list(generate("model:redis-7.0", inputs, traces=2, params=Params(stuck_after_ms=1000), seed=3))
+    shutil.copytree(ROOT / "traces" / "tutorial", inputs / "tutorial")
+    out = tmp_path / "out"
+    status, summary = audit([inputs], out, AuditOptions(master="none", stuck_after_ms=1000), lambda _: None)
+    tables = {n: canonical(n, pq.read_table(out / n)) for n in ("ledger", "anomalies")}
+    rows = tables["anomalies"].to_pylist()
+    assert len(rows) > 3 and status == 0
+    want = [{"kind": a["kind"], "trace": a["trace"], "key": report.text_of(a["key"]),
+             "group": report.text_of(a["group"]), "id": a["id"], "consumers": [report.text_of(c) for c in
+                                                                                a["consumers"]],
+             "events": a["events"]} for a in rows]
+    written = json.loads((out / "summary.json").read_text())
+    assert written["anomalies"] == want and summary["anomalies"] == want and len(summary["anomalies"]) == len(want)
+    assert written["anomaly_counts"] == dict(sorted(Counter(a["kind"] for a in rows).items()))
+    assert written["ledger_rows"] == tables["ledger"].num_rows
+    assert {k: v for k, v in written.items() if k != "anomalies"} == {
+        k: v for k, v in summary.items() if k != "anomalies"}
+    # the plots' data, column by column, equal the row-by-row definitions over every row
+    data = report.plot_data(out)
+    ledger = tables["ledger"].to_pylist()
+    latency = sorted((r["deliveries"][0]["time"] - r["added_time"]) / 1000 for r in ledger
+                     if r["deliveries"] and r["added_time"] is not None and r["deliveries"][0]["time"] is not None)
+    assert sorted(x for a in data.latency for x in a.tolist()) == latency
+    assert Counter({n: int(k) for n, k in enumerate(data.deliveries) if k}) == Counter(
+        len(r["deliveries"] or []) for r in ledger)
+    changes = _old_pending_changes(ledger)
+    assert dict(data.changes) == {g: len(c) for g, c in changes.items()}
+    assert data.plotted_groups() and all(sorted(data.pending[g]) == sorted(changes[g])
+                                         for g in data.plotted_groups())
+    assert data.kinds == Counter(a["kind"] for a in rows) and data.traces == Counter(a["trace"] for a in rows)
+    page = (out / "report.html").read_text()
+    assert page.count("<svg") == 5 and page.count("<section class='anomaly'") == 3
+    assert f"{len(rows)} anomalies: the first 3" in page and "<code>anomalies/</code>" in page
+    (tmp_path / "empty").mkdir()
+    report.write_summary(tmp_path / "empty" / "s.json", {**summary, "anomalies": []})
+    assert json.loads((tmp_path / "empty" / "s.json").read_text())["anomalies"] == []
