@@ -21,8 +21,11 @@ from pathlib import Path
 from setuptools import setup
 
 # The reference server's modules compiled with XSPEC_MYPYC=1 (reference/<name>.py).
-# server.py stays interpreted: `python -m xspec.reference.server` cannot run an extension module.
-COMPILED = ("protocol", "streams", "xcommands", "core", "generic", "api", "clock", "tracking")
+# server.py stays interpreted (`python -m xspec.reference.server` cannot run an extension module); its
+# connections' hot path is connection.py.
+COMPILED = ("protocol", "streams", "xcommands", "core", "generic", "api", "clock", "tracking", "connection",
+            "strings", "lists", "pubsub", "keyspace", "expiry", "notify", "values", "scripting", "hashes", "zsets",
+            "propagation", "replication")
 
 # The import packages whose sources live in top-level folders (pyproject.toml's package-dir).
 MAPPED = ("spec", "models", "reference", "traces")

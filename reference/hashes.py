@@ -9,6 +9,7 @@ answers in insertion order, one of the orders a real server may give.
 from __future__ import annotations
 
 import random
+from typing import ClassVar
 
 from xspec.reference.api import ReplyError
 from xspec.reference.core import Context
@@ -34,7 +35,7 @@ SELF_EXPIRING.update({"hset", "hsetnx", "hmset", "hget", "hmget", "hgetall", "hd
 class RefHash(dict[bytes, bytes]):
     """A hash value: field -> value, in insertion order, and its encoding."""
 
-    kind = "hash"
+    kind: ClassVar[str] = "hash"  # a class attribute, also when compiled
     __slots__ = ("encoding",)
 
     def __init__(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from typing import TypeVar
 
 from xspec.reference.api import Blocked, ReplyError
 from xspec.reference.core import Context
@@ -29,7 +30,16 @@ from xspec.spec.zsets import COUNT_NOT_ABOVE_ZERO, NUMKEYS_NOT_POSITIVE
 
 __all__ = ["HANDLERS", "RefList"]
 
+_T = TypeVar("_T")
 
+
+def _python_class(cls: type[_T]) -> type[_T]:
+    """Keep ``cls`` a Python class in the mypyc build (a class with a decorator of its own is not made
+    native): a native class cannot extend a C type such as ``deque`` (its objects would be laid out wrongly)."""
+    return cls
+
+
+@_python_class
 class RefList(deque[bytes]):
     """A list value: bytes from head (index 0) to tail."""
 

@@ -49,6 +49,9 @@ class RefZSet:
     def __len__(self) -> int:
         return len(self.score)
 
+    def __bool__(self) -> bool:  # mypyc takes an object without __bool__ as always true, __len__ or not
+        return bool(self.score)
+
     def put(self, member: bytes, score: float, unsigned_zero: bool) -> None:
         old = self.score.get(member)
         if old is not None:

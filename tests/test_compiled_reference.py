@@ -9,6 +9,7 @@ annotation that is wrong on some path shows here and nowhere else.
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -48,6 +49,25 @@ def compiled_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with zipfile.ZipFile(wheel) as z:
         z.extractall(site)
     return site
+
+
+def _compiled_modules() -> tuple[str, ...]:
+    """setup.py's ``COMPILED``: the reference modules the build compiles."""
+    for node in ast.parse((ROOT / "setup.py").read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "COMPILED" for t in node.targets):
+            names = ast.literal_eval(node.value)
+            assert isinstance(names, tuple)
+            return names
+    raise AssertionError("setup.py has no COMPILED")
+
+
+def test_the_wheel_compiles_the_hot_path(compiled_site: Path) -> None:
+    """Every module setup.py names is an extension module in the wheel, the connections' hot path among them."""
+    names = _compiled_modules()
+    assert "connection" in names and "core" in names
+    reference = compiled_site / "xspec" / "reference"
+    missing = [n for n in names if not any(reference.glob(f"{n}.*.so")) and not any(reference.glob(f"{n}.*.pyd"))]
+    assert not missing, f"not compiled: {missing}"
 
 
 # Traces the compiled build does not answer as the interpreted one yet, with why (a defect to fix, not a
