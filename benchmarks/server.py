@@ -1,7 +1,7 @@
 """The reference server beside Redis 7.0.15 and fakeredis, measured in one run.
 
     python benchmarks/server.py [--requests 200000] [--runs 5] [--xadd-only | --group-only] [--only NAME,...]
-                                [--skip-fakeredis] [--types] [--durability]
+                                [--skip-fakeredis] [--types [--compiled-site DIR]] [--durability]
 
 Starts, each on a free loopback port, a real redis-server 7.0.15, fakeredis's
 ``TcpFakeServer`` (Redis 7.0 mode, in a subprocess of its own) and the
@@ -48,7 +48,9 @@ reinstall without the variable) to go back.
 EVALSHA from 50 clients, the servers taking turns; targets >= 0.6x Redis and >= 10x fakeredis;
 LPOP pops a list filled before each run, and the load average is printed per command), then, unless
 ``--user-calls 0``, each server driven by one redis-py client as a test suite drives it (fakeredis
-in process, as its users run it), with the client's and the server's CPU per call;
+in process, as its users run it), with the client's and the server's CPU per call. With
+``--compiled-site DIR`` (a folder holding the unzipped ``XSPEC_MYPYC=1`` wheel) the compiled build runs
+too, as the peer ``xspec-compiled``, in the same turns, and both builds get their ratios;
 ``--durability`` measures persistence and replication against Redis (benchmarks/server_durability.py
 says what).
 
@@ -80,6 +82,7 @@ from xspec.spec.resp import Parser, Reply, encode_command
 from xspec.traces.harness.servers import find_redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
+INVOKED_FROM = Path.cwd()  # where relative paths given on the command line start (main runs in ROOT)
 
 
 def free_port() -> int:
@@ -113,6 +116,7 @@ class Peer:
     proc: subprocess.Popen[bytes] | None = None
     workdir: Path | None = None  # its working directory while it runs: where its RDB and AOF files go
     results: dict[str, float] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # set in its environment (the compiled build's path)
 
 
 # fakeredis's TCP server leaves Nagle's algorithm on: its replies then wait for the client's delayed
@@ -135,7 +139,7 @@ server.serve_forever()
 """
 
 
-def peers(skip_fakeredis: bool) -> list[Peer]:
+def peers(skip_fakeredis: bool, compiled_site: Path | None = None) -> list[Peer]:
     redis_server = find_redis_server("7.0") or "/usr/bin/redis-server"
     out = [
         Peer("redis-7.0.15", [redis_server, "--bind", "127.0.0.1", "--port", "{port}", "--save", "",
@@ -143,9 +147,24 @@ def peers(skip_fakeredis: bool) -> list[Peer]:
         Peer("xspec-serve", [sys.executable, "-m", "xspec", "serve", "--host", "127.0.0.1",
                              "--port", "{port}"]),
     ]
+    if compiled_site is not None:  # --compiled-site: the mypyc build beside this environment's own
+        out.append(Peer(COMPILED_PEER, out[1].argv, env={"PYTHONPATH": str(compiled_site)}))
     if not skip_fakeredis:
         out.append(Peer("fakeredis", [sys.executable, "-c", FAKEREDIS_MAIN, "{port}"]))
     return out
+
+
+COMPILED_PEER = "xspec-compiled"
+OURS = ("xspec-serve", COMPILED_PEER)  # the reference server's peers, each compared with the others
+
+
+def compiled_site_error(site: Path) -> str | None:
+    """Why ``site`` is not a folder holding the compiled build's ``xspec`` package (None: it is)."""
+    if not (site / "xspec" / "reference").is_dir():
+        return f"--compiled-site {site}: no xspec/reference folder there (unzip the XSPEC_MYPYC=1 wheel into it)"
+    if not any((site / "xspec" / "reference").glob("connection*.so")):
+        return f"--compiled-site {site}: xspec/reference/connection is not compiled there (an XSPEC_MYPYC=1 wheel?)"
+    return None
 
 
 @contextlib.contextmanager
@@ -154,7 +173,8 @@ def running(peer: Peer) -> Iterator[Peer]:
     argv = [a.replace("{port}", str(peer.port)) for a in peer.argv]
     with tempfile.TemporaryDirectory() as tmp:
         peer.workdir = Path(tmp)
-        peer.proc = subprocess.Popen(argv, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        peer.proc = subprocess.Popen(argv, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     env={**os.environ, **peer.env} if peer.env else None)
         try:
             wait_ready(peer.port, peer.proc)
             yield peer
@@ -397,6 +417,9 @@ def main() -> int:
     ap.add_argument("--types", action="store_true",
                     help="measure the other data types' commands only (SET, GET, LPUSH, LPOP, HSET, ZADD, PUBLISH, "
                          "EVALSHA from 50 clients), servers taking turns")
+    ap.add_argument("--compiled-site", type=Path,
+                    help="with --types: also run the mypyc build found in this folder (an XSPEC_MYPYC=1 wheel "
+                         "unzipped there) as the peer xspec-compiled, beside this environment's own build")
     ap.add_argument("--user-calls", type=int, default=5000,
                     help="with --types: calls per command from one redis-py client (fakeredis in process), "
                          "0 to leave this part out")
@@ -406,6 +429,13 @@ def main() -> int:
     args = ap.parse_args()
     if args.user_calls < 0:
         ap.error("--user-calls must be 0 or more")
+    if args.compiled_site is not None:
+        if not args.types:
+            ap.error("--compiled-site goes with --types")
+        args.compiled_site = (INVOKED_FROM / args.compiled_site).resolve()
+        why = compiled_site_error(args.compiled_site)
+        if why is not None:
+            ap.error(why)
     if shutil.which("redis-benchmark") is None:
         print("error: redis-benchmark not found (apt-get install redis-tools)", file=sys.stderr)
         return 2
@@ -414,7 +444,7 @@ def main() -> int:
         import server_durability
 
         return server_durability.run(args)
-    table = peers(args.skip_fakeredis)
+    table = peers(args.skip_fakeredis, args.compiled_site)
     if args.only:
         table = [p for p in table if p.name in args.only.split(",")]
     with contextlib.ExitStack() as stack:
@@ -543,16 +573,16 @@ def user_view(table: list[Peer], calls: int) -> None:
         seen[peer.name] = json.loads(run.stdout)
     print(f"\none redis-py client, unpipelined, {calls} calls per command (CPU us per call: client + server; "
           "fakeredis in process: all of it); load average (1 min) " f"{os.getloadavg()[0]:.1f}")
-    ours = seen.get("xspec-serve", {})
-    for metric in ours:
+    for metric in seen.get("xspec-serve", {}):
         row = f"  {metric:8}"
         for name, figures in seen.items():
             client, server = figures[metric]
             row += f"  {name}: {client:6.1f} + {server:5.1f}" if name != "fakeredis" else f"  {name}: {client:6.1f}"
-        total = sum(ours[metric])
-        for name in ("redis-7.0.15", "fakeredis"):
-            if name in seen and total:
-                row += f"  ({name} / xspec-serve, totals: {sum(seen[name][metric]) / total:4.2f}x)"
+        for build in OURS:
+            total = sum(seen[build][metric]) if build in seen else 0.0
+            for name in ("redis-7.0.15", "fakeredis"):
+                if name in seen and total:
+                    row += f"  ({name} / {build}, totals: {sum(seen[name][metric]) / total:4.2f}x)"
         print(row, flush=True)
 
 
@@ -669,13 +699,10 @@ def measure_the_rest(peer: Peer, args: argparse.Namespace) -> None:
 STREAM_METRICS = ("xadd -P 16", "xadd -c 50", "xrange count 10", "xpending", "xreadgroup+xack")
 
 
-def report(table: list[Peer], metrics: tuple[str, ...] = STREAM_METRICS) -> None:
-    """The ratios of the reference server's figures to the other servers'."""
-    by = {p.name: p.results for p in table}
-    if "xspec-serve" not in by:
-        return
-    ref = by["xspec-serve"]
-    print("\nratios (xspec-serve / peer; throughput: higher is better)")
+def report_ratios(ours: str, by: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> None:
+    """The ratios of the figures of ``ours`` (a build of the reference server) to the other servers'."""
+    ref = by[ours]
+    print(f"\nratios ({ours} / peer; throughput: higher is better)")
     for metric in metrics:
         if metric not in ref:
             continue
@@ -691,6 +718,17 @@ def report(table: list[Peer], metrics: tuple[str, ...] = STREAM_METRICS) -> None
                 if other in by and cpu in by[other] and ref[cpu]:
                     row += f"  vs {other}: {by[other][cpu] / ref[cpu]:6.2f}x"
             print(row)
+
+
+def report(table: list[Peer], metrics: tuple[str, ...] = STREAM_METRICS) -> None:
+    """The ratios of the reference server's figures to the other servers'."""
+    by = {p.name: p.results for p in table}
+    if "xspec-serve" not in by:
+        return
+    for ours in OURS:
+        if ours in by:
+            report_ratios(ours, by, metrics)
+    ref = by["xspec-serve"]
     redis = by.get("redis-7.0.15", {})
     if "bytes/entry" not in ref:
         return

@@ -290,12 +290,19 @@ def _xtrim(argv: Argv, db: dict[bytes, Any]) -> Argv:
 # -- the propagator -----------------------------------------------------------------------------------
 
 
+_WRAPPED_62 = frozenset({"exec", "eval", "evalsha", "eval_ro", "evalsha_ro"})
+
+
 class Propagator:
     """Collects what the commands of one call propagate; :meth:`flush` hands them to ``sink``."""
 
-    def __init__(self, sink: Any, counters: bool = True) -> None:
+    def __init__(self, sink: Any, counters: bool = True, transactions_only: bool = False) -> None:
         self.sink = sink  # called with [(db, argv), ...] for each call that propagated something
         self.counters = counters  # the dialect's streams have entries-read (not 6.2)
+        # PROP-DIALECT-3 (6.2): only an EXEC's writes are wrapped in MULTI/EXEC, even a single one
+        self.transactions_only = transactions_only
+        self.outer = ""  # the name of the outermost command running
+        self.several_also = False  # a command propagated several ops instead of its argv (6.2's alsoPropagate)
         self.depth = 0
         self.pending: list[tuple[int, Argv]] = []
         # What the running command propagates instead of its argv, set by its handler (SET's PXAT,
@@ -303,6 +310,8 @@ class Propagator:
         self.replacement: list[Argv] | None = None
 
     def before(self, name: str, db: dict[bytes, Any], argv: Argv) -> Any:
+        if not self.depth:
+            self.outer = name
         self.depth += 1
         if name == "xreadgroup":
             return before_readgroup(db, argv)
@@ -335,6 +344,7 @@ class Propagator:
         elif changed and name not in _NEVER_SELF:
             if self.replacement is not None:
                 ops = self.replacement
+                self.several_also |= len(ops) > 1
             elif name == "xadd":
                 ops = [_xadd(argv, reply, db)]
             elif name == "xtrim":
@@ -350,7 +360,14 @@ class Propagator:
         pending, self.pending = self.pending, []
         if not pending:
             return
-        if len(pending) > 1:  # AOF-1: one unit
+        if self.transactions_only:
+            # PROP-DIALECT-3, SCRIPT-DIALECT-4: 6.2 wraps an EXEC's writes and a script's, even a single one;
+            # SETS-DIALECT-3: and a command's several alsoPropagate ops (SPOP's SREMs) outside them
+            wrap = self.outer in _WRAPPED_62 or self.several_also
+        else:
+            wrap = len(pending) > 1
+        self.several_also = False
+        if wrap:  # AOF-1: one unit
             pending = [(-1, [b"MULTI"]), *pending, (-1, [b"EXEC"])]
         self.sink(pending)
 

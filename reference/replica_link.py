@@ -35,6 +35,7 @@ from xspec.reference.aof import aof_of, obeyed, parse_command
 from xspec.reference.core import Client, Core
 from xspec.reference.persistence import LoadError, persistence_of
 from xspec.reference.waitaof import fsynced_offset, has_waitaof
+from xspec.reference.xcommands import xadd_obeyed
 from xspec.spec import rdb
 from xspec.spec import rdb_file as rf
 
@@ -43,7 +44,8 @@ log = logging.getLogger("xspec.serve")
 READ_SIZE = 1 << 16
 # The lines of a canonical command (what primaries send): its count line, and each argument's length line.
 _COUNT_LINES = {b"*%d" % n: n for n in range(1, 1024)}
-_LENGTH_LINES = [b"$%d" % n for n in range(4096)]
+_LENGTH_OF = {b"$%d" % n: n for n in range(4096)}
+_XADD_WORDS = frozenset({b"XADD", b"xadd", b"Xadd"})  # as primaries send it: as their clients wrote it
 RECONNECT_SECONDS = 1.0  # replicationCron's period: a lost link is tried again a second later
 
 
@@ -79,7 +81,9 @@ class ReplicaLink:
         self.read_offset = -1  # read_reploff: the stream read
         self.unparsed = b""  # read, not yet a whole command
         self.uncounted = bytearray()  # run, not yet counted (inside MULTI until EXEC)
-        self.last_io = time.monotonic()
+        # repl_transfer_lastio / the master client's lastinteraction: the last read, in ms on the server's
+        # clock (REPL-17 counts repl-timeout on it, a virtual clock included)
+        self.last_io = self.core.clock.now_ms()
         self.down_since = 0.0  # 0: never connected
         self.sync_total = 0
         self.sync_read = 0
@@ -87,6 +91,8 @@ class ReplicaLink:
         self.held = False  # XSPEC.LINK HOLD: nothing read from the primary for now
         self.resumed: asyncio.Event | None = None
         self.failover = False  # FAILOVER-5: the first PSYNC says FAILOVER (the target takes over)
+        self.node_entries = 100  # stream-node-max-entries and -bytes, read by _short_way
+        self.node_bytes = 4096
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -143,7 +149,7 @@ class ReplicaLink:
         self.state = "connecting"
         reader, writer = await asyncio.open_connection(self.host, self.port)
         self.writer = writer
-        self.last_io = time.monotonic()  # repl_transfer_lastio: the handshake's time counts from here
+        self.last_io = self.core.clock.now_ms()  # repl_transfer_lastio: the handshake's time counts from here
         cfg = self.core.config
 
         async def ask(*argv: bytes) -> bytes:
@@ -195,7 +201,7 @@ class ReplicaLink:
         else:
             raise LinkError(f"unexpected reply to PSYNC from master: {reply.decode('latin-1')}")
         self.state = "connected"
-        self.last_io = time.monotonic()
+        self.last_io = self.core.clock.now_ms()
         self.read_offset = self.applied = rep.offset
         if rest:
             self._received(rest)
@@ -208,7 +214,7 @@ class ReplicaLink:
             line = await reader.readline()
             if not line:
                 raise EOFError("the master closed the connection")
-            self.last_io = time.monotonic()
+            self.last_io = self.core.clock.now_ms()
             line = line.rstrip(b"\r\n")
             if line:  # a bare newline is the primary's keep-alive
                 return line
@@ -294,7 +300,7 @@ class ReplicaLink:
                 await self.resumed.wait()
             if self.client is None:  # cut meanwhile: what was read before is dropped with the connection
                 raise EOFError("the link was cut")
-            self.last_io = time.monotonic()
+            self.last_io = self.core.clock.now_ms()
             self._received(data)
 
     def _received(self, data: bytes) -> None:
@@ -327,13 +333,25 @@ class ReplicaLink:
     def _apply_canonical(self, buf: bytes, c: Client) -> int:
         """Run the commands at the start of ``buf`` written as primaries write them (a count line, then
         a length line and the bytes of each argument, none holding CRLF); the bytes they took, or -1 when
-        one ended the link. The rest (a keep-alive, an argument holding CRLF, a cut command) is left."""
+        one ended the link. The rest (a keep-alive, an argument holding CRLF, a cut command) is left.
+
+        The XADDs with an explicit ID that a primary propagates are applied the short way
+        (:func:`xadd_obeyed`) while nothing but the data would see them (:meth:`_short_way`); they are
+        counted as the core counts a command (calls, time, the dirty counter) in one step per run of them,
+        and so is their part of the offset (a GETACK, which runs the general way, answers the offset
+        before it)."""
         lines = buf.split(b"\r\n")
         last = len(lines) - 1  # the piece after the final CRLF: never a whole line
         counts = _COUNT_LINES.get
-        lengths = _LENGTH_LINES
-        execute = self.core.execute
-        i = pos = 0
+        length_of = _LENGTH_OF.get
+        core = self.core
+        execute = core.execute
+        short = self._short_way(c)
+        xadds = 0  # applied the short way, not yet counted
+        since = time.perf_counter_ns()
+        i = 0  # the next line to read
+        pos = counted = 0  # buf[:pos] is lines[:counted]: the byte position is found when needed
+        accounted = 0  # buf[:accounted] is in the offset applied, but for the XADDs applied since
         unfed = 0  # buf[unfed:pos] is counted, not yet fed: the backlog and replicas get it in one piece
         while i < last:
             n = counts(lines[i])
@@ -343,14 +361,20 @@ class ReplicaLink:
             if j > last:
                 break
             argv = lines[i + 2:j:2]
-            try:
-                if [lengths[len(a)] for a in argv] != lines[i + 1:j:2]:
-                    break
-            except IndexError:  # a long argument: read exactly
-                break
-            start = pos
+            if list(map(length_of, lines[i + 1:j:2])) != list(map(len, argv)):
+                break  # an argument holding CRLF, or a long one: read exactly
+            if short is not None and argv[0] in _XADD_WORDS and xadd_obeyed(short, argv, self.node_entries,
+                                                                             self.node_bytes):
+                xadds += 1
+                i = j
+                continue
+            start = pos = pos + sum(map(len, lines[counted:i])) + 2 * (i - counted)
+            if xadds:
+                self.applied += start - accounted
+                self._count_xadds(c, xadds, time.perf_counter_ns() - since)
+                xadds = 0
             pos += sum(map(len, lines[i:j])) + 2 * (j - i)
-            i = j
+            counted = i = j
             execute(c, obeyed(argv))
             if self.client is not c:
                 if start > unfed:
@@ -363,9 +387,45 @@ class ReplicaLink:
                 unfed = pos
             else:
                 self.applied += pos - start  # per command: a GETACK answers the offset before it
+            accounted = pos
+            short = self._short_way(c)
+            since = time.perf_counter_ns()
+        if counted < i:
+            pos += sum(map(len, lines[counted:i])) + 2 * (i - counted)
+        if xadds:
+            self.applied += pos - accounted
+            self._count_xadds(c, xadds, time.perf_counter_ns() - since)
         if pos > unfed:
             self.rep.feed_bytes(buf[unfed:pos])
         return pos
+
+    def _short_way(self, c: Client) -> Any:
+        """The database the master client's XADDs may be applied to the short way, or None while anything
+        but the data would see them: an observer (--checked, --trace), an AOF or a 6.2 offset to feed,
+        keyspace events, WATCH, tracking, blocked clients, a pause or an injected fault, a transaction."""
+        core = self.core
+        tracking = core.tracking
+        if (core.observer is not None or core.propagation is not None or core.notify_events or core.watchers
+                or core.blocking or core.ready_keys or core.pause_until or core.error_faults or tracking.table
+                or tracking.prefixes or tracking.owed or c.in_multi or self.uncounted or not c.authenticated):
+            return None
+        self.node_entries = core.int_setting("stream-node-max-entries")
+        self.node_bytes = core.int_setting("stream-node-max-bytes")
+        return core.dbs[c.db]
+
+    def _count_xadds(self, c: Client, n: int, ns: int) -> None:
+        """What the core counts for ``n`` XADDs run ``ns`` nanoseconds: INFO's commands processed, XADD's
+        calls and time (STATS-2), the dirty counter (STATS-6), the client's last command (CONN-5)."""
+        core = self.core
+        core.stat_commands += n
+        stat = core.command_stats.get("xadd")
+        if stat is None:
+            stat = core.command_stats["xadd"] = [0, 0, 0, 0]
+        stat[0] += n
+        stat[1] += ns // 1000
+        core.dirty += n
+        c.last_cmd = "xadd"
+        c.woff = core.repl_offset
 
     def _count(self, c: Client, chunk: bytes) -> None:
         """The bytes of a command run (REPL-2: a transaction's count at its EXEC, all at once): the
@@ -389,22 +449,22 @@ class ReplicaLink:
                 self.writer.write(_command(b"REPLCONF", b"ACK", b"%d" % self.applied))
 
     def tick(self) -> None:
-        """The cron's part: drop a link silent for longer than ``repl-timeout``, else acknowledge
+        """The cron's part: drop a link silent for longer than ``repl-timeout`` (REPL-17), else acknowledge
         once a second."""
         if self.timed_out():
             return
         self.send_ack()
 
     def timed_out(self) -> bool:
-        """replicationCron on a replica: a handshake, a transfer or a connected link that read nothing (no
-        data, no PING, no keep-alive newline) for more than ``repl-timeout`` seconds is dropped, and the
-        link connects again (a connected one asks PSYNC from its cached master). A held link (XSPEC.LINK
-        HOLD) and a paused node wait without counting."""
+        """replicationCron on a replica (REPL-17): a handshake, a transfer or a connected link that read
+        nothing (no data, no PING, no keep-alive newline) for more than ``repl-timeout`` seconds, counted in
+        whole seconds of the server's clock, is dropped, and the link connects again (a connected one asks
+        PSYNC from its cached master). A held link (XSPEC.LINK HOLD) and a paused node wait without counting."""
         if self.held or self.rep.paused or self.writer is None or self.state not in ("connecting", "sync",
                                                                                       "connected"):
             return False
         timeout = self.rep._config_int("repl-timeout", 60)
-        if time.monotonic() - self.last_io <= timeout:
+        if self.core.clock.now_ms() // 1000 - self.last_io // 1000 <= timeout:  # REPL-17: time(NULL) - lastio
             return False
         if self.state == "connected":
             log.warning("MASTER timeout: no data nor PING received...")
@@ -413,7 +473,7 @@ class ReplicaLink:
                         "'repl-timeout' parameter in redis.conf to a larger value.")
         else:
             log.warning("Timeout connecting to the MASTER...")
-        self.lost()  # the reader sees the end of the connection, and run() connects again
+        self.lost()  # the reader sees the end of the connection, and run() connects again (REPL-17)
         return True
 
     # -- XSPEC.LINK -----------------------------------------------------------------------------
@@ -429,7 +489,7 @@ class ReplicaLink:
         self.send_ack()
 
     def io_seconds_ago(self) -> int:
-        return int(time.monotonic() - self.last_io)
+        return max(self.core.clock.now_ms() // 1000 - self.last_io // 1000, 0)
 
     def down_seconds(self) -> int:
         return int(time.monotonic() - self.down_since) if self.down_since else -1

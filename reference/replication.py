@@ -19,9 +19,11 @@ seconds for more replicas, as Redis does. A partial one (REPL-6) answers
 ``+CONTINUE <id>`` and the backlog from the byte asked for.
 
 The stream costs the commands little: an XADD alone in its call goes from the
-propagator straight to :meth:`Replication.feed_one` (encoded once, appended to
-the backlog and queued on each replica's connection, which the server writes
-once per loop turn with the replies).
+propagator straight to :meth:`Replication.feed_xadd`, which encodes it (its
+head once for a run of XADDs to one key) and counts it in the offset; the
+XADDs of a loop turn reach the backlog and the replicas' connections in one
+piece at its end (:meth:`Replication.feed_unfed`), or before anything reads
+the backlog or the replicas, so that the stream keeps its order.
 
 The replica's side (connecting, loading, applying the stream, acknowledging)
 is :mod:`xspec.reference.replica_link`; REPLICAOF, ROLE, INFO replication,
@@ -38,7 +40,6 @@ from typing import Any
 from xspec.reference.api import Encoded, ReplyError
 from xspec.reference.core import Client, Context, Core
 from xspec.reference.propagation import XADD_ID_STARTS, Propagator
-from xspec.reference.streams import U64, Stream
 from xspec.reference.waitaof import AofWaiting, serve_aof_waiting, waitaof_command
 from xspec.spec import rdb_file as rf
 from xspec.spec.commands import NOT_INTEGER
@@ -68,18 +69,18 @@ class ReplicationPropagator(Propagator):
     feeds it the short way when it can (:meth:`Replication.feed_xadd`); what it leaves takes the general way.
     """
 
-    def __init__(self, sink: Any, counters: bool, xadd_sink: Any) -> None:
-        super().__init__(sink, counters)
+    def __init__(self, sink: Any, counters: bool, xadd_sink: Any, transactions_only: bool = False) -> None:
+        super().__init__(sink, counters, transactions_only)
         self.xadd_sink = xadd_sink
 
     def after(self, name: str, dbid: int, db: dict[bytes, Any], argv: list[bytes], reply: Any, token: Any,
               changed: bool) -> None:
         if name == "xadd":
-            if changed and self.depth == 1 and not self.pending and self.replacement is None:
-                s = db.get(argv[1])
-                if type(s) is Stream and argv[2][:1] in XADD_ID_STARTS and self.xadd_sink(dbid, argv, s.last_id):
-                    self.depth = 0
-                    return
+            # the reply of an XADD that added an entry is its ID: what the stream carries instead of the argument
+            if (changed and self.depth == 1 and not self.pending and self.replacement is None and type(reply) is Bulk
+                    and argv[2][:1] in XADD_ID_STARTS and self.xadd_sink(dbid, argv, reply.value)):
+                self.depth = 0
+                return
         elif name in REPLICA_ONLY:
             self.pending.append((dbid, list(argv)))
         super().after(name, dbid, db, argv, reply, token, changed)
@@ -237,8 +238,9 @@ class Replication:
         self.replid2 = NO_REPLID2
         self.second_offset = -1
         self.offset = 0  # master_repl_offset
-        self.backlog: Backlog | None = None
-        self.replicas: list[Replica] = []
+        self._backlog: Backlog | None = None  # the backlog and replicas properties: see feed_xadd
+        self._replicas: list[Replica] = []
+        self.unfed: list[bytes] = []  # stream bytes counted in the offset, not yet in the backlog nor sent
         self.announced: dict[int, tuple[str, int]] = {}  # client id -> REPLCONF ip-address / listening-port
         self.selected_db = -1  # server.slaveseldb: the database the stream last selected
         self.waiting: list[Waiting] = []
@@ -253,7 +255,8 @@ class Replication:
         self.link: Any = None  # reference.replica_link.ReplicaLink while a replica
         # The master to ask PSYNC of: (replid, offset applied), REPL-6/REPL-7/REPL-9.
         self.cached: tuple[str, int] | None = None
-        self.propagator = ReplicationPropagator(self.feed_ops, core.dialect.stream_counters, self.feed_xadd)
+        self.propagator = ReplicationPropagator(self.feed_ops, core.dialect.stream_counters, self.feed_xadd,
+                                                core.dialect.wraps_transactions_only)
         self.stopped = False
         self.failover: Failover | None = None  # FAILOVER in progress (FAILOVER-3 .. FAILOVER-7)
         self.deployment: Any = None  # reference.replication_deployment.Deployment of xspec serve --replicas
@@ -266,8 +269,37 @@ class Replication:
         self.eof_capable: set[int] = set()
         self.sync_partial_ok = 0
         self.sync_partial_err = 0
+        # feed_xadd's last encoded head: (key, command name as sent, argument count, its RESP bytes)
+        self.xadd_head: tuple[bytes, bytes, int, bytes] = (b"", b"", 0, b"")
 
     # -- the stream ------------------------------------------------------------------------------
+    @property
+    def backlog(self) -> Backlog | None:
+        """The backlog, holding every byte of the stream counted so far (:meth:`feed_unfed` first)."""
+        if self.unfed:
+            self.feed_unfed()
+        return self._backlog
+
+    @backlog.setter
+    def backlog(self, backlog: Backlog | None) -> None:
+        if self.unfed:
+            self.feed_unfed()
+        self._backlog = backlog
+
+    @property
+    def replicas(self) -> list[Replica]:
+        """The replicas attached, each sent every byte of the stream counted so far (:meth:`feed_unfed`
+        first: a replica attached from here on starts after them)."""
+        if self.unfed:
+            self.feed_unfed()
+        return self._replicas
+
+    @replicas.setter
+    def replicas(self, replicas: list[Replica]) -> None:
+        if self.unfed:
+            self.feed_unfed()
+        self._replicas = replicas
+
     @property
     def is_replica(self) -> bool:
         return self.master is not None
@@ -299,33 +331,61 @@ class Replication:
             out.append(resp_command(argv))
         self.feed_bytes(b"".join(out))
 
-    def feed_xadd(self, dbid: int, argv: list[bytes], added: int) -> bool:
-        """:meth:`feed_ops` of an XADD without options, the ID argument rewritten to ``added`` (the ID it
+    def feed_xadd(self, dbid: int, argv: list[bytes], new_id: bytes) -> bool:
+        """:meth:`feed_ops` of an XADD without options, its ID argument rewritten to ``new_id`` (the ID it
         added), the short way when that is all there is to do: no AOF, this node a primary with a backlog,
-        the database already selected; False (nothing done) otherwise."""
-        backlog = self.backlog
+        the database already selected; False (nothing done) otherwise. The command's head (its count, name
+        and key) is encoded once for a run of XADDs to one key."""
         persistence = self.core.persistence
-        if backlog is None or dbid != self.selected_db or self.master is not None or (
+        if self._backlog is None or dbid != self.selected_db or self.master is not None or (
                 persistence is not None and persistence.aof is not None):
             return False
-        new_id = b"%d-%d" % (added >> 64, added & U64)
+        n = len(argv)
+        head = self.xadd_head
         headers = _BULK_HEADERS
         try:
-            out = [_ARRAY_HEADERS[len(argv)], headers[len(argv[0])], argv[0], b"\r\n", headers[len(argv[1])],
-                   argv[1], b"\r\n", headers[len(new_id)], new_id, b"\r\n"]
-            for a in argv[3:]:
-                out += (headers[len(a)], a, b"\r\n")
+            if head[0] != argv[1] or head[1] != argv[0] or head[2] != n:
+                head = self.xadd_head = (argv[1], argv[0], n, b"".join((
+                    _ARRAY_HEADERS[n], headers[len(argv[0])], argv[0], b"\r\n", headers[len(argv[1])], argv[1],
+                    b"\r\n")))
+            if n == 5:
+                field = argv[3]
+                value = argv[4]
+                data = b"".join((head[3], headers[len(new_id)], new_id, b"\r\n", headers[len(field)], field,
+                                 b"\r\n", headers[len(value)], value, b"\r\n"))
+            else:
+                out = [head[3], headers[len(new_id)], new_id, b"\r\n"]
+                for a in argv[3:]:
+                    out += (headers[len(a)], a, b"\r\n")
+                data = b"".join(out)
         except IndexError:  # a long argument: the general way
             return False
-        data = b"".join(out)
         offset = self.offset = self.offset + len(data)
         self.core.repl_offset = offset
-        backlog.add(data, self.backlog_size())
-        for r in self.replicas:
-            conn = r.client.conn
-            if conn is not None and r.state == "online":
-                conn.write([data])
+        unfed = self.unfed
+        unfed.append(data)
+        if len(unfed) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.feed_unfed)
+            except RuntimeError:  # no loop (a core driven directly): at once
+                self.feed_unfed()
         return True
+
+    def feed_unfed(self) -> None:
+        """The XADDs :meth:`feed_xadd` counted go to the backlog and the online replicas, in one piece: at
+        the end of the loop turn, or before anything reads the backlog or the replicas (the two
+        properties), so that every byte reaches them in the stream's order, as if fed at once."""
+        unfed = self.unfed
+        if not unfed:
+            return
+        data = unfed[0] if len(unfed) == 1 else b"".join(unfed)
+        self.unfed = []
+        backlog = self._backlog
+        if backlog is not None:
+            backlog.add(data, self.backlog_size())
+        for r in self._replicas:
+            if r.state == "online":
+                r.send(data)
 
     def feed_bytes(self, data: bytes) -> None:
         """Bytes of the stream: the offset moves, the backlog keeps them, every replica gets them."""
@@ -430,13 +490,14 @@ class Replication:
         self.start()
 
     def drop_timed_out(self) -> None:
-        """replicationCron: an online replica that acknowledged nothing for more than ``repl-timeout``
-        seconds is disconnected; one that asked with the old SYNC is never expected to acknowledge."""
+        """replicationCron (REPL-17): an online replica that acknowledged nothing for more than ``repl-timeout``
+        seconds (whole seconds of the server's clock) is disconnected; one that asked with the old SYNC is
+        never expected to acknowledge."""
         timeout = self._config_int("repl-timeout", 60)
-        now = self.core.clock.now_ms() / 1000
+        now = self.core.clock.now_ms() // 1000
         for r in list(self.replicas):
             conn = r.client.conn
-            if r.state == "online" and not r.pre_psync and now - r.ack_time > timeout and conn is not None:
+            if r.state == "online" and not r.pre_psync and now - int(r.ack_time) > timeout and conn is not None:
                 log.warning("Disconnecting timedout replica (streaming sync): %s:%d", r.ip, r.port)
                 conn.close_now()
 
@@ -681,6 +742,7 @@ class Replication:
         self.replid = new_replid()
 
     def stop(self) -> None:
+        self.feed_unfed()
         self.stopped = True
         if self.sync_timer is not None:
             self.sync_timer.cancel()

@@ -14,8 +14,9 @@ trace format's events:
   (connections closed, nothing saved at exit; what its AOF wrote stays, as the page cache keeps it
   for a killed process); starts again on the same port with its start-up settings, loading what its
   persistence kept (a replica is told REPLICAOF its primary again); stops reading from every
-  connection and link, as after SIGSTOP (timers still run: a paused node's blocked clients still
-  time out); reads again.
+  connection and link, and runs none of its timers (crons, active expiry, saves, the AOF's fsync
+  and rewrites, replication, blocked clients' timeouts), as after SIGSTOP (NODE-PAUSE-1); reads
+  again and runs the timers that came due meanwhile.
 
 The nodes start with ``repl-diskless-sync-delay 0`` unless the config given says otherwise: a
 replica is in sync as soon as it asks, not 5 s later (Redis's default wait for more replicas).
@@ -38,6 +39,7 @@ from typing import IO, Any
 
 from xspec.reference.api import ReplyError
 from xspec.reference.core import Client, Core
+from xspec.reference.faults import PausableTimers
 from xspec.reference.replication import finish_replication, replication_of
 from xspec.reference.server import ReferenceServer
 from xspec.reference.trace import TraceWriter, json_line, now_us
@@ -127,6 +129,13 @@ class Deployment:
     async def _start_node(self, node: Node) -> None:
         server = ReferenceServer(node.host, node.port, **node.options)
         await server.start()
+        if server.core.timer_factory is not None:  # NODE-PAUSE-1: a paused node's timers wait
+            server.core.timer_factory = PausableTimers(server.core.timer_factory, lambda: server.paused)
+            rep = replication_of(server.core)
+            if rep.cron is not None:  # set at start, before the timers could be held: set again, held
+                rep.cron.cancel()
+                rep.cron = None
+                rep.start()
         node.port = server.port
         node.server = server
         replication_of(server.core).deployment = self
@@ -264,6 +273,9 @@ class Deployment:
                     held, conn.paused_input = conn.paused_input, []
                     if held:
                         conn.data_received(b"".join(held))
+        timers = server.core.timer_factory
+        if not paused and isinstance(timers, PausableTimers):
+            timers.resume()
         rep = replication_of(server.core)
         rep.paused = paused
         if rep.link is not None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from errno import EDOM, ERANGE
+from typing import Any
 
 from xspec.reference.api import BLOCKED, Blocked, Context, Encoded, Handler, ReplyError
 from xspec.reference.notify import notify_keyspace_event, notify_new
@@ -451,6 +452,34 @@ def xadd(ctx: Context) -> Reply:
         text = b"%d-" % ms
         _LAST_MS[0] = (ms, text)
     return Bulk(text + SMALL_DECIMALS[seq] if seq < 1024 else b"%b%d" % (text, seq))
+
+
+def xadd_obeyed(db: Any, argv: list[bytes], max_entries: int, max_bytes: int) -> bool:
+    """``XADD key ms-seq field value ...`` as a primary propagates it, run for the master client the short
+    way: True when the entry was appended (XADD-12, XADD-17), False (nothing done) when the command is any
+    other form or would take any other branch of :func:`xadd` (an error, a new key, an empty stream's errno,
+    options), which the caller then runs the general way.
+
+    The caller does what :func:`xadd` leaves to the core for this client (the dirty counter, the command's
+    statistics) and takes this way only while nothing else would see the change: no keyspace events, no
+    watched or tracked keys, no blocked clients (XADD-20). The master client expires no key (EXPIRE-ACTIVE-4).
+    """
+    # _plain_id, inline (this runs for every entry a replica applies), and only with both parts (XADD-13)
+    ms, dash, seq = argv[2].partition(b"-")
+    if (not dash or not ms.isdigit() or not seq.isdigit() or len(ms) > 18 or len(seq) > 18
+            or (ms[0] == 48 and len(ms) > 1) or (seq[0] == 48 and len(seq) > 1) or len(argv) & 1 == 0
+            or len(argv) < 5):  # XADD-5
+        return False
+    new = int(ms) << 64 | int(seq)
+    stream = db.get(argv[1])
+    if type(stream) is not Stream or not stream.nodes or new <= stream.last_id:  # XADD-7/8, XADD-14/15
+        return False
+    fields = argv[3:]
+    payload = len(argv[3]) + len(argv[4]) if len(argv) == 5 else sum(map(len, fields))
+    if payload > LISTPACK_MAX_SIZE:  # XADD-16
+        return False
+    stream.append(new, fields, payload, max_entries, max_bytes)  # XADD-17
+    return True
 
 
 @_handler("xtrim")

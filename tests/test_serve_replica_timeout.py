@@ -38,13 +38,22 @@ def test_a_replica_drops_a_silent_primary_and_resyncs_partially(deployment: tupl
     continue with a partial resynchronisation."""
     primary, replicas = deployment
     primary.r.config_set("repl-ping-replica-period", 60)
+    time.sleep(1.5)  # the primary's first cron PINGs (REPL-13); the next one is 60 s away
+    written = time.monotonic()
     primary.r.set("k", "1")
     wait_until(lambda: all(r.get("k") == b"1" for r in replicas), what="the write on both replicas")
     os.kill(primary.proc.pid, signal.SIGSTOP)
-    started = time.monotonic()
-    down = [wait_until(lambda r=r: not link_up(r), timeout=8, what="the link to drop") for r in replicas]
-    assert all(down)
-    assert time.monotonic() - started >= 1.5  # not before repl-timeout
+    stopped = time.monotonic()
+    dropped: dict[int, float] = {}
+    while len(dropped) < len(replicas) and time.monotonic() - stopped < 8:
+        for i, r in enumerate(replicas):
+            if i not in dropped and not link_up(r):
+                dropped[i] = time.monotonic()
+        time.sleep(0.05)
+    # REPL-17: more than repl-timeout (2) whole seconds of the clock after the last read, which came after
+    # the write and before the stop; the cron looks once a second (the real replica, then ours)
+    assert len(dropped) == 2, dropped
+    assert all(at - written > 2.0 and at - stopped < 4.5 for at in dropped.values()), (written, stopped, dropped)
     os.kill(primary.proc.pid, signal.SIGCONT)
     for r in replicas:
         wait_until(lambda r=r: link_up(r), timeout=10, what="the link back")
@@ -81,3 +90,26 @@ def test_a_replica_drops_a_paused_xspec_primary() -> None:
         r.execute_command("XSPEC.NODE", "RESUME", "primary")
         wait_until(lambda: link_up(r), timeout=10, what="the link back")
         assert p.info("stats")["sync_partial_ok"] == 1
+
+
+def test_a_replica_counts_repl_timeout_on_its_virtual_clock() -> None:
+    """REPL-17 on the server's clock: an xspec replica with a virtual clock keeps a silent link while its
+    clock stands still, and drops it (then continues from the backlog) once XSPEC.CLOCK moves it past
+    repl-timeout; the primary's PINGs are 60 s apart."""
+    with ServerThread(config={"repl-diskless-sync-delay": "0"}) as a, ServerThread(clock="virtual") as b:
+        primary, replica = client(a), client(b)
+        primary.config_set("repl-ping-replica-period", 60)
+        replica.config_set("repl-timeout", 5)
+        follow(replica, a.port)
+        primary.set("k", "1")
+        wait_until(lambda: replica.get("k") == b"1", what="the write on the replica")
+        time.sleep(1.5)  # the primary's first cron PINGs (REPL-13); the next one is 60 s away
+        replica.execute_command("XSPEC.CLOCK", "ADVANCE", 4000)
+        time.sleep(2.2)  # two crons: 4 s of its clock are not more than 5
+        assert link_up(replica)
+        replica.execute_command("XSPEC.CLOCK", "ADVANCE", 2000)
+        wait_until(lambda: not link_up(replica), timeout=3, what="the link to drop")
+        wait_until(lambda: link_up(replica), timeout=5, what="the link back")
+        assert primary.info("stats")["sync_partial_ok"] == 1
+        primary.set("k", "2")
+        wait_until(lambda: replica.get("k") == b"2", what="the stream again")
