@@ -3,7 +3,8 @@ NO-EVICT, NO-TOUCH (7.2+), SETINFO (7.2+), PAUSE, UNPAUSE and UNBLOCK.
 
 What they change that a client can see is the connection's flags (CLIENT LIST ``flags=``), its
 library name and version, and which connections are closed. A pause holds commands back on the
-server; the model sees each command when it runs, so a pause changes no state of the model.
+server; the model sees each command when it runs. What the model keeps of a pause is its end
+(``Server.client_pause_end``): until then lazy expiry deletes nothing (EXPIRE-PAUSE-1).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xspec.models.admin import client_flags
+from xspec.models.clock import Duration
+from xspec.models.replication import MAY_REPLICATE
 from xspec.models.server import Call, CommandError, Server, command
 from xspec.models.state import Client
 from xspec.models.stats import count_unblocked
@@ -82,17 +85,45 @@ def client_pause(call: Call) -> Reply:
         raise CommandError(TIMEOUT_NOT_INTEGER)
     if timeout < 0:
         raise CommandError(TIMEOUT_NEGATIVE)
+    everything = True  # CLIENT-PAUSE-1: ALL unless WRITE is given
     if len(argv) == 4:
-        if c_string(argv[3]).lower() not in (b"write", b"all"):  # CLIENT-PAUSE-1
+        mode = c_string(argv[3]).lower()
+        if mode not in (b"write", b"all"):  # CLIENT-PAUSE-1
             raise CommandError(PAUSE_MODE)
+        everything = mode == b"all"
     elif len(argv) > 4 and call.server.dialect.client_extra_arguments_refused:  # CLIENT-DIALECT-3
         raise _subcommand_syntax(call)
-    call.now()  # CLIENT-PAUSE-2: the pause ends at a time read now; the server holds commands until then
+    now = call.now()  # CLIENT-PAUSE-2: the pause ends at a time read now; the server holds commands until then
+    if timeout > 0:  # a timeout of 0 ends at once: it leaves a pause in force as it is
+        end = now + Duration(timeout)
+        server = call.server
+        old = server.client_pause_end
+        server.client_pause_end = end if old is None else max(old, end)  # EXPIRE-PAUSE-2: the later end
+        server.client_pause_all = everything or (old is not None and server.client_pause_all)
     return OK
+
+
+def held_by_pause(server: Server, c: Client, spec: table.CommandSpec) -> None:
+    """A command that CLIENT PAUSE holds back (every one under ALL; under WRITE those that may
+    replicate, and an EXEC of one) runs only once the pause is over: the model's pause ends there
+    (CLIENT-PAUSE-2, EXPIRE-PAUSE-2). The rest of a transaction that paused runs while paused."""
+
+    def may_replicate(s: table.CommandSpec | None) -> bool:
+        return s is not None and ("write" in s.flags or s.fullname in MAY_REPLICATE)
+
+    if server.client_pause_all or may_replicate(spec) or (spec.fullname == "exec" and any(
+            may_replicate(server.dialect.lookup(queued)) for queued in c.multi_queue)):
+        server.client_pause_end = None
+        server.client_pause_all = False
+
+
+Server.pause_hold = held_by_pause
 
 
 @command("client|unpause")
 def client_unpause(call: Call) -> Reply:
+    call.server.client_pause_end = None  # EXPIRE-PAUSE-2
+    call.server.client_pause_all = False
     return OK  # CLIENT-PAUSE-2: the held commands run, each in its turn
 
 

@@ -89,9 +89,12 @@ def track_aof(server: Server, client: Any, out: Outcome) -> None:
     deployment = deployment_of(node)
     if node.aof is None or getattr(node, "aof_stopped", False):
         node.aof_stopped = False
-        if out.propagated:  # the first write of a server started with appendonly yes: the base is empty
+        started = node.aof is None and node.config.get("appendonly") == "yes"  # not CONFIG SET appendonly yes
+        if out.propagated or (started and server.dialect.aof_single_file):
+            # the first command of a server started with appendonly yes: the base is empty
             empty: list[dict[bytes, Any]] = [{} for _ in server.dbs]
-            preamble = setting(server, "aof-use-rdb-preamble") == "yes"  # AOF-2
+            # AOF-2; AOF-SINGLE-1: 6.2 starts with an empty file, no preamble
+            preamble = setting(server, "aof-use-rdb-preamble") == "yes" and not server.dialect.aof_single_file
             node.aof = AppendOnlyFile(take_snapshot(empty, deployment._rdb_version(node)) if preamble else None)
         else:
             deployment.rewrite_aof(node)  # AOF-5: CONFIG SET appendonly yes rewrites the data now
@@ -120,6 +123,11 @@ def debug_loadaof(call: Call) -> Reply:
             raise CommandError(LOADAOF_EXITS)  # DEBUG-LOADAOF-3: Redis exits, no reply
         _empty_data(server)  # LOADAOF-DIALECT-1: emptied, then the load fails; no counter zeroed
         raise CommandError(server.dialect.debug_loadaof_missing_error)
+    empty_file = node.aof is None or (not isinstance(node.aof.base, Snapshot) and not node.aof.base
+                                      and not node.aof.units and not node.aof.history)
+    if empty_file and server.dialect.aof_single_file:  # LOADAOF-DIALECT-2: 6.2's file is still empty
+        _empty_data(server)
+        raise CommandError("ERR")
     if node.aof is None:  # DEBUG-LOADAOF-1: the first command since the start: the base the start wrote
         deployment_of(node).rewrite_aof(node)
     node.aof.synced = len(node.aof.units)  # DEBUG-LOADAOF-1: flushAppendOnlyFile(1)

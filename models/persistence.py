@@ -67,7 +67,9 @@ class _Pickler(pickle.Pickler):
         return None
 
 
-class _Unpickler(pickle.Unpickler):
+class SharedUnpickler(pickle.Unpickler):
+    """Loads a pickle whose persistent ids index ``shared`` (the objects a copy shares with its original)."""
+
     def __init__(self, buffer: io.BytesIO, shared: list[Any]) -> None:
         super().__init__(buffer)
         self.shared = shared
@@ -86,7 +88,7 @@ def copy_dbs(dbs: list[dict[bytes, Value]]) -> list[dict[bytes, Value]]:
     except (pickle.PicklingError, TypeError, AttributeError):
         return copy.deepcopy(dbs)
     buffer.seek(0)
-    return _Unpickler(buffer, shared).load()  # type: ignore[no-any-return]
+    return SharedUnpickler(buffer, shared).load()  # type: ignore[no-any-return]
 
 
 def take_snapshot(dbs: list[dict[bytes, Value]], rdb_version: int, replid: str | None = None,
@@ -122,7 +124,10 @@ class AppendOnlyFile:
 
     ``base`` is an RDB preamble (a :class:`Snapshot`) or the rewrite's commands;
     ``units`` are appended after every command that propagated something;
-    ``synced`` counts the units the last fsync covered (AOF-3).
+    ``synced`` counts the units the last fsync covered (AOF-3). While a rewrite runs (AOF-7),
+    ``rewriting`` is the base it will write and ``history`` the units of the incremental files
+    from before it started, which a load replays between ``base`` and ``units``; a rewrite that
+    never finished (the process killed) leaves ``history`` until the next one finishes.
 
     ``units`` are what the process wrote to the file (``write(2)``), which is what a killed
     process (trace/2's ``crash``) leaves: under ``always`` and ``no`` every unit is written
@@ -134,11 +139,29 @@ class AppendOnlyFile:
     base: Snapshot | list[tuple[int, tuple[Any, ...]]] | None = None
     units: list[Unit] = field(default_factory=list)
     synced: int = 0
+    history: list[Unit] = field(default_factory=list)
+    rewriting: Snapshot | list[tuple[int, tuple[Any, ...]]] | None = None
+
+    def start_rewrite(self, new_base: Snapshot | list[tuple[int, tuple[Any, ...]]]) -> None:
+        """A rewrite starts (AOF-7): the incremental file written so far joins the history, a new
+        one starts empty, and ``new_base`` waits for the rewrite to finish."""
+        self.history = self.history + self.units
+        self.units = []
+        self.synced = 0
+        self.rewriting = new_base
+
+    def finish_rewrite(self) -> None:
+        """The rewrite finished (AOF-7): its base replaces the old one and the history goes."""
+        if self.rewriting is not None:
+            self.base, self.rewriting, self.history = self.rewriting, None, []
 
     def freeze(self) -> tuple[Any, ...]:
-        base = self.base.freeze() if isinstance(self.base, Snapshot) else (
-            None if self.base is None else tuple(self.base))
-        return (base, tuple(self.units), self.synced)
+        return (_frozen_base(self.base), tuple(self.units), self.synced, tuple(self.history),
+                _frozen_base(self.rewriting))
+
+
+def _frozen_base(base: Snapshot | list[tuple[int, tuple[Any, ...]]] | None) -> Any:
+    return base.freeze() if isinstance(base, Snapshot) else (None if base is None else tuple(base))
 
 
 def rewrite_commands(dbs: list[dict[bytes, Value]], counters: bool = True) -> list[tuple[int, tuple[Any, ...]]]:

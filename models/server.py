@@ -119,6 +119,8 @@ class Call:
 
     def __init__(self, server: Server, client: Client, argv: list[bytes], spec: table.CommandSpec,
                  ops: list[tuple[int, list[bytes | int]]], *, in_exec: bool = False) -> None:
+        if server.expired_aside:  # EXPIRE-PAUSE-1: the previous command of an EXEC or a script has ended
+            server.restore_aside()
         self.server = server
         self.client = client
         self.argv = argv
@@ -142,7 +144,11 @@ class Call:
 
     def expire_if_needed(self, key: bytes) -> bool:
         """``expireIfNeeded`` on the command's database: delete ``key`` if its time has passed (EXPIRE-LAZY-1)."""
-        return self.server.expire_if_needed(self.client.db, key, self.ops)
+        return self.server.expire_if_needed(self.client.db, key, self.ops, reader=self.reader())
+
+    def reader(self) -> bool:
+        """The command only reads, for a client other than the master link (EXPIRE-REPLICA-1)."""
+        return "readonly" in self.spec.flags and self.client.id >= 0
 
     def expire_keys(self) -> None:
         """Lazy expiry of every key the command names, in order, before its handler runs (EXPIRE-LAZY-2).
@@ -159,7 +165,7 @@ class Call:
             return
         for key in table.command_keys(self.spec, self.argv):
             if key in expires:
-                self.server.expire_if_needed(self.client.db, key, self.ops)
+                self.server.expire_if_needed(self.client.db, key, self.ops, reader=self.reader())
 
     def typed(self, key: bytes, kind: type[V]) -> V | None:
         """The value at ``key`` when it is a ``kind``, None if missing; WRONGTYPE for another type."""
@@ -253,6 +259,14 @@ class Server:
     # Set by the conformance checker where it takes the active expiry cycle's deletions as steps: DBSIZE
     # then counts exactly the keys stored (EXPIRE-ACTIVE-2; models/expiry.py).
     active_expiry_steps = False
+    # CLIENT PAUSE (models/clients.py): when the pause ends, None when there is none (EXPIRE-PAUSE-2).
+    client_pause_end: Instant | None = None
+    client_pause_all = False  # the pause holds every command back (CLIENT PAUSE ... ALL), not only writes
+    # Ends the pause when the running command is one it holds back, installed by models/clients.py.
+    pause_hold: ClassVar[Callable[[Server, Client, table.CommandSpec], None] | None] = None
+    # Keys that lazy expiry found expired while clients were paused: missing for the running command,
+    # stored again when it ends (EXPIRE-PAUSE-1). A tuple, replaced rather than changed.
+    expired_aside: tuple[tuple[int, bytes, Value, Instant], ...] = ()
 
     def __init__(self, dialect: Dialect = REDIS_70, clock: Clock | None = None,
                  config: dict[str, str] | None = None) -> None:
@@ -419,6 +433,8 @@ class Server:
                 return self._reject(c, refusal, spec)
             if self.node.deployment.postpones(self.node, c, spec, argv):  # FAILOVER-4: writes wait out a pause
                 return Outcome(None, blocked=True)
+        if self.client_pause_end is not None and c.id >= 0 and (hold := Server.pause_hold) is not None:
+            hold(self, c, spec)  # CLIENT-PAUSE-2, EXPIRE-PAUSE-2: a held command runs once the pause is over
         name = spec.fullname
         if c.proto == 2 and c.subscriptions and name not in SUBSCRIBER_COMMANDS:  # PUBSUB-CTX-1
             return self._reject(c, subscriber_context_error(name, self.dialect.lookup([b"ssubscribe", b"x"]) is not None),
@@ -443,6 +459,8 @@ class Server:
             result = handler(call)
         except CommandError as e:
             result = Error(e.text)
+        if self.expired_aside:  # EXPIRE-PAUSE-1: the keys set aside are stored again
+            self.restore_aside()
         if c.tracking is not None and "readonly" in spec.flags:
             _remember_keys(call)  # TRACKING-2: whatever the reply
         count_call(self, name, result, blocked=result is BLOCKED)  # STATS-1, STATS-2
@@ -465,6 +483,8 @@ class Server:
             self.close(c.id)
         if self.ready_keys:
             self._handle_ready(out)  # DISPATCH-7
+            if self.expired_aside:  # EXPIRE-PAUSE-1
+                self.restore_aside()
             if self.pushes:  # messages the served clients' commands sent (keyspace notifications)
                 out.pushes.extend(self.pushes)
                 self.pushes = ()
@@ -587,14 +607,23 @@ class Server:
         when = None if expires is None else expires.get(key)
         return when is not None and self.expiry_time() > when
 
-    def expire_if_needed(self, dbid: int, key: bytes, ops: list[tuple[int, list[bytes | int]]]) -> bool:
+    def expire_if_needed(self, dbid: int, key: bytes, ops: list[tuple[int, list[bytes | int]]], *,
+                         reader: bool = False) -> bool:
         """``expireIfNeeded``: delete an expired key and propagate its deletion; whether it had expired.
 
         EXPIRE-LAZY-1: the deletion propagates as DEL, or UNLINK under ``lazyfree-lazy-expire``, with the
         command's own writes; watchers learn (``signalModifiedKey``), blocked stream readers too.
+        While clients are paused, or on a replica for a command that only reads (``reader``), the key is
+        only set aside, missing to the rest of the command (EXPIRE-PAUSE-1, EXPIRE-REPLICA-1).
         """
         if not self.key_is_expired(dbid, key):
             return False
+        if reader and (node := self.node) is not None and node.is_replica:  # EXPIRE-REPLICA-1
+            self._set_aside(dbid, key)
+            return True
+        if self.clients_paused():  # EXPIRE-PAUSE-1: missing for the command, kept, nothing notified or counted
+            self._set_aside(dbid, key)
+            return True
         db = self.dbs[dbid]
         old = db.pop(key)
         hook = Server.expired_hook
@@ -614,9 +643,57 @@ class Server:
         """
         self.expiry_now = None
         ops: list[tuple[int, list[bytes | int]]] = []
-        self.expire_if_needed(dbid, key, ops)
+        if not self.clients_paused():  # EXPIRE-ACTIVE-4: the cycle does nothing while clients are paused
+            self.expire_if_needed(dbid, key, ops)
         self.expiry_now = None
         return self._wrap(ops)
+
+    def clients_paused(self) -> bool:
+        """``checkClientPauseTimeoutAndReturnIfPaused`` at the running command's time (EXPIRE-PAUSE-2).
+
+        A FAILOVER pauses writes until it ends; a CLIENT PAUSE until its end, which the command's time
+        (the one lazy expiry compares with) may have passed: the pause then ends here.
+        """
+        node = self.node
+        if node is not None and node.failover is not None:  # FAILOVER-4: paused until the failover ends
+            return True
+        end = self.client_pause_end
+        if end is None:
+            return False
+        now = self.expiry_time()
+        if now <= end if self.dialect.pause_holds_at_its_end else now < end:  # EXPIRE-PAUSE-2
+            return True
+        self.client_pause_end = None
+        self.client_pause_all = False
+        return False
+
+    def _set_aside(self, dbid: int, key: bytes) -> None:
+        """Take an expired key out of its database until the running command ends (EXPIRE-PAUSE-1)."""
+        db = self.keyspace(dbid)
+        when = db.expires[key]
+        value = db.pop(key)
+        self.expired_aside = (*self.expired_aside, (dbid, key, value, when))
+
+    def restore_aside(self) -> None:
+        """Store again, with their times, the keys set aside during the command that ended (EXPIRE-PAUSE-1).
+
+        A key the command wrote meanwhile keeps the new value (EXPIRE-PAUSE-4).
+        """
+        aside, self.expired_aside = self.expired_aside, ()
+        for dbid, key, value, when in aside:
+            db = self.keyspace(dbid)
+            if key not in db:
+                db[key] = value
+                db.expires[key] = when
+
+    def aof_rewrite_done(self) -> bool:
+        """An internal step: the running BGREWRITEAOF's child finished and its base takes over (AOF-7,
+        the deployment's ``rewrite`` step); False when no rewrite runs."""
+        node = self.node
+        if node is None or ("rewrite", node.name) not in node.deployment.steps():
+            return False
+        node.deployment.step("rewrite", node.name)
+        return True
 
     def expired_keys(self) -> list[tuple[int, bytes]]:
         """Every key whose time has passed and that is still stored: candidates for :meth:`active_expire`."""
@@ -788,6 +865,8 @@ class Server:
         errno: Any = (self.errno, stats.freeze()) if stats.known or stats.dirty_known else self.errno
         if self.scripts or self.libraries:  # loaded scripts and libraries join it likewise
             errno = (errno, tuple(sorted(self.scripts)), tuple(sorted((lib.name, lib.body) for lib in self.libraries)))
+        if self.client_pause_end is not None:  # a pause in force joins it likewise (EXPIRE-PAUSE-2)
+            errno = (errno, ("pause", self.client_pause_end, self.client_pause_all))
         return (self.dialect.name, dbs, clients, blocking, tuple(sorted(self.config.items())), errno)
 
 

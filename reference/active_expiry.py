@@ -21,7 +21,7 @@ import random
 import time
 from typing import Any
 
-from xspec.reference.keyspace import delete_expired
+from xspec.reference.keyspace import clients_paused, delete_expired
 
 __all__ = ["ActiveExpiry", "start_active_expiry", "clock_moved"]
 
@@ -60,7 +60,10 @@ class ActiveExpiry:
         if server is not None and (server.paused or server.shutdown_asap):
             return False
         if core.pause_until:
-            core.check_pause()  # checkClientPauseTimeoutAndReturnIfPaused: a pause past its end ends now
+            # checkClientPauseTimeoutAndReturnIfPaused: a pause past its end ends now (EXPIRE-PAUSE-2)
+            if clients_paused(core, core.clock.now_ms()):  # not a reading of any command (--checked)
+                return False
+            core.check_pause()
             if core.pause_until:
                 return False
         return True

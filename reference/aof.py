@@ -1,4 +1,4 @@
-"""The append-only file in Redis 7.0's multi-part form: ``appendonly``, ``appendfsync``, BGREWRITEAOF, DEBUG LOADAOF.
+"""The append-only file: ``appendonly``, ``appendfsync``, BGREWRITEAOF, DEBUG LOADAOF, automatic rewrites.
 
 In ``dir``/``appenddirname`` a manifest (``<appendfilename>.manifest``, one
 ``file <name> seq <n> type b|h|i`` line per file) names a base file (an RDB file
@@ -20,12 +20,27 @@ Loading (at start, DEBUG LOADAOF) reads the base, then each incremental file,
 and runs its commands as the AOF client (no reply, no propagation). A last
 incremental file cut inside a command is truncated to its last whole command
 when ``aof-load-truncated`` is yes (Redis's default), else loading fails.
+
+Under the ``redis-6.2`` dialect the AOF is one file, ``appendfilename`` in
+``dir`` (AOF-SINGLE-1): created empty at start when there is none, the commands
+appended to it; BGREWRITEAOF's child writes the new base to a temporary file,
+the parent goes on appending to the old one and keeps what it appends in a
+rewrite buffer, and once the child is done the buffer is appended to the new
+file, which replaces the old one (AOF-SINGLE-2). The multi-part AOF takes such a file in as its
+base when it finds one and no AOF directory (AOF-SINGLE-4).
+
+The cron rewrites by itself once the AOF has grown by ``auto-aof-rewrite-percentage``
+over its size after the last rewrite or load, when it is larger than
+``auto-aof-rewrite-min-size`` (AOF-AUTO-1); INFO persistence shows those sizes
+(AOF-INFO-1).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import threading
 from typing import Any
 
 from xspec.reference.api import ReplyError
@@ -48,6 +63,11 @@ from xspec.spec.resp import OK, Simple, Verbatim
 log = logging.getLogger("xspec.serve")
 
 REWRITE_IN_PROGRESS = "ERR Background append only file rewriting already in progress"
+REWRITE_SCHEDULED = "Background append only file rewriting scheduled"
+REWRITE_STARTED = "Background append only file rewriting started"
+# DEBUG LOADAOF where Redis exits, on a server whose DEBUG is not enabled (DEBUG-LOADAOF-4)
+EXIT_REFUSED = ("ERR DEBUG LOADAOF found no AOF to load, where Redis exits with status 1; xspec serve exits too "
+                "only with --enable-debug-command yes")
 AOF_CLIENT_ID = 2**64 - 1  # CLIENT_ID_AOF
 
 
@@ -118,7 +138,11 @@ class Aof:
         self.unsynced = False
         self.last_fsync = core.now_ms()
         self.loading = False
-        self.propagator = Propagator(self.feed, core.dialect.stream_counters)
+        self.propagator = Propagator(self.feed, core.dialect.stream_counters, core.dialect.wraps_transactions_only)
+        self.single = core.dialect.aof_single_file  # AOF-SINGLE-1: 6.2's one file
+        self.current_size = 0  # aof_current_size (AOF-INFO-1)
+        self.base_size = 0  # aof_rewrite_base_size: the size after the last rewrite or load
+        self.rewrite_buffer: list[bytes] | None = None  # AOF-SINGLE-2: what 6.2 appends while its child runs
 
     # -- names ----------------------------------------------------------------------------------------------
 
@@ -131,6 +155,13 @@ class Aof:
     def manifest_path(self) -> str:
         return os.path.join(self.dirname(), f"{self.filename()}.manifest")
 
+    def single_path(self) -> str:
+        """6.2's AOF (AOF-SINGLE-1): ``appendfilename`` in ``dir``."""
+        return self.persistence.path(self.filename())
+
+    def file_path(self, name: str) -> str:
+        return self.single_path() if self.single else os.path.join(self.dirname(), name)
+
     def write_manifest(self) -> None:
         write_atomically(os.path.join(self.dirname(), f"temp-{self.filename()}.manifest"), self.manifest_path(),
                          [self.manifest.text()])
@@ -142,6 +173,10 @@ class Aof:
         if self.loading or self.fd < 0:
             return
         out = []
+        if ops[0][0] < 0 and len(ops) > 1 and 0 <= ops[1][0] != self.selected_db \
+                and not self.core.dialect.select_after_multi:  # PROP-DIALECT-4: 7.0 and 6.2 select before MULTI
+            out.append(resp_command([b"SELECT", b"%d" % ops[1][0]]))
+            self.selected_db = ops[1][0]
         for dbid, argv in ops:
             if dbid >= 0 and dbid != self.selected_db:
                 out.append(resp_command([b"SELECT", b"%d" % dbid]))
@@ -152,6 +187,9 @@ class Aof:
         while view:
             written = os.write(self.fd, view)
             view = view[written:]
+        self.current_size += len(data)  # AOF-INFO-1
+        if self.rewrite_buffer is not None:  # AOF-SINGLE-2: also for the file the child is writing
+            self.rewrite_buffer.append(data)
         self.unsynced = True
         if self.core.config.get("appendfsync", "everysec") == "always":  # AOF-3: on disk before the reply leaves
             server = self.core.server
@@ -211,8 +249,27 @@ class Aof:
             return list(p.rdb_chunks(aof_base=True))
         return [b"".join(rewrite_commands(self.core))]
 
+    def fork_base_writer(self, temp: str) -> int | None:
+        """A child that writes the new base into ``temp`` and exits (0: written); its pid, or None when fork failed."""
+        try:
+            pid = os.fork()
+        except OSError as e:
+            log.warning("Can't rewrite append only file in background: fork: %s", e)
+            return None
+        if pid == 0:  # the parent names the file when the child is done
+            code = 1
+            try:
+                self.persistence.child_delay()
+                write_synced(temp, self.base_chunks())
+                code = 0
+            finally:
+                os._exit(code)
+        return pid
+
     def start_rewrite(self, background: bool) -> bool:
         """rewriteAppendOnlyFileBackground: new incr file now, the base from a child (or at once)."""
+        if self.single:
+            return self.start_single_rewrite(background)
         p = self.persistence
         self.flush()
         self.open_new_incr()
@@ -227,18 +284,9 @@ class Aof:
             write_atomically(temp, target, self.base_chunks())
             self.rewrite_done(name, base_seq, incr)
             return True
-        try:
-            pid = os.fork()
-        except OSError as e:
-            log.warning("Can't rewrite append only file in background: fork: %s", e)
+        pid = self.fork_base_writer(temp)
+        if pid is None:
             return False
-        if pid == 0:  # the child writes the temporary file; the parent names it the base when it is done
-            code = 1
-            try:
-                write_synced(temp, self.base_chunks())
-                code = 0
-            finally:
-                os._exit(code)
 
         def finished(ok: bool) -> None:
             p.last_aof_rewrite_ok = ok
@@ -272,16 +320,133 @@ class Aof:
         m.base = (name, seq, "b")
         m.incr = m.incr[keep:]
         self.write_manifest()
+        # AOF-INFO-1: the new base and what went into the incr files since the fork, as 7.0 counts them
+        self.current_size = sum(_size(os.path.join(self.dirname(), n)) for n in [name, *(i for i, _ in m.incr)])
+        self.base_size = self.current_size
         for n in old:  # aof-disable-auto-gc no: the history files go at once
             try:
                 os.unlink(os.path.join(self.dirname(), n))
             except OSError:
                 pass
+        observer = self.core.observer  # AOF-7: --checked's model finishes its rewrite here too
+        mirror = getattr(observer, "aof_rewrite_done", None) if observer is not None else None
+        if mirror is not None:
+            mirror()
+
+    # -- 6.2's single file (AOF-SINGLE-1, AOF-SINGLE-2) ------------------------------------------------------
+
+    def open_single(self) -> None:
+        """The AOF file opened for appending (created empty when there is none), sizes as 6.2 takes them."""
+        fd = os.open(self.single_path(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.close()
+        self.fd = fd
+        self.selected_db = -1
+        self.current_size = self.base_size = _size(self.single_path())
+
+    def start_single_rewrite(self, background: bool) -> bool:
+        """6.2's rewriteAppendOnlyFileBackground: the child writes the base to a temporary file while
+        the parent appends to the old file and to the rewrite buffer, which opens with a SELECT."""
+        p = self.persistence
+        self.flush()
+        self.selected_db = -1
+        temp = p.path(f"temp-rewriteaof-bg-{os.getpid()}.aof")
+        p.aof_rewrites += 1
+        if not background or not p.can_fork():
+            write_atomically(temp, self.single_path(), self.base_chunks())
+            if self.fd >= 0 or self.persistence.aof is self:
+                self.open_single()
+            self.mirror_rewrite_done()
+            return True
+        pid = self.fork_base_writer(temp)
+        if pid is None:
+            return False
+        self.rewrite_buffer = []
+
+        def finished(ok: bool) -> None:
+            buffered, self.rewrite_buffer = self.rewrite_buffer or [], None
+            p.last_aof_rewrite_ok = ok
+            if not ok:
+                log.warning("Background AOF rewrite terminated with error")
+                _unlink(temp)
+                return
+            try:
+                with open(temp, "ab") as fh:  # the residual parent diff, then the file takes the AOF's name
+                    fh.write(b"".join(buffered))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(temp, self.single_path())
+            except OSError as e:
+                p.last_aof_rewrite_ok = False
+                log.warning("Error trying to rename the temporary AOF file %s into %s: %s", temp,
+                            self.filename(), e)
+                _unlink(temp)
+                return
+            if p.aof is self:
+                self.open_single()
+            self.mirror_rewrite_done()
+            log.info("Background AOF rewrite finished successfully")
+
+        p.child = Child(pid, "aof", self.core.dirty, finished)
+        p.arm_cron()
+        log.info("Background append only file rewriting started by pid %d", pid)
+        return True
+
+    def mirror_rewrite_done(self) -> None:
+        """AOF-7: --checked's model finishes its rewrite where the server's does."""
+        observer = self.core.observer
+        mirror = getattr(observer, "aof_rewrite_done", None) if observer is not None else None
+        if mirror is not None:
+            mirror()
+
+    def read_single(self) -> bytes | None:
+        """6.2's AOF file's bytes; None when there is no file."""
+        try:
+            with open(self.single_path(), "rb") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise LoadError(f"cannot read the AOF file {self.single_path()!r}: {e.strerror}") from e
 
     # -- loading ---------------------------------------------------------------------------------------------
 
     def read_manifest(self) -> bool:
-        """aofLoadManifestFromDisk: False when there is no manifest."""
+        """aofLoadManifestFromDisk: False when there is no manifest (6.2: no AOF file). 7.0 first takes
+        in an old single AOF file of ``dir`` (AOF-SINGLE-4)."""
+        if self.single:
+            return os.path.exists(self.single_path())
+        found = self._read_manifest()
+        if self.upgrade_old_file():
+            return True
+        return found
+
+    def upgrade_old_file(self) -> bool:
+        """aofUpgradePrepare (AOF-SINGLE-4): an ``appendfilename`` file in ``dir`` (6.2's AOF) becomes the
+        base of a manifest in the AOF directory, when there is no directory, no manifest, or one naming it
+        alone as a base that is not there."""
+        old = self.single_path()
+        if not os.path.isfile(old):
+            return False
+        m = self.manifest
+        name = self.filename()
+        if os.path.isdir(self.dirname()) and (m.base is not None or m.incr) and not (
+                m.base is not None and not m.incr and m.base[0] == name
+                and not os.path.exists(os.path.join(self.dirname(), name))):
+            return False
+        try:
+            os.makedirs(self.dirname(), exist_ok=True)
+            self.manifest = Manifest()
+            self.manifest.base = (name, 1, "b")
+            self.write_manifest()
+            os.replace(old, os.path.join(self.dirname(), name))
+        except OSError as e:
+            raise LoadError(f"Error trying to move the old AOF file {name} into dir "
+                            f"{self.core.config.get('appenddirname') or 'appendonlydir'}: {e.strerror}") from e
+        log.info("Successfully migrated an old-style AOF file (%s) into the AOF directory (%s).", name,
+                 self.core.config.get("appenddirname") or "appendonlydir")
+        return True
+
+    def _read_manifest(self) -> bool:
         try:
             with open(self.manifest_path(), encoding="utf-8", errors="surrogateescape") as fh:
                 text = fh.read()
@@ -292,34 +457,49 @@ class Aof:
         self.manifest = Manifest.parse(text)
         return True
 
-    def load(self) -> None:
-        """loadAppendOnlyFiles: the base, then each incremental file, into the (empty) databases."""
+    def load(self) -> bool:
+        """loadAppendOnlyFiles: the base, then each incremental file, into the (empty) databases.
+        False when the AOF holds nothing (an empty file: 6.2's ``loadAppendOnlyFile`` says C_ERR)."""
         m = self.manifest
         files: list[tuple[str, bool]] = []
-        if m.base is not None:
-            files.append((m.base[0], True))
-        files += [(name, False) for name, _ in m.incr]
+        if self.single:
+            files.append((self.filename(), False))
+        else:
+            if m.base is not None:
+                files.append((m.base[0], True))
+            files += [(name, False) for name, _ in m.incr]
         self.loading = True
         propagation, self.core.propagation = self.core.propagation, None  # the AOF client propagates nothing
         observer, self.core.observer = self.core.observer, None  # and is no client of a trace or a checker
+        total = base = 0
         try:
             for n, (name, is_base) in enumerate(files):
-                path = os.path.join(self.dirname(), name)
+                path = self.file_path(name)
                 try:
                     with open(path, "rb") as fh:
                         data = fh.read()
                 except FileNotFoundError:
+                    if self.single:
+                        raise LoadError("Fatal error: can't open the append log file for reading: "
+                                        "No such file or directory") from None
                     if is_base or n == len(files) - 1:
                         raise LoadError(f"The AOF file {name} doesn't exist") from None
                     continue
                 last = n == len(files) - 1
-                self.load_file(name, data, last)
+                size = self.load_file(name, data, last)
+                total += size
+                if is_base:
+                    base = size
         finally:
             self.loading = False
             self.core.propagation = propagation
             self.core.observer = observer
+        self.current_size = total  # AOF-INFO-1: 7.0 counts the base alone as base, 6.2 the whole file
+        self.base_size = total if self.single else base
+        return total > 0
 
-    def load_file(self, name: str, data: bytes, last: bool) -> None:
+    def load_file(self, name: str, data: bytes, last: bool) -> int:
+        """One file's commands run; the size it has once loaded (a cut tail truncated)."""
         p = self.persistence
         pos = 0
         if data.startswith(b"REDIS") or data.startswith(b"VALKEY"):
@@ -330,33 +510,66 @@ class Aof:
             pos = f.end
         client = self.core.connect(None)
         client.id = AOF_CLIENT_ID
+        before_multi = 0  # where the last MULTI began: a transaction the file cuts is dropped whole
         try:
-            while pos < len(data):
-                parsed = parse_command(data, pos)
+            while True:
+                try:
+                    parsed = parse_command(data, pos) if pos < len(data) else None
+                except LoadError:  # Redis's fmterr, in its words
+                    where = "" if self.single else f" {name}"
+                    target = "<filename>" if self.single else "<filename.manifest>"
+                    raise LoadError(f"Bad file format reading the append only file{where}: make a backup of "
+                                    f"your AOF file, then use ./redis-check-aof --fix {target}") from None
+                if parsed is None and pos >= len(data) and not client.in_multi:
+                    break
                 if parsed is None:
+                    # AOF-SINGLE-3: cut inside a command: up to the last whole one (even inside a MULTI);
+                    # a file ending inside a MULTI: up to before it
+                    cut = before_multi if client.in_multi and pos >= len(data) else pos
                     if not last or self.core.config.get("aof-load-truncated", "yes") != "yes":
-                        raise LoadError(f"Unexpected end of file reading the append only file {name}. You can: "
+                        where = "" if self.single else f" {name}"
+                        target = "<filename>" if self.single else "<filename.manifest>"
+                        raise LoadError(f"Unexpected end of file reading the append only file{where}. You can: "
                                         f"1) Make a backup of your AOF file, then use ./redis-check-aof --fix "
-                                        f"<filename.manifest>. 2) Alternatively you can set the "
+                                        f"{target}. 2) Alternatively you can set the "
                                         f"'aof-load-truncated' configuration option to yes and restart the server.")
+                    if cut == before_multi and client.in_multi:
+                        log.warning("Revert incomplete MULTI/EXEC transaction in AOF file %s", name)
                     log.warning("!!! Warning: short read while loading the AOF file %s!!! "
                                 "AOF loaded anyway because aof-load-truncated is enabled", name)
-                    self.truncate(name, pos)
-                    break
+                    self.truncate(name, cut)
+                    return cut
                 argv, end = parsed
                 if not argv or argv[0][:1] == b"#":  # an annotation (aof-timestamp-enabled)
                     pos = end
                     continue
+                if argv[0].lower() == b"multi":
+                    before_multi = pos
                 pos = end
                 self.core.execute(client, obeyed(argv))
         finally:
             self.core.disconnect(client, "server")
+        return len(data)
 
     def truncate(self, name: str, size: int) -> None:
         try:
-            os.truncate(os.path.join(self.dirname(), name), size)
+            os.truncate(self.file_path(name), size)
         except OSError as e:
             log.warning("Error truncating the AOF file %s: %s", name, e)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def write_synced(path: str, chunks: list[bytes]) -> None:
@@ -486,12 +699,18 @@ def aof_of(core: Core) -> Aof | None:
 
 def start_aof(core: Core, at_start: bool) -> None:
     """appendonly turned on: at start, load the AOF when there is one (AOF-4: never the RDB file, even
-    without an AOF), else write a first base; at run time (CONFIG SET appendonly yes), rewrite at once."""
+    without an AOF), else write a first base (6.2: create an empty file, AOF-SINGLE-1); at run time
+    (CONFIG SET appendonly yes), rewrite at once."""
     p = persistence_of(core)
     aof = Aof(core, p)
     p.aof = aof
     core.propagation = aof.propagator
     p.hooks.append(aof.everysec)
+    if aof.single and at_start:
+        if aof.read_manifest():
+            aof.load()
+        aof.open_single()
+        return
     if at_start and aof.read_manifest():  # AOF-4: the AOF, never the RDB file
         aof.load()
         if not aof.manifest.incr:
@@ -501,15 +720,23 @@ def start_aof(core: Core, at_start: bool) -> None:
             aof.fd = os.open(os.path.join(aof.dirname(), name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         return
     aof.start_rewrite(background=False)
+    if at_start:  # AOF-INFO-1: 7.0 counts nothing for the first base it writes at start
+        aof.current_size = aof.base_size = 0
+        p.aof_rewrites -= 1
 
 
 def stop_aof(core: Core) -> None:
+    """stopAppendOnly: the file synced and closed, a rewrite in progress killed, none scheduled."""
     p = persistence_of(core)
     aof = p.aof
     if isinstance(aof, Aof):
         aof.close()
         if aof.everysec in p.hooks:
             p.hooks.remove(aof.everysec)
+    if p.child is not None and p.child.kind == "aof":  # killAppendOnlyChild
+        p.kill_child()
+        _unlink(p.path(f"temp-rewriteaof-bg-{os.getpid()}.aof"))
+    p.aof_rewrite_scheduled = False
     p.aof = None
     core.propagation = None
 
@@ -523,27 +750,34 @@ def check_appendonly(core: Core) -> None:
         stop_aof(core)
 
 
+def rewrite_now(core: Core) -> bool:
+    """rewriteAppendOnlyFileBackground, from BGREWRITEAOF or the cron; False when it could not start."""
+    p = persistence_of(core)
+    aof = aof_of(core)
+    if aof is None:  # with appendonly no, the rewrite still writes a base (7.0: in the AOF directory)
+        aof = Aof(core, p)
+        if not aof.single:
+            aof._read_manifest()  # the manifest as it is: no old file is taken in here
+        aof.start_rewrite(background=False)
+        aof.close()
+        return True
+    return aof.start_rewrite(background=True)  # AOF-5
+
+
 def bgrewriteaof_command(ctx: Context) -> Any:
     core = ctx.core
     p = persistence_of(core)
     p.reap()
     if p.child is not None and p.child.kind == "aof":
-        raise ReplyError(REWRITE_IN_PROGRESS)
-    if p.child is not None:
+        raise ReplyError(REWRITE_IN_PROGRESS)  # FORK-1
+    if p.child is not None or (ctx.client.in_multi and core.dialect.exec_schedules_children):  # FORK-2, FORK-3
         p.aof_rewrite_scheduled = True
         p.arm_cron()
-        return Simple("Background append only file rewriting scheduled")
-    aof = aof_of(core)
-    if aof is None:  # with appendonly no, the rewrite still writes a base in the AOF directory
-        aof = Aof(core, p)
-        aof.read_manifest()
-        aof.start_rewrite(background=False)
-        aof.close()
-        return Simple("Background append only file rewriting started")
-    if not aof.start_rewrite(background=True):  # AOF-5
+        return Simple(REWRITE_SCHEDULED)
+    if not rewrite_now(core):
         raise ReplyError("ERR Can't execute an AOF background rewriting. Please check the server logs for more "
                          "information.")
-    return Simple("Background append only file rewriting started")
+    return Simple(REWRITE_STARTED)
 
 
 def debug_loadaof(ctx: Context) -> Any:
@@ -555,25 +789,104 @@ def debug_loadaof(ctx: Context) -> Any:
     p.empty_data()
     loader = aof if aof is not None else Aof(core, p)
     try:
-        if loader.read_manifest():
-            loader.load()
-        elif aof is None and core.dialect.debug_loadaof_missing_error is not None:
-            raise ReplyError(core.dialect.debug_loadaof_missing_error)  # LOADAOF-DIALECT-1
+        if not loader.read_manifest():
+            if core.dialect.debug_loadaof_missing_error is not None:
+                raise ReplyError(core.dialect.debug_loadaof_missing_error)  # LOADAOF-DIALECT-1
+            # DEBUG-LOADAOF-3: 7.0 exits without a word, 6.2 after its fopen failed
+            return exit_like_redis(ctx, "Fatal error: can't open the append log file for reading: No such file "
+                                        "or directory" if loader.single else None)
+        if not loader.load() and loader.single:
+            raise ReplyError("ERR")  # LOADAOF-DIALECT-2: 6.2's empty file is no AOF to load
     except LoadError as e:
-        log.warning("DEBUG LOADAOF: %s", e)
-        raise ReplyError(f"ERR {e}") from None
+        if core.dialect.debug_loadaof_missing_error is not None:
+            log.warning("DEBUG LOADAOF: %s", e)
+            raise ReplyError(core.dialect.debug_loadaof_missing_error) from None
+        return exit_like_redis(ctx, str(e))  # DEBUG-LOADAOF-4: a file Redis cannot load ends it too
     core.dirty = 0
     log.info("Append Only File loaded by DEBUG LOADAOF")
     return OK
 
 
+def exit_like_redis(ctx: Context, line: str | None) -> Any:
+    """DEBUG-LOADAOF-4: where Redis calls ``exit(1)``: the log line, then the server ends as after a kill
+    (no reply, every connection closed, nothing saved; what the AOF wrote stays). `xspec serve` itself then
+    exits with status 1; a node of ``--replicas`` crashes alone; a server in a thread of another program
+    (tests) stops listening and leaves the program running. Only with ``enable-debug-command`` yes or local:
+    otherwise (6.2's DEBUG needs no enabling) the command answers an error instead."""
+    core = ctx.core
+    server: Any = core.server
+    if core.config.get("enable-debug-command", "no") == "no" or server is None:
+        raise ReplyError(EXIT_REFUSED)
+    if line is not None:
+        log.warning("%s", line)
+    p = persistence_of(core)
+    p.finished = True  # exit(1) saves nothing
+    p.kill_child()
+    aof = aof_of(core)
+    if aof is not None and aof.fd >= 0:
+        os.close(aof.fd)  # unsynced, as the page cache keeps it for an exited process
+        aof.fd = -1
+    server.shutdown_asap = True  # no further command runs, the cron stops
+    conn = ctx.client.conn
+    transport = getattr(conn, "transport", None)
+    if transport is not None:
+        conn.closed_by_server = True  # type: ignore[union-attr]
+        transport.abort()  # no reply
+    loop = asyncio.get_running_loop()
+    deployment = getattr(core.replication, "deployment", None)
+    node = next((n for n in getattr(deployment, "nodes", {}).values() if n.server is server), None)
+    if deployment is not None and node is not None:
+        loop.call_soon(deployment.crash, node)
+        return OK
+    loop.call_soon(_crash_alone, server)
+    if threading.current_thread() is threading.main_thread():
+        loop.call_soon(_exit_process)
+    return OK
+
+
+def _crash_alone(server: Any) -> None:
+    """A lone server ends as ``Deployment.crash`` ends a node: the listener and every connection close."""
+    stop = getattr(server.core.replication, "stop", None)  # finish_replication, without importing it here
+    if stop is not None:
+        stop()
+    if server._server is not None:
+        server._server.close()
+    for conn in list(server.connections):
+        conn.closed_by_server = True
+        if conn.transport is not None:
+            conn.transport.abort()
+    server.connections.clear()
+
+
+def _exit_process() -> None:
+    raise SystemExit(1)
+
+
 def scheduled_rewrite(p: Persistence) -> None:
-    """The cron's part: a rewrite asked for while another child ran starts once it is gone."""
+    """The cron's part: a rewrite asked for while another child ran starts once none runs (FORK-2)."""
     if p.aof_rewrite_scheduled and p.child is None:
         p.aof_rewrite_scheduled = False
-        aof = aof_of(p.core)
-        if aof is not None:
-            aof.start_rewrite(background=True)
+        rewrite_now(p.core)
+
+
+def auto_rewrite(p: Persistence) -> None:
+    """serverCron's automatic rewrite (AOF-AUTO-1): with the AOF on and no child, once the AOF is larger
+    than auto-aof-rewrite-min-size and has grown by auto-aof-rewrite-percentage over its base size."""
+    aof = aof_of(p.core)
+    if aof is None or p.child is not None:
+        return
+    config = p.core.config
+    try:
+        percentage = int(config.get("auto-aof-rewrite-percentage", "100"))
+        min_size = int(config.get("auto-aof-rewrite-min-size", "67108864"))
+    except ValueError:
+        return
+    if not percentage or aof.current_size <= min_size:
+        return
+    growth = aof.current_size * 100 // (aof.base_size or 1) - 100
+    if growth >= percentage:
+        log.info("Starting automatic rewriting of AOF on %d%% growth", growth)
+        aof.start_rewrite(background=True)
 
 
 def start_persistence(core: Core) -> None:
@@ -583,7 +896,8 @@ def start_persistence(core: Core) -> None:
         start_aof(core, at_start=True)
     else:
         p.load_rdb_at_start()
-    p.hooks.append(lambda: scheduled_rewrite(p))
+    p.first_hooks.append(lambda: scheduled_rewrite(p))
+    p.idle_hooks.append(lambda: auto_rewrite(p))
     p.arm_cron()
 
 
@@ -643,9 +957,22 @@ def persistence_info(core: Core, reply: Any) -> Any:
         b"aof_last_bgrewrite_status": b"ok" if p.last_aof_rewrite_ok else b"err",
     }
     lines = reply.text.split(b"\r\n")
+    end = None
     for i, line in enumerate(lines):
         name, sep, _ = line.partition(b":")
         if sep and name in values:
             v = values[name]
             lines[i] = name + b":" + (v if isinstance(v, bytes) else b"%d" % v)
+        if line == b"# Persistence":
+            end = i + 1
+        elif end is not None and end == i and line:
+            end = i + 1  # the section's last line so far
+    aof = aof_of(core)
+    if aof is not None and end is not None:  # AOF-INFO-1: what the server adds while the AOF is on
+        extra = [b"aof_current_size:%d" % aof.current_size, b"aof_base_size:%d" % aof.base_size,
+                 b"aof_pending_rewrite:%d" % p.aof_rewrite_scheduled, b"aof_buffer_length:0"]
+        if aof.single:
+            extra.append(b"aof_rewrite_buffer_length:0")  # 6.2 hands its buffer to the child as it goes
+        extra += [b"aof_pending_bio_fsync:0", b"aof_delayed_fsync:0"]
+        lines[end:end] = extra
     return Verbatim(reply.fmt, b"\r\n".join(lines))

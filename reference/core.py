@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 from xspec.reference.api import BLOCKED, POSTPONED, Blocked, Encoded, Postponed, PreRendered, ReplyError
 from xspec.reference.clock import Clock, WallClock
-from xspec.reference.keyspace import Database, expire_keys
+from xspec.reference.keyspace import Database, expire_keys, restore_aside
 from xspec.reference.pubsub import Registry, drop_client
 from xspec.reference.tracking import Tracking
 from xspec.spec import commands as table
@@ -443,6 +443,12 @@ class Core:
         self.expired_keys = 0
         self.watched_expired: dict[int, set[tuple[int, bytes]]] = {}
         self.active_expiry: Any = None  # reference.active_expiry.ActiveExpiry, once the server started
+        # Keys lazy expiry found expired while clients were paused, out of their database until the
+        # running command ends: (db, key, value, time) (EXPIRE-PAUSE-1, reference/keyspace.py).
+        self.expired_aside: list[tuple[int, bytes, Any, int]] = []
+        # Whether the running command only reads, from a client other than the master link: on a
+        # replica its lookups delete no expired key (EXPIRE-REPLICA-1, reference/keyspace.py).
+        self.running_reads = False
         # The command handlers for this dialect: ``handlers`` is ``reference.handlers.load_handlers``
         # (a module above this one), or a test's own table.
         self.handlers: dict[str, Handler] = handlers(self.dialect)
@@ -762,6 +768,7 @@ class Core:
         if propagation is not None:
             token = propagation.before(spec.container or spec.name, db, argv)
         if db.expires or c.watched:
+            self.running_reads = "readonly" in spec.flags and c.kind != "master"  # EXPIRE-REPLICA-1
             expire_keys(self, c, spec, argv, ctx.now_ms)  # EXPIRE-LAZY-2, EXPIRE-WATCH-1
         try:
             r = handler(ctx)
@@ -769,6 +776,8 @@ class Core:
             r = Error(e.text)
         except Exception as failure:  # its own name: compiled, ``e`` above holds only a ReplyError
             r = internal_error(spec, argv, failure)
+        if self.expired_aside:
+            restore_aside(self)  # EXPIRE-PAUSE-1: the keys set aside are stored again
         if propagation is not None:
             # call(): a command whose changes were undone by a load (DEBUG LOADAOF zeroes dirty) changed nothing
             propagation.after(spec.container or spec.name, dbid, self.dbs[dbid], argv, r, token, self.dirty > dirty)
@@ -966,6 +975,8 @@ class Core:
                     if propagation is not None:
                         propagation.after(name, b.db, self.dbs[b.db], b.argv, r, token,
                                           r is not None and self.dirty > dirty)
+                    if self.expired_aside:
+                        restore_aside(self)  # EXPIRE-PAUSE-1
                     if r is None:
                         continue
                     self.unblock(c)

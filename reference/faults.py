@@ -29,7 +29,8 @@ failed commands as their error replies, and ERROR and RESTART themselves as
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from xspec.reference.api import ReplyError
 from xspec.reference.core import FAULT_ERRORS, ErrorFault
@@ -46,6 +47,58 @@ class Network(Protocol):
 
     # client id (0: everyone) -> seconds each reply is held
     delays: dict[int, float]
+
+class HeldTimer:
+    """A timer of :class:`PausableTimers`: the loop's handle, and whether it was cancelled."""
+
+    __slots__ = ("handle", "cancelled")
+
+    def __init__(self) -> None:
+        self.handle: Any = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.handle is not None:
+            self.handle.cancel()
+
+
+class PausableTimers:
+    """A core's timer factory that holds what comes due while its node is paused (NODE-PAUSE-1).
+
+    A SIGSTOPped Redis runs no time event: no cron (saves, the AOF's everysec fsync, automatic
+    rewrites, replication's pings and timeouts), no active expiry, no blocked client's timeout. Here
+    every timer a paused node's core set is held when it comes due, and runs on RESUME, in the order
+    it came due, as a resumed Redis runs its late time events at once.
+    """
+
+    def __init__(self, call_later: Callable[[float, Callable[[], None]], Any], paused: Callable[[], bool]) -> None:
+        self.call_later = call_later
+        self.paused = paused
+        self.held: list[tuple[HeldTimer, Callable[[], None]]] = []
+
+    def __call__(self, delay: float, fn: Callable[[], None]) -> HeldTimer:
+        timer = HeldTimer()
+
+        def due() -> None:
+            if timer.cancelled:
+                return
+            if self.paused():
+                self.held.append((timer, fn))
+                return
+            fn()
+
+        timer.handle = self.call_later(delay, due)
+        return timer
+
+    def resume(self) -> None:
+        """The node runs again: what came due while it was paused runs on the next loop turns, in order
+        (not inside the RESUME command, which another node runs)."""
+        held, self.held = self.held, []
+        for timer, fn in held:
+            if not timer.cancelled:
+                timer.handle = self.call_later(0, fn)
+
 
 USAGE = "ERR usage: XSPEC.FAULT ERROR|DELAY|CLOSE|RESTART|CLEAR|LIST ... (see reference/README.md)"
 

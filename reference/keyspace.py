@@ -4,7 +4,9 @@ A :class:`Database` is the key-to-value dict the command modules already use, pl
 each expiring key's absolute time in ms. Removing a key or storing a new value with ``db[key] =``
 drops its time; :meth:`Database.keep` stores a value keeping it. :func:`expire_if_needed` deletes a
 key whose time has passed when a command looks it up; the core runs it for the keys of every
-command whose module does not do it itself (:data:`SELF_EXPIRING`).
+command whose module does not do it itself (:data:`SELF_EXPIRING`). While clients are paused it
+deletes nothing: the key is set aside for the rest of the command (missing to it) and stored again
+when the command ends (:func:`restore_aside`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from xspec.reference.notify import notify_core_event
 from xspec.spec import commands as table
 from xspec.spec.commands import CommandSpec
 
-__all__ = ["Database", "SELF_EXPIRING", "delete_expired", "expire_if_needed", "expire_keys"]
+__all__ = ["Database", "SELF_EXPIRING", "clients_paused", "delete_expired", "expire_if_needed", "expire_keys",
+           "restore_aside"]
 
 # Commands whose handlers call expire_if_needed where Redis looks their keys up.
 SELF_EXPIRING: set[str] = set()
@@ -75,16 +78,44 @@ def _database(data: dict[bytes, Any], expires: dict[bytes, int]) -> Database:
 
 
 def expire_if_needed(core: Any, dbid: int, key: bytes, now: int) -> bool:
-    """``expireIfNeeded``: delete ``key`` if its time is before ``now``; whether it did (EXPIRE-LAZY-1).
+    """``expireIfNeeded``: delete ``key`` if its time is before ``now``; whether it had expired (EXPIRE-LAZY-1).
 
     The deletion propagates as DEL (UNLINK under ``lazyfree-lazy-expire``) with the command's own
-    writes; watchers, trackers and stream readers blocked on the key learn.
+    writes; watchers, trackers and stream readers blocked on the key learn. While clients are paused
+    the key is only set aside, missing to the rest of the command (EXPIRE-PAUSE-1).
     """
-    when = core.dbs[dbid].expires.get(key)
+    db = core.dbs[dbid]
+    when = db.expires.get(key)
     if when is None or not now > when:
         return False
+    if core.running_reads and core.replication is not None and core.replication.is_replica:
+        core.expired_aside.append((dbid, key, db.pop(key), when))  # EXPIRE-REPLICA-1: a replica's reader
+        return True
+    if core.pause_until and clients_paused(core, now):  # EXPIRE-PAUSE-1: missing to the command, kept
+        core.expired_aside.append((dbid, key, db.pop(key), when))
+        return True
     delete_expired(core, dbid, key)
     return True
+
+
+def clients_paused(core: Any, now: int) -> bool:
+    """``checkClientPauseTimeoutAndReturnIfPaused`` at ``now`` (EXPIRE-PAUSE-2): a CLIENT PAUSE (or a
+    FAILOVER's) holds until its end, through that very ms in 6.2 and 7.0, not in 7.2+ and Valkey."""
+    until = core.pause_until
+    if not until:
+        return False
+    return now <= until if core.dialect.pause_holds_at_its_end else now < until
+
+
+def restore_aside(core: Any) -> None:
+    """Store again, with their times, the keys set aside during the command that ended (EXPIRE-PAUSE-1).
+    A key the command wrote meanwhile keeps its new value (EXPIRE-PAUSE-4)."""
+    aside, core.expired_aside = core.expired_aside, []
+    for dbid, key, value, when in aside:
+        db = core.dbs[dbid]
+        if key not in db:
+            db[key] = value
+            db.expires[key] = when
 
 
 def delete_expired(core: Any, dbid: int, key: bytes) -> None:

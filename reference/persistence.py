@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -68,6 +69,8 @@ class Persistence:
         self.bgsave_scheduled = False
         self.cron_armed = False
         self.hooks: list[Callable[[], None]] = []  # run by every cron tick (the AOF's everysec sync)
+        self.first_hooks: list[Callable[[], None]] = []  # before a finished child is reaped (a scheduled rewrite)
+        self.idle_hooks: list[Callable[[], None]] = []  # after the save points, while no child runs (AOF-AUTO-1)
         self.aof: Any = None  # reference.aof.Aof while appendonly is yes
         self.aof_rewrite_scheduled = False
         self.saves = 0  # rdb_saves
@@ -155,6 +158,7 @@ class Persistence:
         if pid == 0:  # RDB-1: the child writes the snapshot of the moment of the fork, and leaves
             code = 1
             try:
+                self.child_delay()
                 self.write_rdb(target)
                 code = 0
             finally:
@@ -163,6 +167,15 @@ class Persistence:
         log.info("Background saving started by pid %d", pid)
         self.arm_cron()
         return True
+
+    def child_delay(self) -> None:
+        """In a child: ``rdb-key-save-delay`` (microseconds a key, a testing knob of Redis's) as one wait."""
+        try:
+            per_key = int(self.core.config.get("rdb-key-save-delay", "0"))
+        except ValueError:
+            per_key = 0
+        if per_key > 0:
+            time.sleep(per_key * sum(len(db) for db in self.core.dbs) / 1e6)
 
     def can_fork(self) -> bool:
         return hasattr(os, "fork") and self.core.timer_factory is not None
@@ -176,16 +189,29 @@ class Persistence:
         self.core.timer_factory(CRON_SECONDS, self.cron)
 
     def cron(self) -> None:
+        """serverCron's persistence steps, in its order: a scheduled rewrite, the child reaped, or else
+        the save points and the automatic rewrite; the AOF's sync; a scheduled BGSAVE."""
         self.cron_armed = False
         server = self.core.server
         if server is not None and getattr(server, "shutdown_asap", False):
             self.kill_child()
             return
-        self.reap()
+        if server is not None and getattr(server, "paused", False):  # NODE-PAUSE-1: a stopped process
+            self.arm_cron()
+            return
+        if self.child is None:
+            for hook in self.first_hooks:
+                hook()
+        if self.child is not None:
+            self.reap()
+        else:
+            self.start_due_save()
+            for hook in self.idle_hooks:
+                if self.child is None:
+                    hook()
         for hook in self.hooks:
             hook()
-        if self.child is None:
-            self.start_due_save()
+        self.start_scheduled_save()
         self.arm_cron()
 
     def reap(self) -> None:
@@ -218,13 +244,17 @@ class Persistence:
             except (ProcessLookupError, ChildProcessError):
                 pass
 
-    def start_due_save(self) -> None:
-        """serverCron: a BGSAVE scheduled by BGSAVE SCHEDULE, or one a save point asks for."""
+    def start_scheduled_save(self) -> None:
+        """serverCron's end: a BGSAVE scheduled by BGSAVE SCHEDULE (or EXEC) once no child runs (FORK-2)."""
         now = self.core.now_ms() // 1000
-        if self.bgsave_scheduled:
+        if self.child is None and self.bgsave_scheduled and (
+                self.last_bgsave_ok or now - self.last_bgsave_try > BGSAVE_RETRY_SECONDS):
             self.bgsave_scheduled = False
             self.bgsave()
-            return
+
+    def start_due_save(self) -> None:
+        """serverCron: a BGSAVE a save point asks for."""
+        now = self.core.now_ms() // 1000
         dirty = self.core.dirty
         for seconds, changes in self.save_points():  # RDB-7
             if dirty >= changes and now - self.lastsave > seconds and (
@@ -341,9 +371,10 @@ def bgsave_command(ctx: Context) -> Reply:
     p = persistence_of(ctx.core)
     p.reap()
     if p.child is not None and p.child.kind == "rdb":
-        raise ReplyError(SAVE_IN_PROGRESS)
-    if p.child is not None:
-        if schedule or ctx.client.in_multi:
+        raise ReplyError(SAVE_IN_PROGRESS)  # FORK-1
+    in_exec = ctx.client.in_multi and ctx.core.dialect.exec_schedules_children  # FORK-3
+    if p.child is not None or in_exec:
+        if schedule or in_exec:  # FORK-2
             p.bgsave_scheduled = True
             p.arm_cron()
             return Simple("Background saving scheduled")

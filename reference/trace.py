@@ -256,6 +256,9 @@ class TraceWriter:
     def actively_expired(self, dbid: int, key: bytes, now: int) -> None:
         """The active expiry cycle deleted a key: no client event (its ``expired`` messages are pushes)."""
 
+    def aof_rewrite_done(self) -> None:
+        """A BGREWRITEAOF finished: no client event (a checker finds the rewrite's step itself, AOF-7)."""
+
     def finish(self) -> None:
         if self.file is not None:
             self.file.close()
@@ -312,6 +315,8 @@ class CheckedRun:
         self.owed: dict[int, list[tuple[Reply, int]]] = {}
         self.expiry_pushed: list[tuple[int, Reply]] = []  # messages of the active expiry cycle's deletion
         self.doomed: set[int] = set()  # clients whose transaction an injected fault doomed
+        # A rewrite the running command finished at once (no child): the model finishes it after the command.
+        self.rewrite_owed = False
         # Per client in MULTI, for each command queued so far: whether the checker queued it too
         # (it does not run XSPEC.*, COMMAND, DEBUG ..., whose replies EXEC's array then lacks).
         self.queue_checked: dict[int, list[bool]] = {}
@@ -422,7 +427,24 @@ class CheckedRun:
             self.model.pushes = ()  # type: ignore[attr-defined]  # taken here, not by the next command
         self._match_pushes(f"active expiry of {key!r} in db {dbid}", pushed, model_pushed)
 
+    def aof_rewrite_done(self) -> None:
+        """The server's AOF rewrite finished (``backgroundRewriteDoneHandler``): the model takes its
+        ``rewrite`` step (AOF-7). A child reaped inside a command finished before it, so the step runs
+        now, before the model runs that command; a rewrite the command itself did at once (no fork,
+        CONFIG SET appendonly yes) the model has not started yet, so it is finished after the command."""
+        done = getattr(self.model, "aof_rewrite_done", None)
+        if done is None:
+            return
+        try:
+            stepped = done()
+        except Exception as e:
+            self._diverge(f"the AOF rewrite's end: the model raised {e!r}")
+            return
+        if not stepped and self.core.executing:
+            self.rewrite_owed = True
+
     def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None:
+        rewrite_owed, self.rewrite_owed = self.rewrite_owed, False
         served, self.just_served = self.just_served, []
         pushed, self.just_pushed = self.just_pushed, []
         if isinstance(result, Pushed):
@@ -461,6 +483,8 @@ class CheckedRun:
             return
         finally:
             self.clock.readings.clear()
+        if rewrite_owed:
+            self.aof_rewrite_done()
         if self.clock.taken != offered and not self.core.clock.virtual:
             # Times the model stores or replies can then differ by the readings' spread.
             log.warning("clock readings differ for %r: the server took %d, the model %d",

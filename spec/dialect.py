@@ -50,6 +50,9 @@ class Dialect:
     version: str  # the version the dialect is exact to
     # 7.0 reads the clock afresh at every reading; 7.2+ takes one snapshot per command.
     time_snapshot_per_command: bool = False
+    # A CLIENT PAUSE (or FAILOVER's) still holds at a command whose time equals its end (6.2, 7.0:
+    # it is over once ``end < mstime``); 7.2+ and Valkey: over once ``end <= mstime`` (EXPIRE-PAUSE-2).
+    pause_holds_at_its_end: bool = True
     # Default configuration (CONFIG GET names, string values).
     config_defaults: dict[str, str] = field(default_factory=dict)
     # Every parameter ``CONFIG GET *`` lists, with its default (CONFIG-DIALECT-3); None: 7.0.15's
@@ -243,6 +246,11 @@ class Dialect:
     debug_needs_enabling: bool = True
     # DEBUG LOADAOF with no AOF on disk: Redis exits (None); Valkey replies this error (LOADAOF-DIALECT-1).
     debug_loadaof_missing_error: str | None = None
+    # The AOF is one file, ``appendfilename`` in ``dir`` (6.2; AOF-SINGLE-1), not 7.0's multi-part directory.
+    aof_single_file: bool = False
+    # BGSAVE and BGREWRITEAOF run by EXEC are scheduled for the cron rather than started (7.0+, Valkey;
+    # FORK-3); 6.2 starts them at once.
+    exec_schedules_children: bool = True
     # COMMAND has DOCS and LIST, ten fields per command, and COMMAND INFO without names lists
     # every command (7.0+); 6.2 has seven fields, no DOCS or LIST, and an empty COMMAND INFO.
     command_docs: bool = True
@@ -453,6 +461,8 @@ REDIS_62 = replace(
     config_get_plain_names=False,
     unsupported={"client|help": "6.2's help text is not modelled"},
     debug_needs_enabling=False,
+    aof_single_file=True,
+    exec_schedules_children=False,
     command_docs=False,
     client_kill_id_positive=False,
     help_texts="6.2",
@@ -503,6 +513,7 @@ REDIS_72 = replace(
     client_unblock_counts="failed-on-error",
     rdb_version=11,
     time_snapshot_per_command=True,
+    pause_holds_at_its_end=False,
     offset_counts_without_backlog=True,
     woff_after_propagation_only=True,
     blocked_reexecution=True,

@@ -20,6 +20,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xspec.spec.resp import Array, Bulk, Parser, Reply, encode_command
@@ -268,3 +269,23 @@ def wait_for_ping(port: int, timeout: float = 10.0, host: str = "127.0.0.1") -> 
         except OSError:
             assert time.monotonic() < deadline, f"{host}:{port} did not answer PING within {timeout} s"
             time.sleep(0.05)
+
+
+def aof_commands(path: Path) -> list[list[bytes]]:
+    """The commands of an AOF file after its RDB preamble (if any), XCLAIM's TIME (a clock reading) left out."""
+    from xspec.reference.aof import parse_command
+    from xspec.spec import rdb_file
+
+    data = path.read_bytes()
+    pos = 0
+    if data.startswith(b"REDIS"):
+        pos = rdb_file.read_rdb(data, 9, int(time.time() * 1000), check_crc=True, drop_expired=False).end
+    out: list[list[bytes]] = []
+    while pos < len(data):
+        parsed = parse_command(data, pos)
+        assert parsed is not None
+        argv, pos = parsed
+        if argv[0].upper() == b"XCLAIM" and b"TIME" in argv:
+            argv[argv.index(b"TIME") + 1] = b"<ms>"
+        out.append(argv)
+    return out

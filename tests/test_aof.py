@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import redis as redis_py
 
-from tests.support import keyspace_state
+from tests.support import aof_commands, keyspace_state
 from xspec.reference.server import ServerThread
 from xspec.traces.harness.servers import find_redis_server
 from xspec.traces.scenarios.runner import free_port, stop_process
@@ -234,23 +234,6 @@ def blocking_workload(r: redis_py.Redis) -> None:
     r.xgroup_destroy("t", "g")
 
 
-def _commands(path: Path) -> list[list[bytes]]:
-    """The commands of an AOF file, XCLAIM's TIME (a clock reading) left out."""
-    from xspec.reference.aof import parse_command
-
-    data = path.read_bytes()
-    out: list[list[bytes]] = []
-    pos = 0
-    while pos < len(data):
-        parsed = parse_command(data, pos)
-        assert parsed is not None
-        argv, pos = parsed
-        if argv[0].upper() == b"XCLAIM" and b"TIME" in argv:
-            argv[argv.index(b"TIME") + 1] = b"<ms>"
-        out.append(argv)
-    return out
-
-
 def test_the_aof_holds_what_redis_writes_for_the_same_commands(tmp_path: Path) -> None:
     """AOF-1: the incremental file holds, command for command, what Redis 7.0.15's holds (XADD's IDs,
     trims made exact, XREADGROUP as XCLAIMs / XGROUP SETID / CREATECONSUMER, claims, MULTI/EXEC units)."""
@@ -262,7 +245,7 @@ def test_the_aof_holds_what_redis_writes_for_the_same_commands(tmp_path: Path) -
         workload(redis_py.Redis(port=st.port), rewrite_at=1000)
         blocking_workload(redis_py.Redis(port=st.port))
     name = "appendonly.aof.1.incr.aof"
-    assert _commands(tmp_path / "appendonlydir" / name) == _commands(tmp_path / "redis" / "appendonlydir" / name)
+    assert aof_commands(tmp_path / "appendonlydir" / name) == aof_commands(tmp_path / "redis" / "appendonlydir" / name)
 
 
 def test_appendonly_turned_on_at_run_time_writes_a_base_then_the_commands(tmp_path: Path) -> None:

@@ -170,12 +170,25 @@ def test_the_model_replays_what_the_aof_keeps_not_the_data():
     assert isinstance(clock, ManualClock)
     _run(server, "XADD s 1-1 f v", "XADD s 2-1 f v", "XGROUP CREATE s g 0", "XREADGROUP GROUP g c STREAMS s >",
          "XDEL s 1-1", "BGREWRITEAOF")
+    assert server.aof_rewrite_done()  # AOF-7: the rewrite's child finished; not before, see below
+    assert not server.aof_rewrite_done()  # none runs any more
     clock.advance(5000)
     out = server.execute(1, [b"DEBUG", b"LOADAOF"])
     assert out.reply == Simple("OK") and not out.propagated
     pending = _run(server, "XPENDING s g")[0]
     assert pending.items[0] == Int(1)  # only 2-1 is still pending
     assert _run(server, "INFO persistence")[0].value.find(b"rdb_changes_since_last_save:0") >= 0
+
+
+def test_the_model_loads_the_old_files_while_the_rewrite_runs():
+    """AOF-7: before the rewrite's child finishes, DEBUG LOADAOF replays the old files, where the
+    deleted entry's pending entry is still claimed."""
+    server = _model(REDIS_70, {"appendonly": "yes", "aof-use-rdb-preamble": "no"})
+    _run(server, "XADD s 1-1 f v", "XADD s 2-1 f v", "XGROUP CREATE s g 0", "XREADGROUP GROUP g c STREAMS s >",
+         "XDEL s 1-1", "BGREWRITEAOF")
+    assert _run(server, "BGREWRITEAOF") == [Error("ERR Background append only file rewriting already in progress")]
+    assert _run(server, "DEBUG LOADAOF") == [Simple("OK")]
+    assert _run(server, "XPENDING s g")[0].items[0] == Int(2)
 
 
 @pytest.mark.parametrize("dialect", [REDIS_70, REDIS_62])

@@ -235,6 +235,16 @@ _KEYEVENT_EXPIRED = re.compile(rb"__keyevent@([0-9]+)__:expired")
 _KEYSPACE = re.compile(rb"__keyspace@([0-9]+)__:(.*)", re.DOTALL)
 
 
+_READS_REWRITE = frozenset({b"bgrewriteaof", b"info"})
+"""Commands one server's clients can tell a running AOF rewrite from a finished one by (AOF-7)."""
+
+
+def _rewrites_aof(trace: Trace) -> bool:
+    """Whether a client of the trace runs BGREWRITEAOF (AOF-7)."""
+    return any(type(e) in (Call, Send) and e.cmd and e.cmd[0].lower() == b"bgrewriteaof"  # type: ignore[union-attr]
+               for e in trace.events)
+
+
 def _reads_key_count(trace: Trace) -> bool:
     """Whether a client of the trace reads a key count (EXPIRE-ACTIVE-2)."""
     return any(type(e) in (Call, Send) and e.cmd and len(e.cmd[0]) == 6  # type: ignore[union-attr]
@@ -288,6 +298,7 @@ class _Exhausted(Exception):
 # happened within the latest step.
 _STEP_EXECUTE, _STEP_TIME_OUT, _STEP_CONNECT, _STEP_CLOSE, _BLOCKED, _SERVED, _MODEL_CHOICE = range(7)
 _STEP_EXPIRE = -1  # the active expiry cycle deleted a key (EXPIRE-ACTIVE-2): a step, as those up to _STEP_CLOSE
+_STEP_REWRITE = -2  # a BGREWRITEAOF's child finished (AOF-7): a step too
 _STEP_KIND = {_STEP_EXECUTE: "command", _STEP_TIME_OUT: "timeout", _STEP_CONNECT: "connect", _STEP_CLOSE: "close"}
 
 
@@ -507,6 +518,8 @@ def _steps_from_path(path: list[tuple[int, int, Any, int]], lo: list[int], wall:
         elif kind == _STEP_EXPIRE:
             dbid, key = item
             steps.append(WitnessStep("expire", pos, pos, 0, [key], readings=readings, db=dbid))
+        elif kind == _STEP_REWRITE:
+            steps.append(WitnessStep("rewrite", pos, pos, 0, readings=readings))
         else:
             steps.append(WitnessStep(_STEP_KIND[kind], pos, pos, item, readings=readings,
                                      model_choices=tuple(choices)))
@@ -590,6 +603,8 @@ class _Search:
         # a virtual trace's messages carry no time).
         self.expired_pushes: dict[int, tuple[int, bytes, int]] = {}
         self.active_expiry = False
+        # AOF-7: one server's BGREWRITEAOF runs until its ``rewrite`` step, taken where a client can tell.
+        self.aof_rewrites = False
         if not type(self).INTERNAL_STEPS:
             slack = trace.header.slack_ms
             for p in self.push_index:
@@ -601,7 +616,8 @@ class _Search:
             # A virtual trace is checked in file order without a search: it takes the deletions its
             # messages show and keeps DBSIZE's range (when a tick of the cycle fell is not in the trace).
             self.active_expiry = bool(self.expired_pushes) or (self.wall and _reads_key_count(trace))
-        if self.active_expiry:
+            self.aof_rewrites = _rewrites_aof(trace)
+        if self.active_expiry or self.aof_rewrites:
             self.INTERNAL_STEPS = True
         self._fresh()
 
@@ -902,10 +918,10 @@ class _Search:
         a time that comes first by database and name (the keys are alike to a count, so deleting them
         in that one order reaches every count without trying each subset), and the key of each client's
         next message when that is an ``expired`` one (the order the messages show)."""
+        steps: list[Any] = self._rewrite_options(heads) if self.aof_rewrites else []
         count = self.wall and any(h.argv and c_string(h.argv[0]).lower() in _KEY_COUNT_READ for h in heads)
         if not count and not any(inv in self.live for inv in self.expired_pushes):
-            return [], []
-        steps: list[Any] = []
+            return [], steps
         dbs = self.server.dbs
         if count:
             for dbid, db in enumerate(dbs):
@@ -924,13 +940,27 @@ class _Search:
                     steps.append(step)
         return [], steps
 
+    def _rewrite_options(self, heads: list[Op]) -> list[Any]:
+        """The running BGREWRITEAOF's end (AOF-7), offered only before a command that can tell it
+        happened (another BGREWRITEAOF, INFO): elsewhere its moment changes nothing a client sees."""
+        node = self.server.node
+        if node is None or not any(h.argv and h.argv[0].lower() in _READS_REWRITE for h in heads) \
+                or ("rewrite", node.name) not in node.deployment.steps():
+            return []
+        return [("rewrite",)]
+
     def _internal(self, p: int, step: Any) -> None:
         """Take one internal step (one of :meth:`_internal_options`) while deciding at event ``p``:
-        the active expiry cycle deletes a key whose time has passed (EXPIRE-ACTIVE-2). It runs before
-        every command not run yet and every message not sent yet, so before the earliest of their ends."""
+        the active expiry cycle deletes a key whose time has passed (EXPIRE-ACTIVE-2), or the running
+        AOF rewrite finishes (AOF-7). An expiry runs before every command not run yet and every message
+        not sent yet, so before the earliest of their ends."""
         self.steps += 1
         if self.steps > self.budget:
             raise _Exhausted()
+        if step[0] == "rewrite":
+            self.path.append((_STEP_REWRITE, self.pos, None, len(self.zone.lo)))
+            self.server.aof_rewrite_done()
+            return
         _, dbid, key = step
         when = self.server.keyspace(dbid).expires[key]
         if not self.wall:
@@ -958,6 +988,8 @@ class _Search:
             self.server.active_expire(dbid, key)
         except Infeasible as e:
             raise _Failure(p, f"no clock reading lets the active expiry cycle delete {key!r}: {e}") from None
+        if key in self.server.keyspace(dbid).expires:  # EXPIRE-ACTIVE-4: clients paused, the cycle deleted nothing
+            raise _Failure(p, f"the active expiry cycle cannot delete {key!r} while clients are paused")
         sent, self.server.pushes = list(self.server.pushes), ()
         if sent:
             self._pushed(_NO_OP, sent)

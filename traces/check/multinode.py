@@ -38,6 +38,7 @@ from xspec.spec.trace_format import Crash, Event, Pause, ReplAck, ReplCmd, ReplS
 from xspec.spec.trace_format import Link as LinkEvent
 from xspec.traces.check import checker as base
 from xspec.traces.check.checker import Op, Verdict, _Failure, _Search, _Unsupported
+from xspec.traces.check.reload_cache import ReloadCache
 from xspec.traces.check.symbolic import UNBOUNDED, Infeasible, RenderedTime, Time
 
 _CRASH, _RESTART, _PAUSE, _RESUME, _LINK, _REPL_CMD, _REPL_SYNC, _REPL_ACK = range(20, 28)
@@ -238,7 +239,18 @@ class _MultiSearch(_Search):
         deployment = Deployment(self.node_specs, self.clock)  # type: ignore[arg-type]
         for node in deployment.nodes.values():
             node.server.chooser = self.model_chooser
+        if self.wall:  # every alternative at a crash reloads the files: the loads share their start
+            if getattr(self, "reloads", None) is None:
+                self.reloads = ReloadCache(self.clock, self.dialect)  # type: ignore[arg-type]
+            deployment.aof_replayer = self.reloads  # type: ignore[attr-defined]
         self.server = _DeploymentView(deployment, self.client_nodes)  # type: ignore[assignment]
+
+    def _shared(self) -> dict[int, Any]:
+        shared = super()._shared()
+        reloads = getattr(self, "reloads", None)
+        if reloads is not None:  # one cache for the whole search, never copied into a checkpoint
+            shared[id(reloads)] = reloads
+        return shared
 
     @property
     def deployment(self) -> Deployment:

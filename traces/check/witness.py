@@ -34,7 +34,7 @@ from xspec.spec.resp import Reply, show
 from xspec.spec.rule_index import Levels, LineRules, RuleIndex, chain, load_index
 from xspec.spec.trace_format import Trace
 
-STEP_KINDS = ("command", "timeout", "connect", "close", "expire")
+STEP_KINDS = ("command", "timeout", "connect", "close", "expire", "rewrite")
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +218,9 @@ class WitnessReplay:
             self.clock.now_ms()
             server.active_expire(step.db, step.argv[0])
             server.pushes = ()
+            return StepResult(None, None)
+        if step.kind == "rewrite":  # AOF-7: the running BGREWRITEAOF's child finished
+            server.aof_rewrite_done()
             return StepResult(None, None)
         server.client(step.client)
         return StepResult(None, None)

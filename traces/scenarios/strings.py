@@ -113,3 +113,21 @@ def active_expiry(r: Recorder) -> None:
     drain(r)  # expired a and b, in the cycle's order
     r.call(2, "DBSIZE")
     enable(r, "")
+
+
+@scenario("Keys past their time while clients are paused (CLIENT PAUSE WRITE): missing to every lookup, "
+          "still stored and counted, deleted once the pause is over", tags=["resp2"])
+def paused_expiry(r: Recorder) -> None:
+    setup: tuple[tuple[str, ...], ...] = (
+        ("SET", "k", "v", "PX", "50"), ("SET", "s", "v"), ("XADD", "st", "1-1", "f", "v"), ("PEXPIRE", "st", "50"),
+        ("CLIENT", "PAUSE", "3000", "WRITE"))
+    for args in setup:
+        r.call(1, *args)
+    time.sleep(0.2)  # EXPIRE-PAUSE-1: k and st are past their time; nothing deletes them while paused
+    for args in (("GET", "k"), ("EXISTS", "k", "st", "s"), ("TTL", "k"), ("PTTL", "st"), ("TYPE", "k"),
+                 ("STRLEN", "k"), ("XRANGE", "st", "-", "+"), ("XLEN", "st"), ("KEYS", "*"), ("SCAN", "0"),
+                 ("MGET", "k", "s"), ("DBSIZE",), ("MULTI",), ("GET", "k"), ("DBSIZE",), ("EXEC",), ("DBSIZE",),
+                 ("CLIENT", "UNPAUSE"), ("GET", "k"), ("DBSIZE",)):
+        r.call(1, *args)
+    time.sleep(0.3)  # EXPIRE-ACTIVE-1: once unpaused, the cycle deletes st
+    r.call(1, "DBSIZE")

@@ -70,11 +70,14 @@ XSPEC.FAULT LIST
 Persistence is Redis's: SAVE, BGSAVE (a forked child writes the snapshot), LASTSAVE, save points
 (--save), the RDB file --dir/--dbfilename in the dialect's RDB version, loaded at start; with
 --appendonly yes, Redis 7.0's multi-part AOF in --dir/--appenddirname (manifest, base, incremental
-files; --appendfsync, BGREWRITEAOF, --aof-use-rdb-preamble), loaded at start. With
---enable-debug-command, DEBUG RELOAD and DEBUG LOADAOF as Redis has them.
+files; --appendfsync, BGREWRITEAOF, --aof-use-rdb-preamble), loaded at start; under --dialect
+redis-6.2, 6.2's single file --dir/appendonly.aof, rewritten in place. The cron rewrites the AOF as it
+grows (auto-aof-rewrite-percentage, auto-aof-rewrite-min-size). With --enable-debug-command, DEBUG
+RELOAD and DEBUG LOADAOF as Redis has them; where Redis exits (DEBUG LOADAOF without an AOF, or of a
+file it cannot load), xspec serve exits with status 1.
 
 Replication is Redis's (REPLICAOF, PSYNC, REPLCONF, ROLE, INFO replication, WAIT, FAILOVER,
-min-replicas-*, READONLY on replicas; a full sync sends the RDB of that moment at once, without repl-diskless-sync-delay), with
+min-replicas-*, READONLY on replicas, repl-timeout on both sides, repl-diskless-sync-delay), with
 real Redis as primary or replica. --replicaof HOST:PORT starts the server as a replica. --replicas N
 starts a primary (on --port, or any free port with 0) and N replicas (the next ports, each with its
 own folder under --dir), one address per line; each node answers:
@@ -88,7 +91,8 @@ XSPEC.NODE CRASH | RESTART | PAUSE | RESUME <node>
     the node stops at once as after SIGKILL (connections closed, no save at
     exit), starts again on its port with its start-up settings and what its
     persistence kept (a replica follows its primary again), stops reading
-    every connection and link as after SIGSTOP, or reads again
+    every connection and link and runs none of its timers (expiry, save
+    points, fsync, rewrites, replication cron) as after SIGSTOP, or reads again
 <node> and <replica> are names (primary, replica-1, ...) or host:port. With
 --replicas, --trace records every node as one trace/2 file: these commands
 are its link, crash, restart, pause and resume events.

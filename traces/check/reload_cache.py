@@ -1,0 +1,252 @@
+"""The checker's cache of AOF loads: a restart's reload replays only what earlier loads did not.
+
+The search tries every set and order of the commands in flight at a ``crash`` (trace/2 rule 10), and
+each alternative restarts the node, whose load (AOF-4) replays the whole AOF through the model. The
+alternatives share the files up to the first command in flight, so the cache keeps the model's data
+after some of a load's units (keyed by a digest of the preamble and those units) and a later load with
+the same start replays only its own tail.
+
+A load depends on more than the files: it reads the clock (new zone variables, after those of the
+commands before it) and the model compares times (zone queries). A cached prefix is used only when
+redoing it would do the same: the same clock window; no branch, no added constraint, no choice while it
+was loaded; every query it asked answered the same now (with its own readings renumbered after the
+variables the zone has now). Its readings are made again, so the zone ends as a fresh load leaves it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from xspec.models.persistence import SharedUnpickler, Snapshot
+from xspec.models.replication import AofUnits, replay_aof
+from xspec.models.server import Server
+from xspec.traces.check.symbolic import SymbolicClock, Time, Zone
+
+TAIL_MARKS = (4, 8, 16, 32, 64)
+"""Where a load keeps the model's data for later loads: that many units before its end."""
+MAX_ENTRIES = 256
+"""At most this many kept prefixes (the oldest go first)."""
+
+_QUERIES = ("decide_le", "test_le", "max_diff", "range_of")
+"""The zone's questions a cached load may have asked (each is answered again before it is used)."""
+_CHANGES = ("add_le", "add_eq", "test_eq", "join", "choose")
+"""What a load must not have done to be cached: constrain or branch the zone, or choose."""
+
+# The zone and renumbering in force while cached data is read back (see _time).
+_READING: tuple[Zone, int, int] | None = None
+
+
+def _time(pos: int, neg: int, c: int) -> Time:
+    """A cached :class:`Time`, its load's own readings (from the load's first variable on) renumbered."""
+    assert _READING is not None
+    zone, first, shift = _READING
+    return Time(pos + shift if pos >= first else pos, neg + shift if neg >= first else neg, c, zone)
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, buffer: io.BytesIO, shared: dict[int, Any]) -> None:
+        super().__init__(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        self.refs = {key: n for n, key in enumerate(shared)}
+
+    def persistent_id(self, obj: Any) -> int | None:
+        return self.refs.get(id(obj))
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is Time:
+            return _time, (obj.pos, obj.neg, obj.c)
+        return NotImplemented
+
+
+@dataclass
+class _Entry:
+    data: bytes  # the model's data after the prefix (see _state)
+    shared: list[Any]
+    first: int  # the zone's first variable the load made
+    readings: int  # how many readings the prefix made
+    queries: list[tuple[str, tuple[int, ...], Any]]  # what it asked the zone, with the answers
+    window: tuple[int, int]
+
+
+def _state(server: Server) -> tuple[Any, ...]:
+    """What a load changes in the model: the data and what the replayed commands count."""
+    return (server.dbs, server.stats, server.errno, server.scripts, server.libraries)
+
+
+def _set_state(server: Server, state: tuple[Any, ...]) -> None:
+    server.dbs[:], server.stats, server.errno, server.scripts, server.libraries = state
+
+
+class ReloadCache:
+    """A deployment's ``aof_replayer`` in the checker (models/replication.py ``_load_aof``)."""
+
+    def __init__(self, clock: SymbolicClock, dialect: Any) -> None:
+        self.clock = clock
+        self.zone = clock.zone
+        self.dialect = dialect
+        self.entries: dict[bytes, _Entry] = {}
+        self.hits = 0
+        self.misses = 0
+        self.replayed = 0  # units replayed, for measurements
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ReloadCache:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise pickle.PicklingError("the reload cache is shared, never copied")
+
+    verify = False
+    """Tests: check every load against a load from scratch (:meth:`_from_scratch`)."""
+
+    def __call__(self, server: Server, preamble: Snapshot | None, units: AofUnits) -> None:
+        expected = self._from_scratch(server, preamble, units) if self.verify else None
+        digests = self._digests(preamble, units)
+        window = (self.clock.lo, self.clock.hi)
+        start = 0
+        for k in range(len(units) - 1, 0, -1):
+            entry = self.entries.get(digests[k])
+            if entry is not None and entry.window == window:
+                state = self._reuse(entry)
+                if state is not None:
+                    start = k
+                    self.hits += 1
+                    self.replayed += len(units) - k
+
+                    def put_back(i: int, state: tuple[Any, ...] = state, k: int = k) -> None:
+                        if i == k:  # after the AOF client's connection and SELECT, as it was then
+                            _set_state(server, state)
+                    replay_aof(server, None, units, k, put_back)
+                    break
+        else:
+            self.misses += 1
+            self._load(server, preamble, units, digests, window)
+        if expected is not None and repr(server.freeze()) != expected:
+            got = repr(server.freeze())
+            at = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b),
+                      min(len(got), len(expected)))
+            raise AssertionError(f"a load through the cache (from unit {start} of {len(units)}) differs: "
+                                 f"{got[max(0, at - 300):at + 200]!r} / {expected[max(0, at - 300):at + 200]!r}")
+
+    # -- loading -------------------------------------------------------------------------------
+    def _load(self, server: Server, preamble: Snapshot | None, units: AofUnits, digests: list[bytes],
+              window: tuple[int, int]) -> None:
+        """Replay every unit, keeping the data at the marks not kept yet while nothing forbids it."""
+        n = len(units)
+        self.replayed += n
+        marks = {n - t for t in TAIL_MARKS if 0 < n - t and digests[n - t] not in self.entries}
+        zone = self.zone
+        first = len(zone.lo)
+        if not marks or zone.branch_from is not None:
+            replay_aof(server, preamble, units)
+            return
+        queries: list[tuple[str, tuple[int, ...], Any]] = []
+        spoilt = [False]
+        depth = [0]
+        saved_choose = zone.choose
+        edges, unchained = zone.edges, len(zone.unchained)
+
+        def asking(name: str) -> Callable[..., Any]:
+            method = getattr(Zone, name)
+
+            def ask(*args: int) -> Any:
+                depth[0] += 1
+                try:
+                    answer = method(zone, *args)
+                finally:
+                    depth[0] -= 1
+                if depth[0] == 0:
+                    queries.append((name, args, answer))
+                return answer
+            return ask
+
+        def spoiling(original: Callable[..., Any]) -> Callable[..., Any]:
+            def spoil(*args: Any) -> Any:
+                spoilt[0] = True
+                return original(*args)
+            return spoil
+
+        def keep(i: int) -> None:
+            if i in marks and not spoilt[0] and zone.edges == edges and len(zone.unchained) == unchained:
+                self._keep(digests[i], server, first, len(zone.lo) - first, list(queries), window)
+
+        for name in _QUERIES:
+            setattr(zone, name, asking(name))
+        for name in _CHANGES:
+            setattr(zone, name, spoiling(getattr(zone, name)))
+        try:
+            replay_aof(server, preamble, units, 0, keep)
+        finally:
+            for name in (*_QUERIES, *_CHANGES):
+                zone.__dict__.pop(name, None)
+            zone.choose = saved_choose
+
+    def _from_scratch(self, server: Server, preamble: Snapshot | None, units: AofUnits) -> str:
+        """The state a plain load into a new server gives, its readings taken back afterwards."""
+        mark = self.zone.mark()
+        scratch = Server(server.dialect, server.clock, dict(server.config))
+        replay_aof(scratch, preamble, units)
+        frozen = repr(scratch.freeze())
+        self.zone.undo(mark)
+        return frozen
+
+    def _keep(self, key: bytes, server: Server, first: int, readings: int,
+              queries: list[tuple[str, tuple[int, ...], Any]], window: tuple[int, int]) -> None:
+        shared = {id(self.zone): self.zone, id(self.clock): self.clock, id(self.dialect): self.dialect}
+        buffer = io.BytesIO()
+        try:
+            _Pickler(buffer, shared).dump(_state(server))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return  # something in the data does not pickle: no entry
+        if len(self.entries) >= MAX_ENTRIES:
+            del self.entries[next(iter(self.entries))]
+        self.entries[key] = _Entry(buffer.getvalue(), list(shared.values()), first, readings, queries, window)
+
+    # -- reusing -------------------------------------------------------------------------------
+    def _reuse(self, entry: _Entry) -> tuple[Any, ...] | None:
+        """Make the prefix's readings again and check its questions: its data then, else None (and the
+        zone as it was)."""
+        global _READING
+        zone = self.zone
+        if zone.branch_from is not None:
+            return None
+        mark = zone.mark()
+        first = len(zone.lo)
+        shift = first - entry.first
+        for _ in range(entry.readings):
+            self.clock.now_ms()
+
+        def moved(v: int) -> int:
+            return v + shift if v >= entry.first else v
+
+        for name, args, answer in entry.queries:
+            p, n, *rest = args
+            p, n = moved(p), moved(n)
+            if name in ("decide_le", "test_le"):
+                again: Any = zone.decide_le(p, n, *rest)
+            elif name == "max_diff":
+                again = zone.max_diff(p, n)
+            else:
+                again = zone.range_of(p, n)
+            if again != answer:
+                zone.undo(mark)
+                return None
+        _READING = (zone, entry.first, shift)
+        try:
+            state: tuple[Any, ...] = SharedUnpickler(io.BytesIO(entry.data), entry.shared).load()
+        finally:
+            _READING = None
+        return state
+
+    @staticmethod
+    def _digests(preamble: Snapshot | None, units: AofUnits) -> list[bytes]:
+        """``digests[k]``: a digest of the preamble and the first ``k`` units."""
+        h = hashlib.blake2b(repr(None if preamble is None else preamble.freeze()).encode(), digest_size=20)
+        out = [h.digest()]
+        for unit in units:
+            h.update(repr(unit).encode())
+            out.append(h.copy().digest())
+        return out
