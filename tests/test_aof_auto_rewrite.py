@@ -188,7 +188,7 @@ def fork_script(r: redis_py.Redis, set_delay: Setter) -> list[Any]:
 
 @pytest.mark.parametrize("dialect", ["redis-7.0", "redis-6.2", "valkey-9.1"])
 def test_bgsave_and_bgrewriteaof_wait_for_each_other_as_the_real_server(pair, dialect: str) -> None:
-    """FORK-1..3, measured on 7.0.15 and 6.2.14."""
+    """FORK-1, FORK-2, FORK-3, measured on 7.0.15 and 6.2.14."""
     config = {"appendonly": "yes", "save": "", "auto-aof-rewrite-percentage": "0"}
     scripts = [fork_script(*pair(kind, dialect, **config)) for kind in ("real", "ours")]
     assert scripts[1] == scripts[0]
