@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import redis_binary
 from tests.support import wait_for_ping
 from xspec.reference.clock import VirtualClock
 from xspec.reference.sentinel_server import SentinelThread
@@ -324,14 +323,6 @@ def _normalised(events: list[tuple[str, str]], roles: dict[int, str]) -> list[st
             text = re.sub(rf"\b{port}\b", role, text)
         out.append(text)
     return out
-
-
-@pytest.fixture(scope="module")
-def real_binary() -> str:
-    binary = redis_binary()
-    if binary is None:
-        pytest.skip("redis-server 7.0.15 is not installed")
-    return binary
 
 
 @pytest.fixture
