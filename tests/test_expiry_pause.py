@@ -349,12 +349,15 @@ def _replica_session(primary_port: int, replica_port: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         wait_until(lambda: rep.info("replication").get("master_link_status") == "up", what="the link")
-        p.set("k", "v", px=60)
-        p.set("s", "v")
-        assert p.execute_command("WAIT", "1", "2000") == 1
         before = rep.info("stats")["expired_keys"]
-        p.client_pause(5000, all=False)
-        time.sleep(0.12)
+        written = time.monotonic()
+        # One round trip: the pause is in force before the primary's expiry cycle can see k past its time,
+        # however slow the machine.
+        pipe = p.pipeline(transaction=False)
+        pipe.set("k", "v", px=300).set("s", "v").client_pause(5000, all=False)
+        pipe.execute()
+        wait_until(lambda: rep.dbsize() == 2, what="both keys on the replica")
+        time.sleep(max(0.0, written + 0.4 - time.monotonic()))
         out["reads"] = [rep.execute_command(*cmd) for cmd in (
             ("GET", "k"), ("EXISTS", "k"), ("TTL", "k"), ("TYPE", "k"), ("KEYS", "*"), ("SCAN", "0"), ("DBSIZE",))]
         out["replica expired_keys"] = rep.info("stats")["expired_keys"] - before
