@@ -25,6 +25,7 @@ from setuptools import setup
 # connections' hot path is connection.py.
 COMPILED = ("protocol", "streams", "xcommands", "core", "generic", "api", "clock", "tracking", "connection",
             "strings", "lists", "pubsub", "keyspace", "expiry", "notify", "values", "scripting", "hashes", "zsets",
+            "../spec/lua",  # spec/lua.py (xspec.spec.lua): redis.call's bridge, shared with the model
             "propagation", "replication")
 
 # The import packages whose sources live in top-level folders (pyproject.toml's package-dir).

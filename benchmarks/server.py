@@ -418,8 +418,9 @@ def main() -> int:
                     help="measure the other data types' commands only (SET, GET, LPUSH, LPOP, HSET, ZADD, PUBLISH, "
                          "EVALSHA from 50 clients), servers taking turns")
     ap.add_argument("--compiled-site", type=Path,
-                    help="with --types: also run the mypyc build found in this folder (an XSPEC_MYPYC=1 wheel "
-                         "unzipped there) as the peer xspec-compiled, beside this environment's own build")
+                    help="with --types or --durability: also run the mypyc build found in this folder (an "
+                         "XSPEC_MYPYC=1 wheel unzipped there) as the peer xspec-compiled, beside this environment's "
+                         "own build")
     ap.add_argument("--user-calls", type=int, default=5000,
                     help="with --types: calls per command from one redis-py client (fakeredis in process), "
                          "0 to leave this part out")
@@ -430,8 +431,8 @@ def main() -> int:
     if args.user_calls < 0:
         ap.error("--user-calls must be 0 or more")
     if args.compiled_site is not None:
-        if not args.types:
-            ap.error("--compiled-site goes with --types")
+        if not args.types and not args.durability:
+            ap.error("--compiled-site goes with --types or --durability")
         args.compiled_site = (INVOKED_FROM / args.compiled_site).resolve()
         why = compiled_site_error(args.compiled_site)
         if why is not None:

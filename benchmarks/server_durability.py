@@ -1,6 +1,6 @@
 """Durability and replication figures of the reference server beside Redis 7.0.15, in one run.
 
-    python benchmarks/server.py --durability [--requests N] [--runs R] [--entries E]
+    python benchmarks/server.py --durability [--requests N] [--runs R] [--entries E] [--compiled-site DIR]
 
 Called by ``benchmarks/server.py --durability`` (issue 18's performance section). Each figure is
 measured on a real redis-server 7.0.15 and on ``xspec serve``, started the same way on free
@@ -18,11 +18,16 @@ loopback ports in temporary directories:
   the time from REPLICAOF until the replica reports the link up with the primary's offset, and the
   bytes the replica process read meanwhile (``/proc/<pid>/io`` ``rchar``: the RDB payload and the
   protocol around it, counted the same way for both servers; a 7.0 replica writes the payload to a
-  file and reads it back, so its count holds it twice). Both primaries get
-  ``repl-diskless-sync-delay 0`` first, so that the time is the synchronisation's own, without the
-  5 s 7.0 waits by default for more replicas, and both nodes a ``repl-timeout`` as long as the
-  deadline: xspec's snapshot and load block their loops, and on a loaded machine they can take
-  longer than the default 60 s, after which either side drops the link and the sync starts again.
+  file and reads it back, so its count holds it twice), and the slowest answer of the primary to
+  a PING sent every 10 ms meanwhile (both primaries write the snapshot in a forked child and go on
+  serving). Both primaries get ``repl-diskless-sync-delay 0`` first, so that the time is the
+  synchronisation's own, without the 5 s 7.0 waits by default for more replicas, and both nodes a
+  ``repl-timeout`` as long as the deadline: xspec's replica loads the snapshot in its loop, and on a
+  loaded machine that can take longer than the default 60 s, after which either side drops the link
+  and the sync starts again.
+
+With ``--compiled-site DIR`` (an unzipped ``XSPEC_MYPYC=1`` wheel) the mypyc build runs beside this
+environment's own as the peer ``xspec-compiled``, each figure given for both.
 
 A figure a server cannot give (a command it refuses, a sync that does not finish within the
 deadline) is printed as not measured, and the run goes on. No assertion is made.
@@ -33,20 +38,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from server import Conn, Peer, cpu_seconds, interleaved, peers, running
+from server import COMPILED_PEER, Conn, Peer, cpu_seconds, interleaved, peers, running
 
 from xspec.spec.resp import Bulk, Error, Reply
 
 SYNC_DEADLINE_S = 600.0
 
 
+COMPILED_SITE: list[Path] = []  # --compiled-site, when given
+
+
 def durability_peers() -> list[Peer]:
-    """Redis 7.0.15 and xspec serve, without fakeredis (it has neither persistence nor replication)."""
-    return peers(skip_fakeredis=True)
+    """Redis 7.0.15 and xspec serve (and its mypyc build with --compiled-site), without fakeredis (it has
+    neither persistence nor replication)."""
+    return peers(skip_fakeredis=True, compiled_site=COMPILED_SITE[0] if COMPILED_SITE else None)
 
 
 def with_options(peer: Peer, name: str, **options: str) -> Peer:
@@ -58,7 +68,7 @@ def with_options(peer: Peer, name: str, **options: str) -> Peer:
             argv[argv.index(flag) + 1] = value
         else:
             argv += [flag, value]
-    return Peer(name, argv)
+    return Peer(name, argv, env=dict(peer.env))
 
 
 def info_fields(conn: Conn, section: str) -> dict[str, str]:
@@ -150,8 +160,9 @@ def pair(peer: Peer) -> Iterator[tuple[Peer, Peer]]:
         yield primary, replica
 
 
-def full_sync(peer: Peer, entries: int) -> tuple[float, int]:
-    """Seconds and bytes read by a fresh replica to synchronise with a primary holding ``entries`` entries."""
+def full_sync(peer: Peer, entries: int) -> tuple[float, int, float]:
+    """Seconds and bytes read by a fresh replica to synchronise with a primary holding ``entries`` entries,
+    and the primary's slowest answer (seconds) to a PING sent every 10 ms meanwhile."""
     with pair(peer) as (primary, replica):
         fill(primary.port, entries)
         call(primary.port, b"CONFIG", b"SET", b"repl-diskless-sync-delay", b"0")
@@ -159,17 +170,41 @@ def full_sync(peer: Peer, entries: int) -> tuple[float, int]:
             call(node.port, b"CONFIG", b"SET", b"repl-timeout", b"%d" % SYNC_DEADLINE_S)
         assert replica.proc is not None
         before = bytes_read(replica.proc.pid)
-        seconds = link_replica(replica, primary)
-        return seconds, bytes_read(replica.proc.pid) - before
+        slowest = [0.0]
+        done = threading.Event()
+
+        def ping() -> None:
+            c = Conn(primary.port)
+            try:
+                while not done.is_set():
+                    asked = time.monotonic()
+                    c.call(b"PING")
+                    slowest[0] = max(slowest[0], time.monotonic() - asked)
+                    time.sleep(0.01)
+            finally:
+                c.close()
+
+        pinger = threading.Thread(target=ping, daemon=True)
+        pinger.start()
+        try:
+            seconds = link_replica(replica, primary)
+        finally:
+            done.set()
+            pinger.join()
+        return seconds, bytes_read(replica.proc.pid) - before, slowest[0]
 
 
 def report_line(metric: str, figures: dict[str, float], unit: str, higher_is_better: bool) -> None:
-    """One figure per server and the reference's ratio to Redis."""
-    ref, redis = figures.get("xspec-serve"), figures.get("redis-7.0.15")
+    """One figure per server and the reference's ratio to Redis (each build's, with --compiled-site)."""
+    redis = figures.get("redis-7.0.15")
     row = f"  {metric:36}" + "".join(f"  {name} {value:12.2f} {unit}" for name, value in figures.items())
-    if ref and redis:
-        ratio = ref / redis if higher_is_better else redis / ref
-        row += f"   ratio {ratio:5.2f}x ({'higher' if higher_is_better else 'lower'} is better for xspec)"
+    ratios = []
+    for name in ("xspec-serve", COMPILED_PEER):
+        ref = figures.get(name)
+        if ref and redis:
+            ratios.append(f"{name} {ref / redis if higher_is_better else redis / ref:5.2f}x")
+    if ratios:
+        row += f"   ratio {', '.join(ratios)} ({'higher' if higher_is_better else 'lower'} is better for xspec)"
     print(row, flush=True)
 
 
@@ -248,31 +283,36 @@ def commands_processed(peer: Peer) -> int:
         c.close()
 
 
-def measure_full_sync(args: argparse.Namespace) -> tuple[dict[str, float], dict[str, float]]:
-    """Seconds and bytes of a full synchronisation of ``--entries`` entries, per server."""
+def measure_full_sync(args: argparse.Namespace) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Seconds, megabytes read and the primary's slowest PING answer (ms) of a full synchronisation of
+    ``--entries`` entries, per server."""
     seconds: dict[str, float] = {}
     transferred: dict[str, float] = {}
+    slowest: dict[str, float] = {}
     for peer in durability_peers():
         try:
-            seconds[peer.name], read = full_sync(peer, args.entries)
+            seconds[peer.name], read, slowest_s = full_sync(peer, args.entries)
         except RuntimeError as e:
             print(f"  {peer.name}: full sync not measured: {e}", flush=True)
             continue
         transferred[peer.name] = read / 1e6
-    return seconds, transferred
+        slowest[peer.name] = slowest_s * 1e3
+    return seconds, transferred, slowest
 
 
 def run(args: argparse.Namespace) -> int:
     """Every durability and replication figure, then the summary with ratios."""
+    if args.compiled_site is not None:
+        COMPILED_SITE.append(args.compiled_site)
     always = measure_aof_always(args)
     rdb = measure_rdb_size(args)
     replicated, replicated_cpu = measure_replicated_xadd(args)
-    sync_seconds, sync_megabytes = measure_full_sync(args)
+    sync_seconds, sync_megabytes, sync_slowest = measure_full_sync(args)
     print(f"\ndurability and replication (xspec-serve vs redis-7.0.15; {args.entries} entries)")
     report_line("xadd -c 50, appendfsync always", always, "/s", higher_is_better=True)
     report_line("rdb bytes per entry", rdb, "B", higher_is_better=False)
     report_line("xadd -P 16, one replica", replicated, "/s", higher_is_better=True)
-    for server in ("xspec-serve", "redis-7.0.15"):
+    for server in ("xspec-serve", COMPILED_PEER, "redis-7.0.15"):
         if server in replicated_cpu:
             row = ", ".join(f"{what} {replicated_cpu[key]:.2f}" for what, key in (
                 ("primary", server), ("primary without its replica", server + " alone"),
@@ -280,6 +320,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {'':36}  {server} CPU us/command: {row}", flush=True)
     report_line("full sync time", sync_seconds, "s", higher_is_better=False)
     report_line("full sync bytes read by the replica", sync_megabytes, "MB", higher_is_better=False)
+    report_line("full sync: primary's slowest PING", sync_slowest, "ms", higher_is_better=False)
     print("  targets: xadd -P 16 with a replica >= 0.30x Redis; the others are reported against Redis", flush=True)
     return 0
 

@@ -20,7 +20,16 @@ from typing import Any, Protocol
 
 from xspec.reference.api import POSTPONED, Encoded, PreRendered
 from xspec.reference.core import Client, Core
-from xspec.reference.protocol import BULK_HEADERS, ENCODERS, RequestError, encode_into, parse_fast, parse_requests
+from xspec.reference.protocol import (
+    BULK_HEADERS,
+    ENCODERS,
+    FAST_SCAN,
+    RequestError,
+    encode_into,
+    parse_fast_scan,
+    parse_fast_split,
+    parse_requests,
+)
 from xspec.spec.resp import OK, Bulk, Int, Reply, encode
 
 MAX_CLIENTS_REACHED = b"-ERR max number of clients reached\r\n"
@@ -76,11 +85,6 @@ class ServerState:
         # Called before any reply leaves (reference.aof: appendfsync always syncs what the commands wrote)
         self.before_replies: Callable[[], None] | None = None
         self.to_flush: list[ClientConnection] = []  # connections with queued replies, in queuing order
-
-    def queue_flush(self, conn: ClientConnection) -> None:
-        if not self.to_flush:
-            asyncio.get_running_loop().call_soon(self.flush_all)
-        self.to_flush.append(conn)
 
     def flush_all(self) -> None:
         """The end of a loop turn: every queued reply leaves (``handleClientsWithPendingWrites``)."""
@@ -179,28 +183,25 @@ class ClientConnection:
             core = self.core
             if (not state.paused and not state.shutdown_asap and not core.postponed
                     and (c.authenticated or core.requirepass is None)):
+                # process() for the common read: a client at rest, nothing held, whole canonical commands
                 cmds: list[list[bytes]] = []
-                if parse_fast(data, cmds) == len(data):
-                    self._run_read(c, cmds)
+                if (parse_fast_scan(data, cmds) if FAST_SCAN else parse_fast_split(data, cmds)) == len(data):
+                    out: list[bytes] = []
+                    done = self.run(cmds, out)
+                    if done < len(cmds) or _held(c, core):
+                        self.pending = cmds[done:]
+                        more = not _held(c, core)
+                    else:  # what process() finds at the top of its loop with nothing left to parse
+                        more = ((done >= TURN_COMMANDS or len(out) >= TURN_REPLY_PIECES) and c.blocked is None
+                                and not self.closing and not state.shutdown_asap and not self.output_full)
+                    if out:
+                        self.write(out)
+                    if self.closing:
+                        self.close_after_writes()
+                    elif more:
+                        self._defer()
                     return
         self._data_received(data)
-
-    def _run_read(self, c: Client, cmds: list[list[bytes]]) -> None:
-        """:meth:`process` for the common read: a client at rest, nothing held, whole canonical commands."""
-        out: list[bytes] = []
-        done = self.run(cmds, out)
-        if done < len(cmds) or _held(c, self.core):
-            self.pending = cmds[done:]
-            more = not _held(c, self.core)
-        else:  # what process() finds at the top of its loop with nothing left to parse
-            more = ((done >= TURN_COMMANDS or len(out) >= TURN_REPLY_PIECES) and c.blocked is None
-                    and not self.closing and not self.state.shutdown_asap and not self.output_full)
-        if out:
-            self.write(out)
-        if self.closing:
-            self.close_after_writes()
-        elif more:
-            self._defer()
 
     def _data_received(self, data: bytes) -> None:
         if self.client is None or self.closing or self.state.shutdown_asap:
@@ -330,7 +331,8 @@ class ClientConnection:
                 # The canonical commands first; the exact parser only for what they leave. A long
                 # buffer is parsed a turn's input at a time (what is parsed runs this turn).
                 window = buf if len(buf) <= TURN_INPUT else buf[:TURN_INPUT]
-                consumed = 0 if auth_required else parse_fast(window, cmds)
+                consumed = (0 if auth_required else parse_fast_scan(window, cmds) if FAST_SCAN
+                            else parse_fast_split(window, cmds))
                 if consumed == len(buf):
                     self.buf = b""
                     self.need = 0
@@ -379,14 +381,15 @@ class ClientConnection:
         commands ran or ``TURN_REPLY_PIECES`` reply pieces are out. Returns how many ran."""
         c = self.client
         assert c is not None
-        execute = self.core.execute
+        core = self.core
+        plain = not core.snapshot_per_command
         state = self.state
         max_pieces = TURN_REPLY_PIECES
         bulk_headers = BULK_HEADERS
         n = 0
         for argv in cmds:
             n += 1
-            r: Any = execute(c, argv)  # a Result; Any for the type tests below
+            r: Any = core.execute_plain(c, argv) if plain else core.execute(c, argv)  # Any: the type tests below
             if r is not None:
                 t = type(r)
                 if c.reply_mode != "on":
@@ -494,10 +497,14 @@ class ClientConnection:
         """
         if not out or self.transport is None:
             return
-        if not self.state.delays and self.delayed_until == 0.0:
+        state = self.state
+        if not state.delays and self.delayed_until == 0.0:
             if self.queued is None:
                 self.queued = out
-                self.state.queue_flush(self)
+                to_flush = state.to_flush  # the first reply of the turn schedules the flush
+                if not to_flush:
+                    asyncio.get_running_loop().call_soon(state.flush_all)
+                to_flush.append(self)
             else:
                 self.queued += out
             return

@@ -38,11 +38,13 @@ import os
 import time
 from collections.abc import Callable, MutableMapping
 from errno import EAGAIN
+from time import perf_counter_ns
 from typing import Any, Protocol
 
 from xspec.reference.api import BLOCKED, POSTPONED, Blocked, Encoded, Postponed, PreRendered, ReplyError
 from xspec.reference.clock import Clock, WallClock
 from xspec.reference.keyspace import Database, expire_keys, restore_aside
+from xspec.reference.propagation import Propagator
 from xspec.reference.pubsub import Registry, drop_client
 from xspec.reference.tracking import Tracking
 from xspec.spec import commands as table
@@ -408,6 +410,18 @@ class ErrorFault:
         self.command = command
 
 
+class FastCommand:
+    """A plain command (no subcommands) dispatched once: what each of its runs needs, read off its table
+    entry once (``Core.fast_commands``)."""
+
+    def __init__(self, spec: CommandSpec, handler: Handler) -> None:
+        self.spec = spec
+        self.name = spec.fullname
+        self.arity = spec.arity
+        self.handler = handler
+        self.readonly = "readonly" in spec.flags
+
+
 class Core:
     """The whole server state and the dispatcher."""
 
@@ -443,6 +457,7 @@ class Core:
         self.expired_keys = 0
         self.watched_expired: dict[int, set[tuple[int, bytes]]] = {}
         self.active_expiry: Any = None  # reference.active_expiry.ActiveExpiry, once the server started
+        self.active_expire_enabled = True  # DEBUG SET-ACTIVE-EXPIRE (DEBUG-2)
         # Keys lazy expiry found expired while clients were paused, out of their database until the
         # running command ends: (db, key, value, time) (EXPIRE-PAUSE-1, reference/keyspace.py).
         self.expired_aside: list[tuple[int, bytes, Any, int]] = []
@@ -461,16 +476,14 @@ class Core:
         # blocked command); ``snapshot`` is that reading while a command runs, else None.
         self.snapshot_per_command = self.dialect.time_snapshot_per_command
         self.snapshot: int | None = None
-        # execute(c, argv): run one command of client c; returns its reply (None when it blocked).
-        self.execute: Callable[[Client, list[bytes]], Result] = (
-            self._execute_with_snapshot if self.snapshot_per_command else self._execute_plain)
+        self.blocked_reexecution = self.dialect.blocked_reexecution  # STATS-DIALECT-7, read per command
         # BLOCK-DIALECT-1: 6.2 wakes nobody when a key is deleted or overwritten.
         self.signal_deletions = self.dialect.deleted_key_wakes_readgroup
         self.auth_first = self.dialect.auth_before_lookup  # DISPATCH-DIALECT-2
         # 6.2: DEBUG is always allowed (enable-debug-command came with 7.0).
         self.debug_needs_enabling = self.dialect.debug_needs_enabling
-        # argv[0] as sent -> (name, arity, handler, table entry), for plain commands already seen.
-        self.fast_commands: dict[bytes, tuple[str, int, Handler, CommandSpec]] = {}
+        # argv[0] as sent -> the plain command it names, for those already seen.
+        self.fast_commands: dict[bytes, FastCommand] = {}
         self.config_ints: dict[str, int] = {}  # parsed integer settings; cleared by CONFIG SET
         # The clock's reading (ms); the clock's own method: one call less per reading.
         self.now_ms: Callable[[], int] = self.clock.now_ms
@@ -499,7 +512,7 @@ class Core:
         self.persistence: Any = None  # reference.persistence.Persistence, once a file is saved or loaded
         self.scripting: Any = None  # reference.scripting.Scripting, once a script or library is loaded
         # reference.propagation.Propagator while an AOF is kept: told before and after every command
-        self.propagation: Any = None
+        self.propagation: Propagator | None = None
         self.replication: Any = None  # reference.replication.Replication, once the server started
         self.repl_offset = 0  # master_repl_offset, kept by reference.replication (WAIT-2)
         self.woff_after_propagation_only = self.dialect.woff_after_propagation_only  # WAIT-DIALECT-1
@@ -582,8 +595,15 @@ class Core:
             return value
 
     # -- dispatch ------------------------------------------------------------------------
-    def _execute_plain(self, c: Client, argv: list[bytes]) -> Result:
-        """:meth:`execute` in a dialect that reads the clock afresh each time."""
+    def execute(self, c: Client, argv: list[bytes]) -> Result:
+        """Run one command of client ``c``; its reply (None when it blocked)."""
+        if self.snapshot_per_command:
+            return self._execute_with_snapshot(c, argv)
+        return self.execute_plain(c, argv)
+
+    def execute_plain(self, c: Client, argv: list[bytes]) -> Result:
+        """:meth:`execute` in a dialect that reads the clock afresh each time (``snapshot_per_command``
+        False): what the connections call then, one call less."""
         self.stat_commands += 1
         offset = self.repl_offset
         if self.observer is not None:
@@ -594,12 +614,12 @@ class Core:
         fast = self.fast_commands.get(argv[0])
         if fast is not None and c.authenticated and not c.in_multi and not self.error_faults \
                 and not self.pause_until and c.pubsub is None and (self.write_gate is None or c.kind == "master"):
-            name, arity, handler, spec = fast
+            arity = fast.arity
             if (arity == len(argv)) if arity > 0 else (len(argv) >= -arity):
                 # The common case, checked as _dispatch does: a known plain command, well formed,
                 # from an authenticated client outside MULTI, with no injected fault or pause.
-                c.last_cmd = name
-                result: Result = self.run(c, argv, spec, True, handler)
+                name = c.last_cmd = fast.name
+                result: Result = self._call(c, argv, fast.spec, True, fast.handler, name, name, fast.readonly)
             else:
                 result = self._dispatch(c, argv)
         else:
@@ -615,10 +635,10 @@ class Core:
     def _execute_with_snapshot(self, c: Client, argv: list[bytes]) -> Result:
         """:meth:`execute` in a dialect with one clock reading per command (spec/trace-format.md rule 2)."""
         if self.observer is not None:
-            return self._execute_plain(c, argv)  # _execute_observed takes the snapshot
+            return self.execute_plain(c, argv)  # _execute_observed takes the snapshot
         self.snapshot = self.now_ms()
         try:
-            return self._execute_plain(c, argv)
+            return self.execute_plain(c, argv)
         finally:
             self.snapshot = None
 
@@ -696,7 +716,7 @@ class Core:
                 and len(self.fast_commands) < 1024 and len(argv[0]) <= 32):
             handler = self.handlers.get(name)
             if handler is not None:
-                self.fast_commands[argv[0]] = (name, spec.arity, handler, spec)
+                self.fast_commands[argv[0]] = FastCommand(spec, handler)
         return self.run(c, argv, spec, True)  # DISPATCH-6
 
     # -- CLIENT PAUSE ----------------------------------------------------------------------
@@ -754,6 +774,14 @@ class Core:
             stat[0] += 1
             stat[3] += 1
             return r  # type: ignore[no-any-return]
+        return self._call(c, argv, spec, can_block, handler, spec.container or spec.name,
+                          spec.fullname if spec.container is None else "", "readonly" in spec.flags)
+
+    def _call(self, c: Client, argv: list[bytes], spec: CommandSpec, can_block: bool, handler: Handler,
+              propagated_name: str, stat_name: str, readonly: bool) -> RunResult:
+        """``call()``: :meth:`run` with what it reads off ``spec`` given: the name the propagator knows
+        the command by (its container's for a subcommand), the name its counters go under ("" to look it
+        up: a subcommand's depends on the dialect), whether it is flagged ``readonly``."""
         ctx = c.ctx
         ctx.argv = argv
         dbid = c.db
@@ -761,14 +789,14 @@ class Core:
         ctx.db = db
         ctx.can_block = can_block
         ctx.spec = spec
-        started = time.perf_counter_ns()
+        started = perf_counter_ns()
         propagation = self.propagation
         dirty = self.dirty
         token: Any = None
         if propagation is not None:
-            token = propagation.before(spec.container or spec.name, db, argv)
+            token = propagation.before(propagated_name, db, argv)
         if db.expires or c.watched:
-            self.running_reads = "readonly" in spec.flags and c.kind != "master"  # EXPIRE-REPLICA-1
+            self.running_reads = readonly and c.kind != "master"  # EXPIRE-REPLICA-1
             expire_keys(self, c, spec, argv, ctx.now_ms)  # EXPIRE-LAZY-2, EXPIRE-WATCH-1
         try:
             r = handler(ctx)
@@ -780,21 +808,21 @@ class Core:
             restore_aside(self)  # EXPIRE-PAUSE-1: the keys set aside are stored again
         if propagation is not None:
             # call(): a command whose changes were undone by a load (DEBUG LOADAOF zeroes dirty) changed nothing
-            propagation.after(spec.container or spec.name, dbid, self.dbs[dbid], argv, r, token, self.dirty > dirty)
+            propagation.after(propagated_name, dbid, self.dbs[dbid], argv, r, token, self.dirty > dirty)
         # after the command: CONFIG RESETSTAT and INFO count themselves then
-        known = self.command_stats.get(spec.fullname) if spec.container is None else None
+        known = self.command_stats.get(stat_name) if stat_name else None
         stat = known if known is not None else self.command_stat(spec)
         # STATS-2: every call; STATS-DIALECT-7: 7.2+ counts one that blocks when it is unblocked
-        if r is not BLOCKED or not self.dialect.blocked_reexecution:
+        if r is not BLOCKED or not self.blocked_reexecution:
             stat[0] += 1
-        stat[1] += (time.perf_counter_ns() - started) // 1000
+        stat[1] += (perf_counter_ns() - started) // 1000
         if type(r) is Error:  # STATS-2: the command's own error reply makes it a failed call
             self.count_error(r.text)
             stat[3] += 1
         elif self.failing:  # STATS-9
             stat[3] += 1
         self.failing = False
-        if c.tracking and "readonly" in spec.flags:
+        if c.tracking and readonly:
             self.tracking.remember(c, spec, argv)  # call()'s trackingRememberKeys, whatever the reply
         if r is BLOCKED:
             return None

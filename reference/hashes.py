@@ -17,7 +17,7 @@ from xspec.reference.expiry import look, propagate_as
 from xspec.reference.keyspace import SELF_EXPIRING
 from xspec.reference.notify import notify_keyspace_event, notify_new
 from xspec.reference.strings import long_double_sum
-from xspec.reference.values import handler_table, integer, random_count, random_draw
+from xspec.reference.values import handler_table, int_reply, integer, random_count, random_draw
 from xspec.spec import commands as table
 from xspec.spec.errors import INVALID_CURSOR
 from xspec.spec.floats import string2ld
@@ -92,7 +92,7 @@ def _hset(ctx: Context, ok_reply: bool) -> Reply:
     ctx.modified(argv[1])
     notify_keyspace_event(ctx, "h", "hset", argv[1])  # NOTIFY-1
     ctx.changed((len(argv) - 2) // 2)  # HSET-2
-    return OK if ok_reply else Int(added)
+    return OK if ok_reply else int_reply(added)
 
 
 @_handler("hset")

@@ -15,7 +15,7 @@ from typing import TypeVar
 from xspec.reference.api import Blocked, ReplyError
 from xspec.reference.core import Context
 from xspec.reference.notify import notify_keyspace_event, notify_new
-from xspec.reference.values import handler_table, value_at
+from xspec.reference.values import handler_table, int_reply, value_at
 from xspec.spec import commands as table
 from xspec.spec.errors import (
     COUNT_NOT_POSITIVE,
@@ -90,7 +90,7 @@ def _push(ctx: Context, left: bool) -> Reply:
     ctx.modified(key)
     notify_keyspace_event(ctx, "l", "lpush" if left else "rpush", key)  # NOTIFY-4
     ctx.changed(len(ctx.argv) - 2)  # STATS-4: one change per element
-    return Int(len(lst))
+    return int_reply(len(lst))
 
 
 @_handler("lpush")

@@ -331,6 +331,12 @@ class Propagator:
             if self.depth == 0:
                 self.flush()
             return
+        if not changed and token is None and self.replacement is None and name not in _POP_REWRITES:
+            # a read, or a write that changed nothing: it propagates nothing of its own (the short way:
+            # this runs for every command while a backlog or an AOF is on)
+            if self.depth == 0 and self.pending:
+                self.flush()
+            return
         ops: list[Argv] = []
         if name == "xreadgroup":
             if token is not None:
@@ -352,6 +358,10 @@ class Propagator:
             else:
                 ops = [list(argv)]
         self.replacement = None
+        if (self.depth == 0 and not self.pending and len(ops) == 1 and not self.several_also
+                and not (self.transactions_only and name in _WRAPPED_62)):
+            self.sink([(dbid, ops[0])])  # one command alone: nothing to wrap (flush's answer), at once
+            return
         self.pending += ((dbid, op) for op in ops)
         if self.depth == 0:
             self.flush()

@@ -19,7 +19,7 @@ from typing import Any
 
 from xspec.reference.api import ReplyError
 from xspec.reference.protocol import Pushed, encode_into
-from xspec.reference.values import Handler, handler_table
+from xspec.reference.values import Handler, handler_table, int_reply
 from xspec.spec.errors import subcommand_syntax
 from xspec.spec.glob import pattern_matches
 from xspec.spec.pubsub import (
@@ -202,7 +202,7 @@ def _deliver(ctx: Any, to: Any, message: Push, own: list[Reply]) -> None:
 
 def _reply(ctx: Any, n: int, own: list[Reply]) -> Any:
     if not own:
-        return Int(n)
+        return int_reply(n)
     if ctx.core.dialect.name not in ("redis-6.2", "redis-7.0"):  # PUBSUB-DIALECT-2: 7.2+ and Valkey: after the reply
         return Pushed([], Int(n), own)
     return Pushed(own, Int(n), [])
@@ -212,7 +212,7 @@ def _reply(ctx: Any, n: int, own: list[Reply]) -> Any:
 def publish(ctx: Any) -> Any:
     registry = ctx.core.pubsub
     if not registry.patterns and ctx.argv[1] not in registry.channels:
-        return Int(0)  # PUBSUB-7: nobody listens
+        return int_reply(0)  # PUBSUB-7: nobody listens
     own: list[Reply] = []
     n = publish_message(registry, ctx.argv[1], ctx.argv[2], ctx.client, own)
     return _reply(ctx, n, own)

@@ -12,10 +12,18 @@ replica, in order with the replies of that loop turn.
 A full resynchronisation (REPL-5) answers ``+FULLRESYNC <id> <offset>`` and
 the RDB snapshot of that moment, written by the persistence writer in the
 dialect's RDB version, sent in the disk format (``$<length>``, then the file)
-without touching the disk; the replica is online from then on (as a
-disk-based sync is once the file is sent). A diskless one (``repl-diskless-sync
-yes`` and a replica with ``capa eof``) first waits ``repl-diskless-sync-delay``
-seconds for more replicas, as Redis does. A partial one (REPL-6) answers
+without touching the disk. As Redis's BGSAVE for replicas, a forked child
+writes the snapshot (of the moment of the fork, copy-on-write) to a pipe while
+the server goes on serving and keeps the stream from the snapshot's offset for
+the replica (``wait_bgsave``, a newline a second on its link); once the child
+is done the replica gets ``+FULLRESYNC``, the file, then that stream, and is
+online (as a disk-based sync is once the file is sent). Redis answers
+``+FULLRESYNC`` when the child starts; sent with the file, the replica's INFO
+shows no sync in progress before it, as the model's link (REPL-5: its fork
+step sends both) has it. Where the server cannot fork (no event loop: a core
+driven by a test) the snapshot is taken at once. A diskless one
+(``repl-diskless-sync yes`` and a replica with ``capa eof``) first waits
+``repl-diskless-sync-delay`` seconds for more replicas, as Redis does. A partial one (REPL-6) answers
 ``+CONTINUE <id>`` and the backlog from the byte asked for.
 
 The stream costs the commands little: an XADD alone in its call goes from the
@@ -35,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from xspec.reference.api import Encoded, ReplyError
@@ -188,7 +197,7 @@ class Backlog:
 class Replica:
     """A replica attached to this node: its client, announced address and acknowledged offset."""
 
-    __slots__ = ("client", "ip", "port", "state", "ack", "ack_time", "pre_psync", "fack")
+    __slots__ = ("client", "ip", "port", "state", "ack", "ack_time", "pre_psync", "fack", "buffered")
 
     def __init__(self, client: Client, ip: str, port: int) -> None:
         self.client = client
@@ -199,11 +208,27 @@ class Replica:
         self.ack_time = 0.0
         self.pre_psync = False  # it asked with SYNC: no +FULLRESYNC, no acknowledgements expected
         self.fack = 0  # repl_aof_off: the largest FACK of its REPLCONF ACKs (WAITAOF-2)
+        # REPL-5: the stream from its snapshot's offset, kept while a child writes the snapshot (None: not kept)
+        self.buffered: list[bytes] | None = None
 
     def send(self, data: bytes) -> None:
         conn = self.client.conn
         if conn is not None:
             conn.write([data])
+
+
+class SyncChild:
+    """A forked child writing a snapshot for replicas (REPL-5): its pid, the pipe it writes to, the
+    snapshot's ``+FULLRESYNC`` line, what the server has read of it so far, and the replicas waiting for it."""
+
+    __slots__ = ("pid", "fd", "head", "chunks", "replicas")
+
+    def __init__(self, pid: int, fd: int, head: bytes, replicas: list[Replica]) -> None:
+        self.pid = pid
+        self.fd = fd
+        self.head = head
+        self.chunks: list[bytes] = []
+        self.replicas = replicas
 
 
 class Waiting:
@@ -269,6 +294,7 @@ class Replication:
         self.eof_capable: set[int] = set()
         self.sync_partial_ok = 0
         self.sync_partial_err = 0
+        self.sync_children: list[SyncChild] = []  # REPL-5: snapshots being written by forked children
         # feed_xadd's last encoded head: (key, command name as sent, argument count, its RESP bytes)
         self.xadd_head: tuple[bytes, bytes, int, bytes] = (b"", b"", 0, b"")
 
@@ -386,6 +412,8 @@ class Replication:
         for r in self._replicas:
             if r.state == "online":
                 r.send(data)
+            elif r.buffered is not None:  # REPL-5: its snapshot is being written
+                r.buffered.append(data)
 
     def feed_bytes(self, data: bytes) -> None:
         """Bytes of the stream: the offset moves, the backlog keeps them, every replica gets them."""
@@ -398,6 +426,8 @@ class Replication:
         for r in self.replicas:
             if r.state == "online":  # one waiting for its snapshot gets the stream from the snapshot's offset
                 r.send(data)
+            elif r.buffered is not None:
+                r.buffered.append(data)
 
     def set_offset(self, offset: int) -> None:
         self.offset = offset
@@ -480,7 +510,8 @@ class Replication:
         if not self.paused:
             self.drop_timed_out()
         self.cron_seconds += 1
-        for r in self.sync_waiting:  # replicationCron: a newline a second keeps a waiting replica's link alive
+        waiting = self.sync_waiting + [r for child in self.sync_children for r in child.replicas]
+        for r in waiting:  # replicationCron: a newline a second keeps a waiting replica's link alive
             if r.client.conn is not None:
                 r.client.conn.write([b"\n"])
         if self.link is not None:
@@ -556,8 +587,12 @@ class Replication:
             elif self.sync_timer is None:
                 self.sync_timer = self.core.timer_factory(delay, self.start_waiting_sync)
             return Encoded([])
+        replica = self.attach(c, "wait_bgsave")
+        replica.pre_psync = pre_psync
+        if self.fork_sync([replica]):
+            return Encoded([])
+        replica.state = "online"
         payload = self.sync_payload()
-        self.attach(c).pre_psync = pre_psync
         return Encoded(payload[1:] if pre_psync else payload)
 
     def diskless_delay(self, c: Client) -> int:
@@ -580,6 +615,8 @@ class Replication:
         waiting, self.sync_waiting = [r for r in self.sync_waiting if r in self.replicas], []
         if not waiting or self.stopped:
             return
+        if self.fork_sync(waiting):
+            return
         payload = self.sync_payload()
         now = self.core.clock.now_ms() / 1000
         for r in waiting:
@@ -588,6 +625,119 @@ class Replication:
             if r.client.conn is not None:
                 r.client.conn.write(payload[1:] if r.pre_psync else list(payload))
         self.count_good()
+
+    def fork_sync(self, replicas: list[Replica]) -> bool:
+        """REPL-5 in a forked child, as Redis's BGSAVE for replicas: the child writes the snapshot of the
+        moment of the fork to a pipe and leaves; meanwhile the server serves and keeps the stream for
+        ``replicas``, which get ``+FULLRESYNC``, the file and that stream once the child is done
+        (:meth:`end_sync`; until then, as while a diskless sync waits, a newline a second). False (nothing
+        done) where the server cannot fork."""
+        from xspec.reference.persistence import persistence_of
+        persistence = persistence_of(self.core)
+        if not persistence.can_fork():
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        self.ensure_first_backlog()
+        if self.unfed:  # the bytes counted before the snapshot are in it, not in the replicas' buffers
+            self.feed_unfed()
+        head = b"+FULLRESYNC %s %d\r\n" % (self.replid.encode(), self.offset)
+        read_fd, write_fd = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            os.close(read_fd)
+            os.close(write_fd)
+            log.warning("Can't save in background: fork: %s", e)
+            return False
+        if pid == 0:  # the child: the snapshot of the moment of the fork, then leave
+            code = 1
+            try:
+                os.close(read_fd)
+                persistence.child_delay()
+                with os.fdopen(write_fd, "wb") as pipe:  # a buffered writer: it writes each chunk whole
+                    for chunk in self.snapshot_chunks():
+                        pipe.write(chunk)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        os.set_blocking(read_fd, False)
+        log.info("Starting BGSAVE for SYNC with target: replicas sockets (pid %d)", pid)
+        self.selected_db = -1  # REPL-5: the next fed command starts with a SELECT
+        for r in replicas:
+            r.state = "wait_bgsave"
+            r.buffered = []
+        child = SyncChild(pid, read_fd, head, replicas)
+        self.sync_children.append(child)
+        loop.add_reader(read_fd, self.read_sync, child)
+        return True
+
+    def read_sync(self, child: SyncChild) -> None:
+        """The child's pipe is readable: what it wrote so far, or at its end :meth:`end_sync`."""
+        try:
+            data = os.read(child.fd, 1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            child.chunks.append(data)
+            return
+        self.close_sync(child)
+        try:
+            _, status = os.waitpid(child.pid, 0)
+            ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        except ChildProcessError:
+            ok = False
+        self.end_sync(child, ok)
+
+    def close_sync(self, child: SyncChild) -> None:
+        """The child's pipe is no longer watched nor open, and the child no longer counted."""
+        try:
+            asyncio.get_running_loop().remove_reader(child.fd)
+        except RuntimeError:
+            pass
+        os.close(child.fd)
+        if child in self.sync_children:
+            self.sync_children.remove(child)
+
+    def end_sync(self, child: SyncChild, ok: bool) -> None:
+        """The child is done: each replica still attached gets ``+FULLRESYNC`` (not one that asked with
+        SYNC), the file (``$<length>``, the file) and the stream kept since the fork, and is online; after
+        a failed child, their links close (Redis drops the replicas waiting for a failed BGSAVE)."""
+        data = b"".join(child.chunks)
+        child.chunks = []
+        now = self.core.clock.now_ms() / 1000
+        for r in child.replicas:
+            buffered, r.buffered = r.buffered or [], None
+            conn = r.client.conn
+            if r not in self._replicas or conn is None:
+                continue
+            if not ok:
+                conn.close_now()
+                continue
+            r.state = "online"
+            r.ack_time = now
+            head = [] if r.pre_psync else [child.head]
+            conn.write([*head, b"$%d\r\n" % len(data), data, *buffered])
+        if ok:
+            log.info("Background RDB transfer terminated with success")
+        else:
+            log.warning("Background transfer error")
+        self.count_good()
+
+    def kill_sync_children(self) -> None:
+        """At shutdown: the children writing snapshots are killed and reaped."""
+        for child in list(self.sync_children):
+            self.close_sync(child)
+            try:
+                os.kill(child.pid, 9)
+                os.waitpid(child.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
 
     def sync_payload(self) -> list[bytes]:
         """``+FULLRESYNC <id> <offset>`` and the snapshot of this moment, as ``$<length>`` and the file."""
@@ -605,13 +755,17 @@ class Replication:
             self.refresh()
 
     def snapshot(self) -> bytes:
+        return b"".join(self.snapshot_chunks())
+
+    def snapshot_chunks(self) -> Iterable[bytes]:
+        """The RDB file of this moment for replicas, piece by piece (REPL-5, RDB-5's aux fields)."""
         from xspec.reference.persistence import persistence_of
         core = self.core
         f = persistence_of(core).snapshot()
         dialect = core.dialect
         f.aux = rf.standard_aux(f.version, dialect.server_name, dialect.version, core.now_ms() // 1000, 0, False,
                                 (max(self.selected_db, 0), self.replid, self.offset))
-        return b"".join(rf.write_chunks(f, core.config.get("rdbchecksum", "yes") == "yes"))
+        return rf.write_chunks(f, core.config.get("rdbchecksum", "yes") == "yes")
 
     def partial_ok(self, replid: str, offset: int) -> bool:
         """REPL-6: the ID is ours (or our secondary one up to where it holds) and the backlog has the byte."""
@@ -744,6 +898,7 @@ class Replication:
     def stop(self) -> None:
         self.feed_unfed()
         self.stopped = True
+        self.kill_sync_children()
         if self.sync_timer is not None:
             self.sync_timer.cancel()
             self.sync_timer = None

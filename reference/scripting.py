@@ -93,18 +93,37 @@ class _ScriptClient:
         self.client = Client(0, None, True)
         self.client.ctx.core = ctx.core
         self.client.db = ctx.client.db
+        self.known: dict[bytes, CommandSpec] = {}  # redis.call's first argument, as sent -> its entry
 
     def lookup(self, argv: list[bytes]) -> CommandSpec | None:
-        return self.core.lookup(argv)
+        name = argv[0]
+        found = self.known.get(name)
+        if found is not None:
+            return found
+        spec = self.core.lookup(argv)
+        # Remembered as the core remembers its fast commands: an entry without subcommands is a
+        # function of the name as sent (bounded, so that random names cannot grow it without end).
+        if (spec is not None and not spec.subcommands and spec.container is None and len(self.known) < 1024
+                and len(name) <= 32):
+            self.known[name] = spec
+        return spec
 
     def execute(self, spec: CommandSpec, argv: list[bytes]) -> Reply:
         run_state = self.engine.state
-        self.client.proto = run_state.resp if run_state is not None else 2
-        propagation = self.core.propagation
-        pending = len(propagation.pending) if propagation is not None else 0
-        reply = self.core.run(self.client, argv, spec, False)  # SCRIPT-10: a script's client never blocks
-        if propagation is not None and run_state is not None and run_state.repl == 0:
-            del propagation.pending[pending:]  # redis.set_repl(redis.REPL_NONE)
+        client = self.client
+        client.proto = run_state.resp if run_state is not None else 2
+        core = self.core
+        propagation = core.propagation
+        if propagation is None:
+            reply = core.run(client, argv, spec, False)  # SCRIPT-10: a script's client never blocks
+        else:
+            pending = len(propagation.pending)
+            reply = core.run(client, argv, spec, False)
+            if run_state is not None and run_state.repl == 0:
+                del propagation.pending[pending:]  # redis.set_repl(redis.REPL_NONE)
+        kind = type(reply)
+        if kind is Int or kind is Bulk:
+            return reply  # type: ignore[return-value]
         if reply is None:
             return Error("ERR xspec serve: a command blocked inside a script")
         if isinstance(reply, PreRendered):
@@ -128,11 +147,13 @@ def _run(ctx: Context, by_sha: bool, read_only: bool) -> Reply:
         raise ReplyError(NUMKEYS_NEGATIVE)
     if by_sha:
         sha = argv[1].decode("latin-1").lower()
-        if sha not in state.cache:
+        found = state.cache.get(sha)
+        if found is None:
             raise ReplyError(state.words.noscript)
     else:
         sha = state.create(argv[1])
-    _body, fn, flags = state.cache[sha]
+        found = state.cache[sha]
+    _body, fn, flags = found
     if flags is not None:  # SCRIPT-4: a shebang's flags decide, and EVAL_RO needs no-writes among them
         if read_only and "no-writes" not in flags:
             raise ReplyError(RO_WITH_WRITE_FLAG)

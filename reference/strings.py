@@ -14,7 +14,7 @@ from typing import Any
 from xspec.reference.api import ReplyError
 from xspec.reference.core import Context
 from xspec.reference.expiry import deletion_word, invalid_expire, look, past_expiry_event, propagate_as
-from xspec.reference.keyspace import SELF_EXPIRING, expire_if_needed
+from xspec.reference.keyspace import SELF_EXPIRING, expire_if_needed, store
 from xspec.reference.notify import notify_keyspace_event, notify_new
 from xspec.reference.values import handler_table, integer
 from xspec.spec import commands as table
@@ -157,7 +157,7 @@ def set_(ctx: Context) -> Reply:
         if key in db.expires:
             expire_if_needed(core, ctx.client.db, key, ctx.now_ms())  # look(): EXPIRE-LAZY-1
         old = db.get(key)
-        db[key] = argv[2]  # SET-5
+        store(db, key, argv[2])  # SET-5
         if old is not None and type(old) is not bytes and getattr(old, "kind", "stream") == "stream":
             ctx.deleted(key)
         elif core.watchers or core.tracking.table or core.tracking.prefixes:

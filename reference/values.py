@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from xspec.reference.api import ReplyError
 from xspec.spec import commands as table
 from xspec.spec.ids import I64_MAX, c_string, string2ll
+from xspec.spec.resp import Int
 
 Handler = Callable[[Any], Any]
 H = TypeVar("H", bound=Handler)
@@ -36,6 +37,16 @@ def value_at(db: Mapping[bytes, Any], key: bytes, kind: type[V]) -> V | None:
     if value is None or type(value) is kind:
         return value  # type: ignore[no-any-return]
     raise ReplyError(table.WRONGTYPE)
+
+
+_SMALL_INTS: Final = tuple(Int(n) for n in range(1024))
+
+
+def int_reply(n: int) -> Int:
+    """``Int(n)``, the small ones made once (a reply object costs as much as a short command's parsing)."""
+    if 0 <= n < 1024:
+        return _SMALL_INTS[n]
+    return Int(n)
 
 
 def integer(arg: bytes, error: str = table.NOT_INTEGER) -> int:

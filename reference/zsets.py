@@ -36,14 +36,27 @@ Pair = tuple[bytes, float]
 
 
 class RefZSet:
-    """A sorted set; never stored empty."""
+    """A sorted set; never stored empty.
 
-    __slots__ = ("score", "ranked", "encoding")
+    ``score`` is the truth. The order of the pairs is brought up to date when it is read
+    (:meth:`ranked`), not by each write: a write notes the member's score as the ordered
+    list last had it, and the read moves the noted members one by one; once the writes
+    since the last read are many (a quarter of the set), the read sorts the whole set
+    again instead and the writes until then note nothing. Reads by rank stay O(log n)
+    and a write costs O(log n) amortized, as in a skiplist.
+    """
+
+    __slots__ = ("score", "_ranked", "_moved", "_resort", "encoding")
     kind = "zset"
 
     def __init__(self, encoding: str) -> None:
         self.score: dict[bytes, float] = {}
-        self.ranked: SortedList = SortedList()
+        # the (score, member) pairs, in order, as they were at the last read of the order
+        self._ranked: SortedList = SortedList()
+        # the members written since then: their score in _ranked (None: not in it)
+        self._moved: dict[bytes, float | None] = {}
+        # the next read sorts the whole set again (_moved is then empty)
+        self._resort = False
         self.encoding = encoding
 
     def __len__(self) -> int:
@@ -53,29 +66,69 @@ class RefZSet:
         return bool(self.score)
 
     def put(self, member: bytes, score: float, unsigned_zero: bool) -> None:
-        old = self.score.get(member)
-        if old is not None:
-            self.ranked.discard((old, member))
+        scores = self.score
+        if not self._resort and member not in self._moved:
+            self._note(member, scores.get(member))
         if unsigned_zero and self.encoding == "listpack" and score == 0:
             score = 0.0  # ZSET-ENC-3: a listpack keeps an integral score as an integer
-        self.score[member] = score
-        self.ranked.add((score, member))
+        scores[member] = score
 
     def add_new(self, member: bytes, score: float, unsigned_zero: bool) -> None:
         """Add a member that is not there, converting a full listpack first (ZSET-ENC-2, ZSET-ENC-3)."""
+        scores = self.score
         if self.encoding == "listpack":
-            if len(self.score) >= z.MAX_LISTPACK_ENTRIES or len(member) > z.MAX_LISTPACK_VALUE:
+            if len(scores) >= z.MAX_LISTPACK_ENTRIES or len(member) > z.MAX_LISTPACK_VALUE:
                 self.encoding = "skiplist"
             elif unsigned_zero and score == 0:
                 score = 0.0
-        self.score[member] = score
-        self.ranked.add((score, member))
+        if not self._resort and member not in self._moved:
+            self._note(member, None)
+        scores[member] = score
 
     def drop(self, member: bytes) -> None:
-        self.ranked.discard((self.score.pop(member), member))
+        old = self.score.pop(member)
+        if self._resort:
+            return
+        moved = self._moved
+        if member not in moved:
+            self._note(member, old)
+        elif moved[member] is None:
+            del moved[member]  # added since the last read of the order: the ordered pairs never had it
+
+    def _note(self, member: bytes, old: float | None) -> None:
+        moved = self._moved
+        moved[member] = old
+        if len(moved) * 4 > len(self.score):  # sorting all costs about what four single moves do
+            self._resort = True
+            moved.clear()
+            self._ranked = SortedList()  # not read again before the sort
+
+    def ranked(self) -> SortedList:
+        """The (score, member) pairs in order."""
+        if self._resort:
+            self._ranked = SortedList([(s, m) for m, s in self.score.items()])
+            self._resort = False
+        elif self._moved:
+            ranked = self._ranked
+            scores = self.score
+            for m, old in self._moved.items():
+                if old is not None:
+                    ranked.remove((old, m))
+                new = scores.get(m)
+                if new is not None:
+                    ranked.add((new, m))
+            self._moved.clear()
+        return self._ranked
+
+    def pop_end(self, high: bool) -> Pair:
+        """Remove and return the member with the highest (or lowest) score."""
+        sc, m = self.ranked().pop(-1 if high else 0)
+        del self.score[m]
+        return m, sc
 
     def walk(self, reverse: bool = False) -> Iterator[Pair]:
-        for s, m in (reversed(self.ranked) if reverse else self.ranked):
+        ranked = self.ranked()
+        for s, m in (reversed(ranked) if reverse else ranked):
             yield m, s
 
 
@@ -114,6 +167,9 @@ def _with_scores(ctx: Context, pairs: Iterable[Pair], withscores: bool) -> Array
 
 
 def _float(ctx: Context, arg: bytes, error: str = z.NOT_A_FLOAT) -> float:
+    if len(arg) <= 15 and arg.isdigit():  # ASCII digits alone: an integer a double holds exactly
+        ctx.errno = 0  # XADD-14
+        return float(arg)
     v, erange = read_double(arg, ctx.dialect.fast_float_doubles)  # ZSET-DIALECT-3
     ctx.errno = 34 if erange else 0  # XADD-14: string2d clears errno before strtod
     if v is None:
@@ -282,16 +338,19 @@ def _zadd_one(ctx: Context, key: bytes, score_arg: bytes, member: bytes) -> Repl
     old = s.score.get(member)  # ZSET-3
     if old is None:
         s.add_new(member, score, not dialect.zset_ziplist)
-        added = 1
+        reply = _ONE
     elif score != old:
         s.put(member, score, not dialect.zset_ziplist)
-        added = 0
+        reply = _ZERO
     else:
-        return Int(0)
+        return _ZERO
     ctx.modified(key)
     notify_keyspace_event(ctx, "z", "zadd", key)  # NOTIFY-4
     ctx.changed(1)
-    return Int(added)
+    return reply
+
+
+_ZERO, _ONE = Int(0), Int(1)
 
 
 @_handler("zincrby")
@@ -353,7 +412,7 @@ def _rank(ctx: Context, reverse: bool) -> Reply:
     score = None if s is None else s.score.get(argv[2])
     if s is None or score is None:
         return NULL_ARRAY if withscore else NULL_BULK
-    at = s.ranked.index((score, argv[2]))
+    at = s.ranked().index((score, argv[2]))
     rank = len(s) - 1 - at if reverse else at
     return Array((Int(rank), _dbl(ctx, score))) if withscore else Int(rank)
 
@@ -397,8 +456,10 @@ def _by_rank(s: RefZSet, start: int, stop: int, reverse: bool) -> list[Pair]:
     if start > stop or start >= n:
         return []
     stop = min(stop, n - 1)
-    pairs = list(s.walk(reverse))
-    return pairs[start:stop + 1]
+    ranked = s.ranked()
+    if reverse:
+        return [(m, sc) for sc, m in reversed(ranked[n - 1 - stop:n - start])]
+    return [(m, sc) for sc, m in ranked[start:stop + 1]]
 
 
 def _window(pairs: Iterable[Pair], offset: int, count: int) -> list[Pair]:
@@ -710,9 +771,7 @@ def zintercard(ctx: Context) -> Reply:
 def _take(ctx: Context, key: bytes, s: RefZSet, high: bool, count: int) -> list[Pair]:
     got: list[Pair] = []
     while s and len(got) < count:  # ZSET-15
-        sc, m = s.ranked[-1 if high else 0]
-        s.drop(m)
-        got.append((m, sc))
+        got.append(s.pop_end(high))
     _shrink(ctx, key, s, "zpopmax" if high else "zpopmin")
     ctx.changed(len(got))
     return got

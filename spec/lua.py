@@ -244,14 +244,16 @@ class ScriptHost(Protocol):
         ...
 
 
-@dataclass
 class RunState:
     """One script run: its host, read-only state, RESP version and replication flags."""
 
-    host: ScriptHost
-    read_only: bool
-    resp: int = 2
-    repl: int = 3  # redis.set_repl: REPL_ALL
+    __slots__ = ("host", "read_only", "resp", "repl")
+
+    def __init__(self, host: ScriptHost, read_only: bool) -> None:
+        self.host = host
+        self.read_only = read_only
+        self.resp = 2
+        self.repl = 3  # redis.set_repl: REPL_ALL
 
 
 # The Lua side. ``...`` is a table of Python callbacks; it returns the functions Python uses.
@@ -361,9 +363,15 @@ end
 
 local chosen_handler = legacy and legacy_handler or handler
 local function run(fn, nkeys, ...)
-  local all, keys, args = {...}, {}, {}
-  for i = 1, nkeys do keys[i] = all[i] end
-  for i = nkeys + 1, select('#', ...) do args[i - nkeys] = all[i] end
+  local n, keys, args = select('#', ...), nil, {}
+  if n == nkeys then
+    keys = {...}
+  else
+    local all = {...}
+    keys = {}
+    for i = 1, nkeys do keys[i] = all[i] end
+    for i = nkeys + 1, n do args[i - nkeys] = all[i] end
+  end
   rawset(G, 'KEYS', keys)
   rawset(G, 'ARGV', args)
   local ok, result = xpcall(fn, chosen_handler)
@@ -438,8 +446,8 @@ class LuaEngine:
         self.state: RunState | None = None
         py = self.lua.table_from({
             b"legacy": dialect.legacy,
-            b"call": lambda *args: self._call(True, args),
-            b"pcall": lambda *args: self._call(False, args),
+            b"call": self._redis_call,
+            b"pcall": self._redis_pcall,
             b"error_reply": lambda *args: self._single_field(b"err", args),
             b"status_reply": lambda *args: self._single_field(b"ok", args),
             b"sha1hex": self._sha1hex,
@@ -673,12 +681,22 @@ class LuaEngine:
             return b"ERR " + s[1:].strip(b"\r\n")
         return s[1:space] + b" " + s[space + 1:].strip(b"\r\n")
 
-    def _call(self, raise_error: bool, args: tuple[Any, ...]) -> Any:  # SCRIPT-7
-        """redis.call (``raise_error``) and redis.pcall (SCRIPT-7): the converted reply; an error
-        reply or a refusal is raised (call) or returned as an error table (pcall)."""
-        failure = self._command(args)
-        if type(failure) is not _Failure:
-            return failure
+    def _redis_call(self, *args: Any) -> Any:  # SCRIPT-7
+        """redis.call (SCRIPT-7): the converted reply; an error reply or a refusal is raised."""
+        reply = self._command(args)
+        if type(reply) is _Failure:
+            return self._call_failed(True, reply)
+        return reply
+
+    def _redis_pcall(self, *args: Any) -> Any:  # SCRIPT-7
+        """redis.pcall (SCRIPT-7): the converted reply; an error reply or a refusal as an error table."""
+        reply = self._command(args)
+        if type(reply) is _Failure:
+            return self._call_failed(False, reply)
+        return reply
+
+    def _call_failed(self, raise_error: bool, failure: _Failure) -> Any:
+        """A failed redis.call (``raise_error``) or redis.pcall: the error raised or returned as a table."""
         if failure.refusal and self.dialect.legacy:  # 6.2: a refusal carries the script's position
             message = self._positioned(failure.text, False)
         else:
@@ -697,31 +715,35 @@ class LuaEngine:
             if not args:
                 return _Failure(d.no_args, True)
             argv: list[bytes] = list(args)
-            for i, a in enumerate(args):
-                if type(a) is bytes:
-                    continue
-                if _is_number(a):
-                    argv[i] = format_number(float(a), d.shortest_numbers)
-                else:
-                    return _Failure(d.bad_argument, True)
-            spec = state.host.lookup(argv)
+            for a in args:
+                if type(a) is not bytes:
+                    converted = self._arguments(args)
+                    if converted is None:
+                        return _Failure(d.bad_argument, True)
+                    argv = converted
+                    break
+            host = state.host
+            spec = host.lookup(argv)
             if spec is None:
                 return _Failure(d.unknown_command, True)
-            if not spec.arity_ok(len(argv)):
+            arity = spec.arity
+            if (arity != len(argv)) if arity > 0 else (len(argv) < -arity):
                 return _Failure(d.wrong_arity, True)
             name = spec.fullname
-            if "noscript" in spec.flags and not (d.blocking_in_scripts and name in BLOCKING_COMMANDS):
+            flags = spec.flags
+            if "noscript" in flags and not (d.blocking_in_scripts and name in BLOCKING_COMMANDS):
                 return _Failure(d.not_allowed, True)
-            if state.read_only and "write" in spec.flags:
+            if state.read_only and "write" in flags:
                 return _Failure(READONLY_SCRIPT, True)
-            if d.xread_block_refused and name in ("xread", "xreadgroup") and any(
+            if d.xread_block_refused and (name == "xread" or name == "xreadgroup") and any(
                     a.lower() == b"block" for a in argv[1:]):
                 return _Failure(f"ERR {argv[0].decode('latin-1')} command is not allowed with BLOCK option "
                                 "from scripts", False)
-            reply = state.host.execute(spec, argv)
+            reply: Any = host.execute(spec, argv)
             kind = type(reply)
-            if kind is not Int and kind is not Bulk:  # the same in both protocols: no rendering
-                reply = for_protocol(reply, state.resp)
+            if kind is Int or kind is Bulk:  # the same in both protocols (no rendering), and in Lua its value
+                return reply.value
+            reply = for_protocol(reply, state.resp)
             if type(reply) is Error:
                 return _Failure(reply.text, False)
             return self.to_lua(reply)
@@ -729,6 +751,19 @@ class LuaEngine:
             raise
         except Exception as e:  # a bug on the Python side must not take the Lua state down
             return _Failure(f"ERR xspec: internal error running the command: {type(e).__name__}: {e}", False)
+
+    def _arguments(self, args: tuple[Any, ...]) -> list[bytes] | None:
+        """redis.call's arguments as a command's: numbers formatted (SCRIPT-DIALECT-2); None if one is
+        neither a string nor a number."""
+        argv: list[bytes] = []
+        for a in args:
+            if type(a) is bytes:
+                argv.append(a)
+            elif _is_number(a):
+                argv.append(format_number(float(a), self.dialect.shortest_numbers))
+            else:
+                return None
+        return argv
 
     def _error_table(self, text: str) -> Any:
         data = text.encode("utf-8", "surrogateescape").rstrip(b"\r\n")
@@ -781,7 +816,10 @@ class LuaEngine:
 
     def to_reply(self, value: Any, resp: int) -> Reply:
         """A script's result as a reply (SCRIPT-5): ``resp`` is the script's (redis.setresp)."""
-        if isinstance(value, bytes):
+        kind = type(value)
+        if kind is int:
+            return Int(_clamp(value))
+        if kind is bytes:
             return Bulk(value)
         if isinstance(value, bool):
             if resp == 3:
