@@ -329,7 +329,9 @@ def info_sections(argv: list[bytes], all_sections: tuple[str, ...] = INFO_ALL_SE
 
 def _info_values(server: Server) -> dict[str, str]:
     """The fields whose value the model knows; every other field prints 0."""
+    from xspec.models.replication import child_values
     return {
+        **child_values(server),  # FORK-1, FORK-2
         "redis_version": server.dialect.version,
         "redis_mode": "standalone",
         "connected_clients": str(len(server.clients)),

@@ -58,7 +58,7 @@ from xspec.models.persistence import (
     rewrite_commands,
     take_snapshot,
 )
-from xspec.models.server import BLOCKED, Call, CommandError, Outcome, Server, command
+from xspec.models.server import BLOCKED, FLUSHALL_SAVE, PERSISTENCE_HOOKS, Call, CommandError, Outcome, Server, command
 from xspec.models.state import BlockState, Client
 from xspec.spec import commands as table
 from xspec.spec.config import CONFIG_DEFAULTS
@@ -235,6 +235,14 @@ class Node:
     failover: Failover | None = None  # a FAILOVER in progress on this node (FAILOVER-3)
     fsynced: int = -1  # fsynced_reploff: the offset the AOF holds on disk, -1 without an AOF (WAITAOF-1)
     postponed: int = 0  # commands postponed so far while writes were paused (their order)
+    # FORK-1: a BGSAVE's child runs, writing this snapshot (the data at its fork); with the changes
+    # counted then (``node.dirty``, the INFO counter) that its end takes off
+    bgsave_child: Snapshot | None = None
+    bgsave_dirty: tuple[int, int] = (0, 0)
+    bgsave_killed: bool = False  # FLUSH-6: FLUSHALL signalled the child; its reaping writes no file
+    rewrite_scheduled: bool = False  # FORK-2: ``aof_rewrite_scheduled``
+    bgsave_scheduled: bool = False  # FORK-2: ``rdb_bgsave_scheduled``
+    rewrite_failures: int = 0  # AOF-LIMIT-1: ``aof_rewrites_consecutive_failures``
 
     @property
     def is_replica(self) -> bool:
@@ -251,7 +259,9 @@ class Node:
                 self.paused, None if self.rdb is None else self.rdb.freeze(),
                 None if self.aof is None else self.aof.freeze(), tuple(sorted(self.woff.items())),
                 None if self.failover is None else self.failover.freeze(), self.getack_requested, self.good,
-                self.dirty, self.fsynced)
+                self.dirty, self.fsynced,
+                (None if self.bgsave_child is None else self.bgsave_child.freeze(), self.bgsave_dirty,
+                 self.bgsave_killed, self.rewrite_scheduled, self.bgsave_scheduled, self.rewrite_failures))
 
 
 @dataclass
@@ -619,10 +629,12 @@ class Deployment:
             if _aof_on(node) and (self._aof_servable(node) or node.fsynced < node.offset
                                          and self._waitaof_pending(node)):
                 out.append(("fsync", node.name))  # WAITAOF-1: the AOF's fsync, then the waiting clients
-            if node.dirty and setting(node.server, "save").strip():
+            child = self.child_of(node)
+            if child is None and node.dirty and setting(node.server, "save").strip():
                 out.append(("bgsave", node.name))  # RDB-7: a save point's condition is met in the cron
-            if node.aof is not None and node.aof.rewriting is not None:
+            if child == "aof":
                 out.append(("rewrite", node.name))  # AOF-7: the rewrite's child exits, its base takes over
+            out.extend((kind, node.name) for kind in self._fork_steps(node, child))
         for link in self.links.values():
             primary, replica = self.nodes[link.primary], self.nodes[link.replica]
             if link.held or primary.paused or replica.paused or not replica.up or not primary.up:
@@ -670,12 +682,17 @@ class Deployment:
             self.nodes[name].good = self.good_replicas(self.nodes[name])
             return Outcome(None)
         if kind == "bgsave":
-            self.save(self.nodes[name])
+            self.start_bgsave(self.nodes[name])  # RDB-7: the save point's BGSAVE forks (FORK-1)
             return Outcome(None)
         if kind == "rewrite":
             aof = self.nodes[name].aof
             assert aof is not None
             aof.finish_rewrite()  # AOF-7: backgroundRewriteDoneHandler
+            self.nodes[name].rewrite_failures = 0  # AOF-LIMIT-1
+            self._start_scheduled_bgsave(self.nodes[name])  # FORK-2: in the tick that reaped the child
+            return Outcome(None)
+        if kind in FORK_STEPS:
+            self.fork_step(kind, self.nodes[name])
             return Outcome(None)
         raise ValueError(f"unknown step {kind}")
 
@@ -998,7 +1015,13 @@ class Deployment:
         return RDB_VERSION.get(node.server.dialect.name, 11)
 
     def save(self, node: Node) -> None:
-        """SAVE / BGSAVE: the RDB file as of now, with the replication info 7.0 records (RDB-1, RDB-5)."""
+        """SAVE: the RDB file as of now (RDB-1); the changes counter is zero (STATS-4)."""
+        node.rdb = self._snapshot(node)
+        node.dirty = 0
+        node.server.stats.saved()
+
+    def _snapshot(self, node: Node) -> Snapshot:
+        """The RDB file of this moment, with the replication info 7.0 records (RDB-1, RDB-5)."""
         replid: str | None = None
         offset, stream_db = -1, -1
         primary = self.primary_of(node) if node.is_replica else None
@@ -1007,8 +1030,70 @@ class Deployment:
             stream_db = 0 if primary is None else max(primary.server.repl_db, 0)
         elif not node.is_replica and node.backlog is not None:
             replid, offset, stream_db = node.replid, node.offset, max(node.server.repl_db, 0)
-        node.rdb = take_snapshot(node.server.dbs, self._rdb_version(node), replid, offset, stream_db)
-        node.dirty = 0
+        return take_snapshot(node.server.dbs, self._rdb_version(node), replid, offset, stream_db)
+
+    # -- children: BGSAVE's and the rewrite's (FORK-1 .. FORK-3) ------------------------------------
+    @staticmethod
+    def child_of(node: Node) -> str | None:
+        """FORK-1: the one child a node runs: ``rdb`` (a BGSAVE's), ``aof`` (a rewrite's) or None."""
+        if node.bgsave_child is not None:
+            return "rdb"
+        if node.aof is not None and node.aof.rewriting is not None:
+            return "aof"
+        return None
+
+    def _fork_steps(self, node: Node, child: str | None) -> list[str]:
+        """The cron's steps about children possible now (see :data:`FORK_STEPS`)."""
+        out = []
+        if child == "rdb":
+            out.append("bgsave-done")  # FORK-2: BGSAVE's child exits and the cron reaps it
+        elif child is None and node.rewrite_scheduled:
+            out.append("start-rewrite")  # FORK-2: a tick with no child starts the scheduled rewrite first
+        elif child is None and node.bgsave_scheduled:
+            out.append("start-bgsave")  # FORK-2, FORK-3: the tick's end starts the scheduled BGSAVE
+        return out
+
+    def fork_step(self, kind: str, node: Node) -> None:
+        """One of :data:`FORK_STEPS` (``auto-rewrite``: AOF-AUTO-1's rewrite, which a checker is told of)."""
+        if kind == "bgsave-done":  # FORK-2: backgroundSaveDoneHandler, then the tick's end
+            assert node.bgsave_child is not None
+            if node.bgsave_killed:  # FLUSH-6: a child FLUSHALL stopped leaves the file and the counters alone
+                node.bgsave_child, node.bgsave_killed = None, False
+            else:
+                node.rdb, node.bgsave_child = node.bgsave_child, None  # RDB-1: the file replaces the old one
+                dirty, counted = node.bgsave_dirty
+                node.dirty = max(node.dirty - dirty, 0)
+                stats = node.server.stats
+                stats.dirty = max(stats.dirty - counted, 0)  # STATS-4: the changes made since the fork remain
+            self._start_scheduled_bgsave(node)
+        elif kind in ("start-rewrite", "auto-rewrite"):  # FORK-2, AOF-AUTO-1
+            assert self.child_of(node) is None
+            self.rewrite_aof(node, finished=False)
+            node.rewrite_scheduled = False
+        elif kind == "rewrite-failed":  # AOF-LIMIT-1: the child failed; the files stay as they are (AOF-7)
+            assert node.aof is not None and node.aof.rewriting is not None
+            node.aof.rewriting = None
+            node.rewrite_failures += 1
+            self._start_scheduled_bgsave(node)  # FORK-2: in the tick that reaped the child
+        elif kind == "start-bgsave":  # FORK-2, FORK-3
+            assert self.child_of(node) is None
+            self._start_scheduled_bgsave(node)
+        else:
+            raise ValueError(f"unknown step {kind}")
+
+    def _start_scheduled_bgsave(self, node: Node) -> None:
+        """serverCron's end: a BGSAVE scheduled while a child ran (or by EXEC) starts once none runs (FORK-2)."""
+        if node.bgsave_scheduled and self.child_of(node) is None:
+            node.bgsave_scheduled = False
+            self.start_bgsave(node)
+
+    def start_bgsave(self, node: Node) -> None:
+        """``rdbSaveBackground``: the child writes the snapshot of this moment (RDB-1); the file is
+        the node's once the cron reaps the child (``bgsave-done``, FORK-2); a kill ends the child
+        with it, so a restart finds the old file unless that step came first."""
+        assert self.child_of(node) is None  # FORK-1
+        node.bgsave_child = self._snapshot(node)
+        node.bgsave_dirty = (node.dirty, node.server.stats.dirty)
 
     def rewrite_aof(self, node: Node, *, finished: bool = True) -> None:
         """A rewrite: a new base from the data now, the appended units start again (AOF-5). It
@@ -1042,6 +1127,14 @@ def _aof_on(node: Node) -> bool:
     """``appendonly yes``: the node keeps an AOF (a lone server checked as trace/1 keeps no AOF model,
     but its fsynced offset is still tracked for WAITAOF-1)."""
     return node.aof is not None or setting(node.server, "appendonly") == "yes"
+
+
+def everysec_loss_ms(node: Node) -> int:
+    """How long after its reply an acknowledged write may still be only in the process's AOF buffer
+    under ``appendfsync everysec``, so that a kill loses it (AOF-8): two seconds of postponement
+    counted on the cached second, then up to one cron period (1000/``hz`` ms) before the retry."""
+    hz = setting(node.server, "hz")
+    return 2000 + 1000 // max(1, int(hz) if hz.isdigit() else 10)  # AOF-8
 
 
 def _postponed(c: Client) -> bool:
@@ -1335,28 +1428,130 @@ def _same_address(announced_addr: tuple[str, int], target: tuple[str, int]) -> b
     return announced_addr[0].lower() == target[0].lower() and announced_addr[1] == target[1]
 
 
+SAVE_IN_PROGRESS = "ERR Background save already in progress"
+REWRITE_IN_PROGRESS = "ERR Background append only file rewriting already in progress"
+CHILD_ACTIVE = ("ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in "
+                "order to schedule a BGSAVE whenever possible.")
+FORK_STEPS = ("bgsave-done", "start-rewrite", "start-bgsave", "auto-rewrite", "rewrite-failed")
+"""The cron's steps about children besides AOF-7's ``rewrite`` and RDB-7's ``bgsave``: a BGSAVE's child
+reaped, a scheduled rewrite or BGSAVE started (FORK-2), AOF-AUTO-1's rewrite and a rewrite's child that
+failed (AOF-LIMIT-1). The last two are never offered by :meth:`Deployment.steps`, which knows no file
+sizes and takes every child to succeed: ``xspec serve --checked`` tells the model of them."""
+
+
 @command("save")
 def save(call: Call) -> Reply:
     node = node_of(call.server)
-    deployment_of(node).save(node)  # RDB-1
+    deployment = deployment_of(node)
+    if deployment.child_of(node) == "rdb":
+        raise CommandError(SAVE_IN_PROGRESS)  # FORK-1
+    deployment.save(node)  # RDB-1; FORK-1: also while a rewrite's child runs
     return OK
 
 
 @command("bgsave")
 def bgsave(call: Call) -> Reply:
+    schedule = False
+    if len(call.argv) > 1:
+        if len(call.argv) == 2 and c_string(call.argv[1]).lower() == b"schedule":
+            schedule = True
+        else:
+            raise CommandError(table.SYNTAX)
     node = node_of(call.server)
-    deployment_of(node).save(node)  # RDB-1: the fork's moment is the snapshot's
+    deployment = deployment_of(node)
+    child = deployment.child_of(node)
+    if child == "rdb":
+        raise CommandError(SAVE_IN_PROGRESS)  # FORK-1
+    in_exec = call.in_exec and call.server.dialect.exec_schedules_children  # FORK-3
+    if child is not None or in_exec:
+        if schedule or in_exec:
+            node.bgsave_scheduled = True  # FORK-2: the cron starts it once no child runs
+            return Simple("Background saving scheduled")
+        raise CommandError(CHILD_ACTIVE)  # FORK-2
+    deployment.start_bgsave(node)  # RDB-1: the fork's moment is the snapshot's
     return Simple("Background saving started")
 
 
 @command("bgrewriteaof")
 def bgrewriteaof(call: Call) -> Reply:
     node = node_of(call.server)
-    aof = node.aof
-    if aof is not None and aof.rewriting is not None:
-        raise CommandError("ERR Background append only file rewriting already in progress")  # AOF-7
-    deployment_of(node).rewrite_aof(node, finished=False)  # AOF-5, AOF-7: done at the rewrite step
+    deployment = deployment_of(node)
+    child = deployment.child_of(node)
+    if child == "aof":
+        raise CommandError(REWRITE_IN_PROGRESS)  # FORK-1, AOF-7
+    if child is not None or (call.in_exec and call.server.dialect.exec_schedules_children):  # FORK-2, FORK-3
+        node.rewrite_scheduled = True
+        if call.server.dialect.aof_rewrite_limited:
+            node.rewrite_failures = 0  # AOF-LIMIT-1: asked for by hand, it may start at once
+        return Simple("Background append only file rewriting scheduled")
+    deployment.rewrite_aof(node, finished=False)  # AOF-5, AOF-7: done at the rewrite step
+    node.rewrite_scheduled = False  # FORK-2: rewriteAppendOnlyFileBackground clears it
     return Simple("Background append only file rewriting started")
+
+
+def persistence_step(server: Server, kind: str) -> bool:
+    """``Server.persistence_step``: the deployment's step ``kind`` about children on the server's node
+    (``bgsave-done``, ``start-rewrite``, ``start-bgsave``: FORK-2), or a save point's BGSAVE (RDB-7) or
+    AOF-AUTO-1's rewrite, which need only no child running (the model of a server on its own counts no
+    changes for save points, nor file sizes); False when the model cannot take it now."""
+    node = node_of(server)
+    deployment = deployment_of(node)
+    if kind in ("bgsave", "auto-rewrite"):
+        if deployment.child_of(node) is not None:
+            return False
+        if kind == "bgsave":
+            deployment.start_bgsave(node)  # RDB-7
+        else:
+            deployment.fork_step(kind, node)  # AOF-AUTO-1
+        return True
+    if kind == "rewrite-failed":
+        if deployment.child_of(node) != "aof":
+            return False
+        deployment.fork_step(kind, node)  # AOF-LIMIT-1
+        return True
+    if (kind, node.name) not in deployment.steps():
+        return False
+    deployment.step(kind, node.name)
+    return True
+
+
+PERSISTENCE_HOOKS["step"] = persistence_step
+
+
+def flushall_save(server: Server) -> None:
+    """``flushAllDataAndResetRDB`` after FLUSHALL emptied the data (FLUSH-6).
+
+    A BGSAVE's child is signalled to stop: it stays until the cron reaps it (``bgsave-done``) and
+    writes no file. With save points set the empty data set is saved at once (the RDB file of a
+    node, which only a node's restart reads); 7.0 and Valkey leave the changes counter at zero,
+    6.2 keeps it. An unknown counter stays unknown (a trace/1 need not name ``save``).
+    """
+    node: Node | None = getattr(server, "node", None)
+    if node is not None and node.bgsave_child is not None:
+        node.bgsave_killed = True
+    if not setting(server, "save").split():
+        return
+    if node is not None:
+        node.rdb = deployment_of(node)._snapshot(node)
+    if not server.dialect.flushall_save_keeps_changes:
+        if node is not None:
+            node.dirty = 0  # the command's own propagation counts one after it, a harmless extra save point step
+        if server.stats.dirty_known:
+            server.stats.saved()
+
+
+FLUSHALL_SAVE.append(flushall_save)
+
+
+def child_values(server: Server) -> dict[str, str]:
+    """INFO persistence's fields about children (FORK-1, FORK-2): which one runs, whether a rewrite waits."""
+    node = server.node
+    if node is None:
+        return {}
+    child = Deployment.child_of(node)
+    return {"rdb_bgsave_in_progress": str(int(child == "rdb")), "aof_rewrite_in_progress": str(int(child == "aof")),
+            "aof_rewrite_scheduled": str(int(node.rewrite_scheduled)),
+            "aof_rewrites_consecutive_failures": str(node.rewrite_failures)}  # AOF-LIMIT-1
 
 
 def info_replication(server: Server) -> str:

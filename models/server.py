@@ -75,6 +75,11 @@ HANDLERS: dict[str, Handler] = {}
 # CLIENT TRACKING's work at a key's modification, after a read-only command and at a command's end:
 # installed by models/tracking.py, and only called once a client turned tracking on.
 TRACKING_HOOKS: dict[str, Callable[..., Any]] = {}
+# The deployment's persistence steps, for a server on its own too (models/replication.py sets "step").
+PERSISTENCE_HOOKS: dict[str, Callable[[Server, str], bool]] = {}
+# FLUSHALL's save and child kill, once the data is gone (FLUSH-6; models/replication.py installs it).
+FLUSHALL_SAVE: list[Callable[[Server], None]] = []
+
 # Work after every command that ran (a lone server's AOF: models/debug_persistence.py).
 AFTER_COMMAND: list[Callable[..., None]] = []
 
@@ -259,6 +264,7 @@ class Server:
     # Set by the conformance checker where it takes the active expiry cycle's deletions as steps: DBSIZE
     # then counts exactly the keys stored (EXPIRE-ACTIVE-2; models/expiry.py).
     active_expiry_steps = False
+    active_expire_enabled = True  # DEBUG SET-ACTIVE-EXPIRE 0 stops the cycle (DEBUG-2)
     # CLIENT PAUSE (models/clients.py): when the pause ends, None when there is none (EXPIRE-PAUSE-2).
     client_pause_end: Instant | None = None
     client_pause_all = False  # the pause holds every command back (CLIENT PAUSE ... ALL), not only writes
@@ -643,7 +649,8 @@ class Server:
         """
         self.expiry_now = None
         ops: list[tuple[int, list[bytes | int]]] = []
-        if not self.clients_paused():  # EXPIRE-ACTIVE-4: the cycle does nothing while clients are paused
+        # DEBUG-2: not while DEBUG SET-ACTIVE-EXPIRE stopped it; EXPIRE-ACTIVE-4: nor while clients are paused
+        if self.active_expire_enabled and not self.clients_paused():
             self.expire_if_needed(dbid, key, ops)
         self.expiry_now = None
         return self._wrap(ops)
@@ -694,6 +701,11 @@ class Server:
             return False
         node.deployment.step("rewrite", node.name)
         return True
+
+    def persistence_step(self, kind: str) -> bool:
+        """An internal step of the cron about children (FORK-2, RDB-7, AOF-AUTO-1; see
+        :func:`xspec.models.replication.persistence_step`); False when the model cannot take it now."""
+        return PERSISTENCE_HOOKS["step"](self, kind)
 
     def expired_keys(self) -> list[tuple[int, bytes]]:
         """Every key whose time has passed and that is still stored: candidates for :meth:`active_expire`."""

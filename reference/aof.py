@@ -41,6 +41,7 @@ import asyncio
 import logging
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from xspec.reference.api import ReplyError
@@ -50,6 +51,7 @@ from xspec.reference.persistence import (
     Child,
     LoadError,
     Persistence,
+    mirror_step,
     persistence_of,
     write_atomically,
 )
@@ -306,7 +308,7 @@ class Aof:
                 except OSError:
                     pass
 
-        p.child = Child(pid, "aof", self.core.dirty, finished)
+        p.child = Child(pid, "aof", self.core.dirty, counted(p, finished))
         p.arm_cron()
         log.info("Background append only file rewriting started by pid %d", pid)
         return True
@@ -386,7 +388,7 @@ class Aof:
             self.mirror_rewrite_done()
             log.info("Background AOF rewrite finished successfully")
 
-        p.child = Child(pid, "aof", self.core.dirty, finished)
+        p.child = Child(pid, "aof", self.core.dirty, counted(p, finished))
         p.arm_cron()
         log.info("Background append only file rewriting started by pid %d", pid)
         return True
@@ -772,8 +774,11 @@ def bgrewriteaof_command(ctx: Context) -> Any:
         raise ReplyError(REWRITE_IN_PROGRESS)  # FORK-1
     if p.child is not None or (ctx.client.in_multi and core.dialect.exec_schedules_children):  # FORK-2, FORK-3
         p.aof_rewrite_scheduled = True
+        if core.dialect.aof_rewrite_limited:
+            p.aof_rewrite_failures = 0  # AOF-LIMIT-1: asked for by hand, it may start at once
         p.arm_cron()
         return Simple(REWRITE_SCHEDULED)
+    p.aof_rewrite_scheduled = False  # FORK-2: rewriteAppendOnlyFileBackground clears it
     if not rewrite_now(core):
         raise ReplyError("ERR Can't execute an AOF background rewriting. Please check the server logs for more "
                          "information.")
@@ -862,10 +867,52 @@ def _exit_process() -> None:
     raise SystemExit(1)
 
 
+def counted(p: Persistence, finished: Callable[[bool], None]) -> Callable[[bool], None]:
+    """A rewrite's end handler that also counts failures in a row (AOF-LIMIT-1) and tells ``--checked``'s
+    model of a failed one (``rewrite-failed``; a finished one it learns of from ``rewrite_done``)."""
+    def on_exit(ok: bool) -> None:
+        finished(ok)
+        if p.last_aof_rewrite_ok:
+            p.aof_rewrite_failures = 0
+        else:
+            p.aof_rewrite_failures += 1
+            mirror_step(p.core, "rewrite-failed")
+    return on_exit
+
+
+REWRITE_LIMIT_THRESHOLD = 3
+REWRITE_LIMIT_MAX_MINUTES = 60
+
+
+def rewrite_limited(p: Persistence) -> bool:
+    """``aofRewriteLimited`` (AOF-LIMIT-1): after three failed rewrites in a row the cron's rewrites wait,
+    first 1 minute, then twice as long after each further postponement (at most 60); once the wait is
+    over one rewrite may start. Asking has effects (it starts a wait and logs it), so callers ask last."""
+    if not p.core.dialect.aof_rewrite_limited:
+        return False
+    if p.aof_rewrite_failures < REWRITE_LIMIT_THRESHOLD:
+        p.rewrite_limit = (0, 0)
+        return False
+    delay, until = p.rewrite_limit
+    now = p.core.clock.now_ms() // 1000  # the cron's reading, not a command's
+    if until:
+        if now < until:
+            return True
+        p.rewrite_limit = (delay, 0)
+        return False
+    delay = min(1 if delay == 0 else delay * 2, REWRITE_LIMIT_MAX_MINUTES)
+    p.rewrite_limit = (delay, now + delay * 60)
+    log.warning("Background AOF rewrite has repeatedly failed and triggered the limit, will retry in %d minutes",
+                delay)
+    return True
+
+
 def scheduled_rewrite(p: Persistence) -> None:
-    """The cron's part: a rewrite asked for while another child ran starts once none runs (FORK-2)."""
-    if p.aof_rewrite_scheduled and p.child is None:
+    """The cron's part: a rewrite asked for while another child ran starts once none runs (FORK-2), unless
+    failed rewrites postpone it (AOF-LIMIT-1)."""
+    if p.aof_rewrite_scheduled and p.child is None and not rewrite_limited(p):
         p.aof_rewrite_scheduled = False
+        mirror_step(p.core, "start-rewrite")  # --checked's model starts it too
         rewrite_now(p.core)
 
 
@@ -884,8 +931,10 @@ def auto_rewrite(p: Persistence) -> None:
     if not percentage or aof.current_size <= min_size:
         return
     growth = aof.current_size * 100 // (aof.base_size or 1) - 100
-    if growth >= percentage:
+    if growth >= percentage and not rewrite_limited(p):  # AOF-LIMIT-1
         log.info("Starting automatic rewriting of AOF on %d%% growth", growth)
+        mirror_step(p.core, "auto-rewrite")  # --checked's model starts it too
+        p.aof_rewrite_scheduled = False  # FORK-2: rewriteAppendOnlyFileBackground clears it
         aof.start_rewrite(background=True)
 
 
@@ -933,6 +982,7 @@ def add_persistence(handlers: dict[str, Any]) -> None:
     info = handlers.get("info")
     if info is not None:
         def info_with_persistence(ctx: Context) -> Any:
+            persistence_of(ctx.core).reap()  # before any field is read: the cron's reap (FORK-2) comes whole
             return persistence_info(ctx.core, info(ctx))
 
         handlers["info"] = info_with_persistence
@@ -955,6 +1005,7 @@ def persistence_info(core: Core, reply: Any) -> Any:
         b"aof_rewrite_scheduled": int(p.aof_rewrite_scheduled),
         b"aof_rewrites": p.aof_rewrites,
         b"aof_last_bgrewrite_status": b"ok" if p.last_aof_rewrite_ok else b"err",
+        b"aof_rewrites_consecutive_failures": p.aof_rewrite_failures,  # AOF-LIMIT-1
     }
     lines = reply.text.split(b"\r\n")
     end = None

@@ -17,8 +17,10 @@ past is left out, as a primary does; one in the future is kept without it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -55,6 +57,7 @@ class Child:
         self.kind = kind  # "rdb" or "aof"
         self.dirty = dirty
         self.on_exit = on_exit
+        self.killed = False  # killRDBChild's SIGUSR1 (FLUSH-6): the cron reaps it as no failure
 
 
 class Persistence:
@@ -79,6 +82,8 @@ class Persistence:
         # RDB-5: the replication ID and offset of the RDB file loaded at start (reference/replication.py)
         self.loaded_replication: tuple[bytes | None, bytes | None] | None = None
         self.last_aof_rewrite_ok = True
+        self.aof_rewrite_failures = 0  # aof_rewrites_consecutive_failures (AOF-LIMIT-1)
+        self.rewrite_limit = (0, 0)  # aofRewriteLimited's delay in minutes and the second it ends (AOF-LIMIT-1)
 
     # -- paths and configuration ---------------------------------------------------------------------
 
@@ -123,9 +128,8 @@ class Persistence:
         """A save succeeded: the changes it holds are no longer unsaved (STATS-4), LASTSAVE moves."""
         core = self.core
         core.dirty = max(core.dirty - dirty_at_start, 0)
-        self.lastsave = core.now_ms() // 1000
+        self.lastsave = core.clock.now_ms() // 1000  # not a command's reading (--checked): the cron's, often
         self.last_bgsave_ok = True
-        self.saves += 1
 
     def save(self) -> bool:
         """SAVE (RDB-1): the file of this moment, in the dialect's RDB version (RDB-3, RDB-4)."""
@@ -142,7 +146,8 @@ class Persistence:
 
     def bgsave(self) -> bool:
         """Fork a child that writes the RDB file; False when it could not start."""
-        self.last_bgsave_try = self.core.now_ms() // 1000
+        self.last_bgsave_try = self.core.clock.now_ms() // 1000  # not a command's reading (--checked)
+        self.saves += 1  # rdb_saves counts each BGSAVE as it starts (and each SAVE)
         if not self.can_fork():
             ok = self.save()
             self.last_bgsave_ok = ok
@@ -228,12 +233,21 @@ class Persistence:
         ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
         if child.on_exit is not None:
             child.on_exit(ok)
-        elif ok:
-            self.saved(child.dirty)
-            log.info("Background saving terminated with success")
         else:
-            self.last_bgsave_ok = False
-            log.warning("Background saving error")
+            if child.killed and not ok:  # FLUSH-6: killed on purpose: no file, and no failure either
+                with contextlib.suppress(OSError):
+                    os.remove(self.path(f"temp-{child.pid}.rdb"))
+                log.warning("Background saving terminated by signal %d", signal.SIGUSR1)
+            elif ok:
+                self.saved(child.dirty)
+                log.info("Background saving terminated with success")
+            else:
+                self.last_bgsave_ok = False
+                log.warning("Background saving error")
+            mirror_step(self.core, "bgsave-done")  # FORK-2: --checked's model reaps its child too
+        # FORK-2: the tick that reaps a child ends by starting a scheduled BGSAVE (a command that reaps
+        # stands for that tick; the model's reaping step includes the start)
+        self.start_scheduled_save(mirrored=False)
 
     def kill_child(self) -> None:
         child, self.child = self.child, None
@@ -244,13 +258,14 @@ class Persistence:
             except (ProcessLookupError, ChildProcessError):
                 pass
 
-    def start_scheduled_save(self) -> None:
+    def start_scheduled_save(self, mirrored: bool = True) -> None:
         """serverCron's end: a BGSAVE scheduled by BGSAVE SCHEDULE (or EXEC) once no child runs (FORK-2)."""
-        now = self.core.now_ms() // 1000
+        now = self.core.clock.now_ms() // 1000  # not a command's reading (--checked)
         if self.child is None and self.bgsave_scheduled and (
                 self.last_bgsave_ok or now - self.last_bgsave_try > BGSAVE_RETRY_SECONDS):
             self.bgsave_scheduled = False
-            self.bgsave()
+            if self.bgsave() and mirrored:
+                mirror_step(self.core, "start-bgsave")
 
     def start_due_save(self) -> None:
         """serverCron: a BGSAVE a save point asks for."""
@@ -260,7 +275,8 @@ class Persistence:
             if dirty >= changes and now - self.lastsave > seconds and (
                     self.last_bgsave_ok or now - self.last_bgsave_try > BGSAVE_RETRY_SECONDS):
                 log.info("%d changes in %d seconds. Saving...", changes, seconds)
-                self.bgsave()
+                if self.bgsave():
+                    mirror_step(self.core, "bgsave")  # RDB-7
                 return
 
     # -- loading ------------------------------------------------------------------------------------
@@ -314,6 +330,15 @@ class Persistence:
         self.loaded_replication = (f.aux_value(b"repl-id"), f.aux_value(b"repl-offset"))  # RDB-5
 
 
+def mirror_step(core: Core, kind: str) -> None:
+    """Tell ``--checked``'s model that the cron took a step about children (FORK-2, RDB-7, AOF-AUTO-1:
+    the model's ``persistence_step``); nothing without an observer that listens."""
+    observer = core.observer
+    mirror = getattr(observer, "persistence_step", None) if observer is not None else None
+    if mirror is not None:
+        mirror(kind)
+
+
 def write_atomically(temp: str, target: str, chunks: Iterable[bytes]) -> None:
     """Write ``chunks`` to ``temp``, sync it and rename it over ``target`` (removing ``temp`` on failure)."""
     try:
@@ -350,11 +375,31 @@ def persistence_of(core: Core) -> Persistence:
 # -- the commands -------------------------------------------------------------------------------------
 
 
+def flushall_save(core: Core) -> None:
+    """``flushAllDataAndResetRDB`` once FLUSHALL emptied the data (FLUSH-6): a BGSAVE's child is
+    signalled to stop (the cron reaps it; its file is never written), then, with save points set,
+    the empty data set is saved at once, which no ``rdb_saves`` counts; 6.2 keeps its changes counter
+    across that save (so that the FLUSHALL is still propagated), 7.0 and Valkey leave it at zero."""
+    p = core.persistence
+    if isinstance(p, Persistence) and p.child is not None and p.child.kind == "rdb" and not p.child.killed:
+        p.child.killed = True
+        try:
+            os.kill(p.child.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass
+    if core.config.get("save", "").split():
+        p = persistence_of(core)
+        dirty = core.dirty
+        if p.save() and core.dialect.flushall_save_keeps_changes:
+            core.dirty = dirty
+
+
 def save_command(ctx: Context) -> Reply:
     p = persistence_of(ctx.core)
     p.reap()
     if p.child is not None and p.child.kind == "rdb":
         raise ReplyError(SAVE_IN_PROGRESS)
+    p.saves += 1  # rdb_saves
     if not p.save():
         raise ReplyError("ERR")
     return OK

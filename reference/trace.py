@@ -117,7 +117,9 @@ class TraceWriter:
         self.virtual = core.clock.virtual
         self.header = Header(server_name=core.dialect.server, server_version=core.dialect.version,
                              clock="virtual" if self.virtual else "wall",
-                             config={k: core.config[k] for k in ("stream-node-max-entries", "stream-node-max-bytes")},
+                             config={k: core.config[k] for k in ("stream-node-max-entries", "stream-node-max-bytes")}
+                             # save points decide what FLUSHALL does to the changes counter (FLUSH-6)
+                             | ({"save": core.config["save"]} if core.config.get("save", "").split() else {}),
                              title="xspec serve", source="recorded", tags=["xspec-serve"])
         self.events: list[Event] = []
         self.served_now: list[Event] = []  # answers to blocked clients, written after the command that served them
@@ -259,6 +261,9 @@ class TraceWriter:
     def aof_rewrite_done(self) -> None:
         """A BGREWRITEAOF finished: no client event (a checker finds the rewrite's step itself, AOF-7)."""
 
+    def persistence_step(self, kind: str) -> None:
+        """The cron took a step about children: no client event (a checker finds it itself, FORK-2)."""
+
     def finish(self) -> None:
         if self.file is not None:
             self.file.close()
@@ -303,7 +308,8 @@ class CheckedRun:
         self.report_dir = report_dir
         self.clock = FedClock(core)
         config = {k: core.config[k] for k in (*core.dialect.config_defaults, "enable-debug-command",
-                                              "appendonly", "aof-use-rdb-preamble")  # DEBUG-LOADAOF-1
+                                              "appendonly", "aof-use-rdb-preamble",  # DEBUG-LOADAOF-1
+                                              "save")  # FLUSH-6, RDB-7
                   if k in core.config}
         if core.requirepass is not None:  # --requirepass: the model's clients must authenticate too (AUTH-4)
             config["requirepass"] = core.requirepass
@@ -442,6 +448,22 @@ class CheckedRun:
             return
         if not stepped and self.core.executing:
             self.rewrite_owed = True
+
+    def persistence_step(self, kind: str) -> None:
+        """The server's cron (or a command that reaped a child first) took a step about children: a
+        BGSAVE's child reaped, a scheduled rewrite or BGSAVE started (FORK-2), a save point's BGSAVE
+        (RDB-7), an automatic rewrite (AOF-AUTO-1). The model takes the same step; one it cannot take
+        is a divergence."""
+        step = getattr(self.model, "persistence_step", None)
+        if step is None:
+            return
+        try:
+            taken = step(kind)
+        except Exception as e:
+            self._diverge(f"the persistence cron's {kind}: the model raised {e!r}")
+            return
+        if not taken:
+            self._diverge(f"the persistence cron's {kind}: the model has no such step now")
 
     def executed(self, c: Client, argv: list[bytes], result: RunResult, t0: int) -> None:
         rewrite_owed, self.rewrite_owed = self.rewrite_owed, False

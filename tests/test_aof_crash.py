@@ -7,21 +7,26 @@ clients sent and read, the kill (``crash``) and the new start (``restart``) are 
 trace/2, and the model judges it (trace format rule 10): the recovered state must be one the
 node's persistence can keep. Under ``appendfsync always`` that means every write acknowledged to a
 client is there after the restart; under ``everysec``, every write acknowledged more than two
-seconds before the kill. Besides the model's verdict the test counts the losses itself (each
+seconds and a cron period before the kill (AOF-8), and of the later ones a prefix. Besides the
+model's verdict the test counts the losses itself (each
 XADD's entry, each acknowledged XACK, each delivery still pending unless acknowledged since, the
 group's last-delivered-id not behind what was delivered), so a failure names what was lost.
 
 Each trace holds one kill (a trace starts from an empty server, as the format says), half of them
 after a BGREWRITEAOF (finished, or still running when the kill comes). The default suite runs 20
-kills under ``always`` and the slow campaign 500, ``always`` and ``everysec`` alternating by trace,
-both counted by the test. The model judges four short traces of two writers and a consumer in
-the default suite (each must conform), and rejects a recovered state missing an acknowledged entry;
-the slow tests do the same with three writers, where the search may give up but never rejects.
+kills under ``always``, counted by the test, and the model judges short traces of two writers and a
+consumer: under ``always`` and ``everysec`` each must conform; a recovered state missing an
+acknowledged entry is rejected, and under ``everysec`` one missing the newest entry is accepted
+but not one missing an older entry, nor the newest when the kill came three seconds later. The
+slow tests do the same with three writers and two consumers, ``always`` and ``everysec`` by turns
+(the search may give up on a trace, but must decide most forged ones), and the slow campaign
+makes 500 kills, each trace judged, and reports what was lost.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import random
 import select
@@ -36,8 +41,10 @@ from pathlib import Path
 
 import pytest
 
+from xspec.spec import trace_format
 from xspec.spec.resp import Array, Bulk, Int, NullArray, Reply, Simple
 from xspec.spec.trace_format import Call, Crash, Event, Header, NodeSpec, Recv, Restart, Send, Trace
+from xspec.traces.check import checker, multinode
 from xspec.traces.check.checker import check_trace
 from xspec.traces.record.client import RespConnection, now_us
 from xspec.traces.scenarios.runner import free_port
@@ -119,6 +126,9 @@ class CrashRecorder:
         self.port = 0
         self.config = {"save": "", "appendonly": "yes", "appendfsync": policy, "aof-use-rdb-preamble": "yes"}
         self.seen = Acknowledged()
+        self.kill_at: tuple[int, int] | None = None  # (events, pid): a client kills once the trace holds that many
+        self.down = False
+        self.killed_at = 0
 
     def client(self) -> RecordedClient:
         with self.lock:
@@ -131,16 +141,29 @@ class CrashRecorder:
         and a client reads afterwards are not recorded (the trace leaves those commands
         unanswered, which the model may take as executed or not)."""
         with self.lock:
-            _kill(pid)
-            self.generation += 1
-            t = now_us()
-            self.events.append(Crash(NODE, t=t))
-        return t
+            if not self.down:
+                self.kill_locked(pid)
+        return self.killed_at
+
+    def kill_locked(self, pid: int) -> None:
+        """The kill and its ``crash`` event, with the lock held."""
+        self.kill_at = None
+        _kill(pid)
+        self.generation += 1
+        self.down = True
+        self.killed_at = now_us()
+        self.events.append(Crash(NODE, t=self.killed_at))
+
+    def kill_if_due(self) -> None:
+        """With the lock held, after an event: the kill, when the trace has reached ``kill_at``'s size."""
+        if self.kill_at is not None and len(self.events) >= self.kill_at[0]:
+            self.kill_locked(self.kill_at[1])
 
     def restart(self, zygote: Zygote, folder: Path) -> int:
         port = free_port()
         with self.lock:
             self.port = port
+            self.down = False
             self.events.append(Restart(NODE, t=now_us()))
         pid = zygote.spawn(port, folder, self.config["appendfsync"])
         _wait_ready(port)
@@ -169,6 +192,7 @@ class RecordedClient:
                 raise Gone
             self.rec.events.append(Send(self.c, argv, t=now_us(), node=NODE))
             self.conn.send(argv)
+            self.rec.kill_if_due()
 
     def recv(self, then: Callable[[Reply, int], None] | None = None) -> Reply:
         """The next reply, recorded; ``then(reply, t)`` runs under the recorder's lock."""
@@ -180,6 +204,7 @@ class RecordedClient:
             self.rec.events.append(Recv(self.c, reply, t=t))
             if then is not None:
                 then(reply, t)
+            self.rec.kill_if_due()
         return reply
 
     def call(self, *args: bytes) -> Reply:
@@ -301,8 +326,9 @@ def _key(i: bytes) -> tuple[int, int]:
     return int(ms), int(seq)
 
 
-def _check(r: RecordedClient, seen: Acknowledged, durable_before: int) -> list[str]:
-    """What was acknowledged before ``durable_before`` (trace µs) and is missing after the restart.
+def _check(r: RecordedClient, seen: Acknowledged, durable_before: int, killed_at: int) -> tuple[list[str], list[str]]:
+    """What was acknowledged before ``durable_before`` (trace µs) and is missing after the restart,
+    and what was acknowledged after it (but before the kill at ``killed_at``) and is missing.
 
     The reads are part of the trace: the model judges them too."""
     present = {e.items[0].value for e in _entries(r.call(b"XRANGE", b"s", b"-", b"+"))}  # type: ignore[union-attr]
@@ -314,28 +340,36 @@ def _check(r: RecordedClient, seen: Acknowledged, durable_before: int) -> list[s
     fields = groups.items[0].items  # type: ignore[union-attr]
     last_delivered = next(fields[k + 1].value for k in range(0, len(fields), 2)
                           if fields[k].value == b"last-delivered-id")
-    lost = [f"entry {i!r}" for i, t in seen.added if t < durable_before and i not in present]
-    acked = {i for i, t in seen.acked if t < durable_before}
-    lost += [f"ack of {i!r}" for i in acked if i in pending]
-    lost += [f"delivery of {i!r}" for i, t in seen.delivered
-             if t < durable_before and i not in pending and i not in seen.acking]
-    delivered = [i for i, t in seen.delivered if t < durable_before]
-    if delivered and _key(last_delivered) < max(map(_key, delivered)):
-        lost.append(f"last-delivered-id {last_delivered!r} behind {max(delivered, key=_key)!r}")
-    return lost
+
+    def missing(since: int, until: int) -> list[str]:
+        lost = [f"entry {i!r}" for i, t in seen.added if since <= t < until and i not in present]
+        acked = {i for i, t in seen.acked if since <= t < until}
+        lost += [f"ack of {i!r}" for i in acked if i in pending]
+        lost += [f"delivery of {i!r}" for i, t in seen.delivered
+                 if since <= t < until and i not in pending and i not in seen.acking]
+        delivered = [i for i, t in seen.delivered if t < until]
+        if delivered and _key(last_delivered) < max(map(_key, delivered)):
+            lost.append(f"last-delivered-id {last_delivered!r} behind {max(delivered, key=_key)!r}")
+        return lost
+
+    older = missing(0, durable_before)
+    return older, [what for what in missing(durable_before, killed_at + 1) if what not in older]
 
 
 def record_kills(folder: Path, kills: int, policy: str, zygote: Zygote, rewrite: str = "",
                  load: tuple[float, float] = (0.05, 0.3), clients: tuple[int, int] = (3, 2),
-                 events: tuple[int, int] | None = None) -> tuple[Trace, list[str]]:
+                 events: tuple[int, int] | None = None, allowed: list[str] | None = None) -> tuple[Trace, list[str]]:
     """``kills`` rounds of load (``load`` seconds, uniformly) then SIGKILL on one data folder, as one
     trace; returns it and what was lost. ``rewrite`` is ``finished`` (a BGREWRITEAOF done before the
     load: the file has a base with an RDB preamble), ``running`` (one started as the load starts,
     which the kill may cut) or empty; ``clients``: how many writers and consumers; ``events``: kill
     once the trace holds that many events (uniformly; at most ``load``'s longest time), not after a
-    time (a trace of a known size however fast the server runs)."""
+    time (a trace of a known size however fast the server runs). Besides the trace, returns what was
+    lost that the policy keeps; what was lost that it may lose (``everysec``'s last two seconds) is
+    added to ``allowed``."""
     rec = CrashRecorder(policy)
     lost: list[str] = []
+    allowed = [] if allowed is None else allowed
     seen = rec.seen
     rec.port = free_port()
     pid = zygote.spawn(rec.port, folder, policy)
@@ -359,8 +393,10 @@ def record_kills(folder: Path, kills: int, policy: str, zygote: Zygote, rewrite:
             if events is None:
                 time.sleep(random.uniform(*load))
             else:
-                size, deadline = len(rec.events) + random.randint(*events), time.monotonic() + load[1]
-                while len(rec.events) < size and time.monotonic() < deadline:
+                with rec.lock:  # a client kills at exactly that size (this thread may be slow to wake)
+                    rec.kill_at = (len(rec.events) + random.randint(*events), pid)
+                deadline = time.monotonic() + load[1]
+                while not rec.down and time.monotonic() < deadline:
                     time.sleep(0.0005)
             killed_at = rec.crash(pid)
             stop.set()
@@ -369,7 +405,9 @@ def record_kills(folder: Path, kills: int, policy: str, zygote: Zygote, rewrite:
             pid = rec.restart(zygote, folder)
             admin = rec.client()
             window = 0 if policy == "always" else 2_000_000
-            lost += [f"kill {n} ({policy}): {what}" for what in _check(admin, seen, killed_at - window)]
+            older, recent = _check(admin, seen, killed_at - window, killed_at)
+            lost += [f"kill {n} ({policy}): {what}" for what in older]
+            allowed += [f"kill {n} ({policy}): {what}" for what in recent]
             admin.call(b"XTRIM", b"s", b"MAXLEN", b"200")  # keeps the AOF and the checks small
             if n % 10 == 0:  # a new base now and then, finished; half-way between, one the kill may cut
                 admin.call(b"BGREWRITEAOF")
@@ -396,6 +434,7 @@ class Campaign:
     events: int = 0
     check_seconds: float = 0.0
     lost: list[str] = field(default_factory=list)
+    allowed: list[str] = field(default_factory=list)  # lost within what the policy may lose
     verdicts: list[str] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
     traces: list[Trace] = field(default_factory=list)
@@ -403,11 +442,12 @@ class Campaign:
 
 def campaign(folder: Path, kills: int, policies: tuple[str, ...],
              load: tuple[float, float] = (0.05, 0.3), judge: bool = True,
-             clients: tuple[int, int] = (3, 2), events: tuple[int, int] | None = None) -> Campaign:
+             clients: tuple[int, int] = (3, 2), events: tuple[int, int] | None = None,
+             progress: Callable[[str], None] | None = None) -> Campaign:
     """``kills`` kills in traces of :data:`KILLS_PER_TRACE`, the policies taking turns by trace, a
     rewrite before the load in one trace of two (finished or running, by turns); each trace judged
     by the model unless ``judge`` is false; ``clients`` writers and consumers; ``events``: see
-    :func:`record_kills`."""
+    :func:`record_kills`; ``progress`` is told each trace's outcome."""
     out = Campaign()
     zygote = Zygote()
     try:
@@ -417,8 +457,12 @@ def campaign(folder: Path, kills: int, policies: tuple[str, ...],
             part.mkdir()
             rewrite = ("", "finished", "", "running")[k % 4]
             trace, lost = record_kills(part, min(KILLS_PER_TRACE, kills - start), policy, zygote, rewrite, load,
-                                       clients, events)
+                                       clients, events, out.allowed)
             out.kills += sum(1 for e in trace.events if isinstance(e, Crash))
+            replies = [e.reply for e in trace.events if isinstance(e, Recv)]  # the loaded clients' only
+            out.added += sum(1 for r in replies if isinstance(r, Bulk))  # XADD's
+            out.delivered += sum(len(_entries(r)) for r in replies if isinstance(r, Array))  # XREADGROUP's
+            out.acked += sum(1 for r in replies if isinstance(r, Int))  # XACK's
             out.lost += lost
             out.events += len(trace.events)
             if not judge:
@@ -430,14 +474,20 @@ def campaign(folder: Path, kills: int, policies: tuple[str, ...],
             if verdict.status != "conform":
                 out.verdicts.append(f"trace {k} ({policy}): {verdict.describe()}")
             out.traces.append(trace)
+            if progress is not None:
+                progress(f"trace {k} ({policy}, {len(trace.events)} events): {verdict.status}; lost {lost}; "
+                         + _report(out))
     finally:
         zygote.close()
     return out
 
 
 def _report(c: Campaign) -> str:
-    return (f"{c.kills} kills; {c.events} events; checked in {c.check_seconds:.1f} s CPU; "
-            f"{len(c.lost)} lost; {len(c.verdicts)} traces not conforming")
+    statuses = ", ".join(f"{s} {c.statuses.count(s)}" for s in ("conform", "diverge", "inconclusive")
+                         if s in c.statuses)
+    return (f"{c.kills} kills; {c.events} events ({c.added} XADDs, {c.delivered} deliveries and {c.acked} XACKs "
+            f"acknowledged); checked in {c.check_seconds:.1f} s CPU; "
+            f"{len(c.lost)} lost, {len(c.allowed)} more within the policy's window; {len(c.verdicts)} traces not conforming ({statuses or 'not judged'})")
 
 
 @pytest.fixture(scope="module")
@@ -456,6 +506,14 @@ def judged_few(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
 
 
 @pytest.fixture(scope="module")
+def everysec_few(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
+    """Three short traces of two writers and a consumer under ``appendfsync everysec``, judged: the
+    server writes the AOF before each reply, so nothing is lost, which the model allows (AOF-8)."""
+    return campaign(tmp_path_factory.mktemp("everysec-few"), 3, ("everysec",), load=(0.02, 2.0), clients=(2, 1),
+                    events=(10, 25))
+
+
+@pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
     """Two short traces of one writer and one consumer: the rejection test's, whose search for a
     divergence must rule out every execution."""
@@ -465,8 +523,10 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
-    """Four short traces of three writers and two consumers: more commands in flight at each kill."""
-    return campaign(tmp_path_factory.mktemp("judged"), 4, ("always",), load=(0.02, 2.0), events=(60, 150))
+    """Six short traces of three writers and two consumers, ``always`` and ``everysec`` by turns: more
+    commands in flight at each kill."""
+    return campaign(tmp_path_factory.mktemp("judged"), 6, ("always", "everysec"), load=(0.02, 2.0),
+                    events=(15, 40))
 
 
 def test_kill_9_under_appendfsync_always_loses_nothing_acknowledged(always: Campaign) -> None:
@@ -477,14 +537,15 @@ def test_kill_9_under_appendfsync_always_loses_nothing_acknowledged(always: Camp
 
 def _conform(c: Campaign, *, decided: bool = True) -> None:
     """Nothing lost, and the model accepts every recovered state; with ``decided`` false a trace the
-    search gives up on (inconclusive) passes, a rejected one (diverge) never does."""
+    search gives up on (inconclusive) passes if most are decided, a rejected one (diverge) never does."""
     print(_report(c), c.statuses)
-    assert c.kills == 4
+    assert c.kills == len(c.statuses)
     assert not c.lost, "\n".join(c.lost[:20])
     if decided:
         assert not c.verdicts, "\n".join(c.verdicts)
     else:
         assert "diverge" not in c.statuses, "\n".join(c.verdicts)
+        assert 2 * c.statuses.count("conform") > len(c.statuses), "\n".join(c.verdicts)
 
 
 def _without_unanswered_xadds(trace: Trace) -> tuple[list[Event], int, set[bytes]] | None:
@@ -522,16 +583,17 @@ def _without_unanswered_xadds(trace: Trace) -> tuple[list[Event], int, set[bytes
     return out, at - len(dropped), told
 
 
-def _rejected(c: Campaign, *, decided: bool = True) -> None:
+def _rejected(c: Campaign, *, majority: bool = False) -> None:
     """The model's judgement can fail: drop one entry the writers were told about from the first
-    read after a restart, and the trace diverges at that read (in the shortest trace where that read
-    shows one and the search decides, without the XADDs the kill left unanswered, see
-    :func:`_without_unanswered_xadds`; the same trace without the drop is never rejected). With
-    ``decided`` false the search may give up on every trace, but never accepts a forged one."""
+    read after a restart, and the trace diverges at that read (without the XADDs the kill left
+    unanswered, see :func:`_without_unanswered_xadds`; the same trace without the drop is never
+    rejected). A forged trace is never accepted; the search may give up on one (inconclusive), but
+    it must decide one (the shortest traces first), or with ``majority`` most of them."""
+    statuses: list[str] = []
     for trace in sorted(c.traces, key=lambda t: len(t.events)):
         cut = _without_unanswered_xadds(trace)
-        if cut is None:
-            continue
+        if cut is None or trace.header.node_specs()[NODE].config["appendfsync"] != "always":
+            continue  # everysec may lose the newest entry (AOF-8): test_everysec_may_lose_only_...
         events, at, _ = cut
         read = events[at]
         assert isinstance(read, Call) and isinstance(read.reply, Array)
@@ -546,9 +608,14 @@ def _rejected(c: Campaign, *, decided: bool = True) -> None:
         assert verdict.status != "conform", verdict.describe()
         if verdict.status == "diverge":
             assert verdict.event == at + 1, verdict.describe()
-            return
-    if decided:
+            if not majority:
+                return
+        statuses.append(verdict.status)
+    print("forged recovered states:", statuses)
+    if not majority:
         pytest.fail("no trace read back an acknowledged entry where the search decides")
+    assert statuses and 2 * statuses.count("diverge") > len(statuses), \
+        f"the search decided {statuses.count('diverge')} of {len(statuses)} forged traces"
 
 
 def test_recovered_states_of_few_clients_conform_to_the_model(judged_few: Campaign) -> None:
@@ -559,23 +626,90 @@ def test_a_recovered_state_missing_an_acknowledged_entry_is_rejected(pair: Campa
     _rejected(pair)
 
 
+def test_recovered_states_under_everysec_conform_to_the_model(everysec_few: Campaign) -> None:
+    _conform(everysec_few)
+
+
+def _later(events: list[Event], start: int, us: int) -> list[Event]:
+    """``events`` with every time from ``start`` on ``us`` later: the kill, the restart and the reads
+    after it come that much later after the last acknowledgements."""
+    def moved(e: Event) -> Event:
+        changes = {k: getattr(e, k) + us for k in ("t", "t0", "t1") if getattr(e, k, None) is not None}
+        return dataclasses.replace(e, **changes)  # type: ignore[type-var]
+    return events[:start] + [moved(e) for e in events[start:]]
+
+
+def _read_judged(trace: Trace, events: list[Event], at: int, kept: list[Reply], keep_as: Path) -> str:
+    """The model's verdict on ``events`` with the read at ``at`` answering ``kept``; a divergence
+    must be at that read (else the trace is written to ``keep_as``, for a look)."""
+    read = events[at]
+    assert isinstance(read, Call)
+    events = [dataclasses.replace(read, reply=Array(tuple(kept))) if i == at else e for i, e in enumerate(events)]
+    checked = Trace(trace.header, events, trace.path)
+    verdict = check_trace(checked)
+    if verdict.status == "diverge" and verdict.event != at + 1:
+        trace_format.dump(checked, keep_as)
+        pytest.fail(f"a divergence before the read (event {at + 1}), in {keep_as}: {verdict.describe()}")
+    return verdict.status
+
+
+def test_everysec_may_lose_only_the_writes_of_its_last_two_seconds(everysec_few: Campaign, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """AOF-8, judged by the model on a recorded ``everysec`` trace (cut at the first read after the
+    restart, without the XADDs the kill left unanswered): the read may lack the newest acknowledged
+    entry (acknowledged milliseconds before the kill), but not an older one while it shows the newest
+    (only a suffix is lost); with the kill three seconds after the last acknowledgement (the times
+    from the kill on moved), it may lack neither. The search gives up early here (a small budget keeps
+    the test quick), and a trace where it gives up on one of these gives way to the next."""
+    monkeypatch.setattr(checker, "STEP_BUDGET_BASE", 20_000)
+    monkeypatch.setattr(multinode, "RESTART_STEP_BUDGET", 0)
+    for trace in sorted(everysec_few.traces, key=lambda t: len(t.events)):
+        cut = _without_unanswered_xadds(trace)
+        if cut is None:
+            continue
+        events, at, _ = cut
+        read = events[at]
+        assert isinstance(read, Call) and isinstance(read.reply, Array)
+        entries = list(read.reply.items)
+        if len(entries) < 2:
+            continue
+        crash = next(i for i, e in enumerate(events) if isinstance(e, Crash))
+        late = _later(events, crash, 3_000_000)
+        keep_as = tmp_path / "forged.jsonl"
+        statuses = [_read_judged(trace, events, at, entries[:-1], keep_as),  # the newest lost: within the window
+                    _read_judged(trace, events, at, entries[:-2] + entries[-1:], keep_as),  # not a suffix
+                    _read_judged(trace, late, at, entries, keep_as),
+                    _read_judged(trace, late, at, entries[:-1], keep_as)]  # acknowledged 3 s before the kill
+        if "inconclusive" in statuses:
+            continue
+        assert statuses == ["conform", "diverge", "conform", "diverge"]
+        return
+    pytest.fail("no everysec trace read back two entries where the search decides")
+
+
 @pytest.mark.slow
 def test_recovered_states_of_more_clients_are_never_rejected(judged: Campaign) -> None:
-    """With three writers the search may give up (inconclusive) at a read after the restart: the
+    """With three writers the search may give up (inconclusive) at a read after the restart (the
     orders of the commands before the kill multiplied by the sets and orders of those in flight
-    (about 300) exceed its budget; a rejection fails the test."""
+    can exceed its budget), but on few: a rejection fails the test, and so do mostly inconclusive."""
     _conform(judged, decided=False)
 
 
 @pytest.mark.slow
 def test_a_recovered_state_of_more_clients_missing_an_acknowledged_entry_is_rejected(judged: Campaign) -> None:
-    """Where the search decides, at the read; it may give up on all four (the budget, as above)."""
-    _rejected(judged, decided=False)
+    """At the read; the search may give up on one, but must decide most of them."""
+    _rejected(judged, majority=True)
 
 
 @pytest.mark.slow
 def test_kill_9_campaign_of_500_both_policies(tmp_path: Path) -> None:
-    c = campaign(tmp_path, 500, ("always", "everysec"), judge=False)  # judged: the tests above
+    """500 kills, ``always`` and ``everysec`` by turns, three writers and two consumers, each trace
+    judged by the model (short traces: the kill comes within 10 to 40 events of the load's start, so
+    that the search decides): nothing acknowledged lost beyond what the policy allows (the test's
+    own count), no recovered state rejected; the figures go to the output (``-s``)."""
+    c = campaign(tmp_path, 500, ("always", "everysec"), load=(0.02, 2.0), events=(10, 40),
+                 progress=functools.partial(print, flush=True))
     print(_report(c))
     assert c.kills == 500
     assert not c.lost, "\n".join(c.lost[:20])
+    assert "diverge" not in c.statuses, "\n".join(v for v in c.verdicts if "diverge" in v)

@@ -147,9 +147,13 @@ def trace_dialect(trace: Trace, override: str | None = None) -> Dialect:
         raise
 
 
+# Settings the model reads besides the dialect's: save points decide what FLUSHALL does (FLUSH-6).
+_MODELLED_SETTINGS = frozenset({"save"})
+
+
 def _config_reason(trace: Trace, dialect: Dialect) -> str | None:
     for key in trace.header.config:
-        if key not in dialect.config_defaults:
+        if key not in dialect.config_defaults and key not in _MODELLED_SETTINGS:
             return f"sets {key!r}, a setting outside the model's scope"
     return None
 
@@ -235,13 +239,17 @@ _KEYEVENT_EXPIRED = re.compile(rb"__keyevent@([0-9]+)__:expired")
 _KEYSPACE = re.compile(rb"__keyspace@([0-9]+)__:(.*)", re.DOTALL)
 
 
-_READS_REWRITE = frozenset({b"bgrewriteaof", b"info"})
-"""Commands one server's clients can tell a running AOF rewrite from a finished one by (AOF-7)."""
+_READS_REWRITE = frozenset({b"bgrewriteaof", b"info", b"bgsave", b"save", b"exec"})
+"""Commands one server's clients can tell a running AOF rewrite from a finished one by (AOF-7), or
+whether a BGSAVE's child runs and what the cron started since (FORK-1, FORK-2)."""
+_FORKS = frozenset({b"bgrewriteaof", b"bgsave"})
+_CHILD_STEPS = ("rewrite", "bgsave-done", "start-rewrite", "start-bgsave")
+"""The deployment's steps about children the one-server checker takes (AOF-7, FORK-2)."""
 
 
 def _rewrites_aof(trace: Trace) -> bool:
-    """Whether a client of the trace runs BGREWRITEAOF (AOF-7)."""
-    return any(type(e) in (Call, Send) and e.cmd and e.cmd[0].lower() == b"bgrewriteaof"  # type: ignore[union-attr]
+    """Whether a client of the trace runs BGREWRITEAOF (AOF-7) or BGSAVE (FORK-1)."""
+    return any(type(e) in (Call, Send) and e.cmd and e.cmd[0].lower() in _FORKS  # type: ignore[union-attr]
                for e in trace.events)
 
 
@@ -519,7 +527,7 @@ def _steps_from_path(path: list[tuple[int, int, Any, int]], lo: list[int], wall:
             dbid, key = item
             steps.append(WitnessStep("expire", pos, pos, 0, [key], readings=readings, db=dbid))
         elif kind == _STEP_REWRITE:
-            steps.append(WitnessStep("rewrite", pos, pos, 0, readings=readings))
+            steps.append(WitnessStep(item or "rewrite", pos, pos, 0, readings=readings))
         else:
             steps.append(WitnessStep(_STEP_KIND[kind], pos, pos, item, readings=readings,
                                      model_choices=tuple(choices)))
@@ -944,10 +952,9 @@ class _Search:
         """The running BGREWRITEAOF's end (AOF-7), offered only before a command that can tell it
         happened (another BGREWRITEAOF, INFO): elsewhere its moment changes nothing a client sees."""
         node = self.server.node
-        if node is None or not any(h.argv and h.argv[0].lower() in _READS_REWRITE for h in heads) \
-                or ("rewrite", node.name) not in node.deployment.steps():
+        if node is None or not any(h.argv and h.argv[0].lower() in _READS_REWRITE for h in heads):
             return []
-        return [("rewrite",)]
+        return [(kind,) for kind, name in node.deployment.steps() if kind in _CHILD_STEPS and name == node.name]
 
     def _internal(self, p: int, step: Any) -> None:
         """Take one internal step (one of :meth:`_internal_options`) while deciding at event ``p``:
@@ -957,9 +964,12 @@ class _Search:
         self.steps += 1
         if self.steps > self.budget:
             raise _Exhausted()
-        if step[0] == "rewrite":
-            self.path.append((_STEP_REWRITE, self.pos, None, len(self.zone.lo)))
-            self.server.aof_rewrite_done()
+        if step[0] in _CHILD_STEPS:
+            self.path.append((_STEP_REWRITE, self.pos, None if step[0] == "rewrite" else step[0], len(self.zone.lo)))
+            if step[0] == "rewrite":
+                self.server.aof_rewrite_done()
+            else:
+                self.server.persistence_step(step[0])  # FORK-2
             return
         _, dbid, key = step
         when = self.server.keyspace(dbid).expires[key]
@@ -1019,8 +1029,14 @@ class _Search:
 
     def _frozen(self) -> tuple[Any, Any]:
         """The model's state and what the clock constraints leave of it that matters to the future,
-        for :meth:`_visit` (raises TypeError when it cannot be made hashable)."""
-        return self.server.freeze(), self.zone.lo[-1]
+        for :meth:`_visit` (raises TypeError when it cannot be made hashable); with the AOF and the
+        children the server's persistence keeps (AOF-7, FORK-1, FORK-2), which its freeze leaves out."""
+        node = self.server.node
+        if node is None:
+            return self.server.freeze(), self.zone.lo[-1]
+        files = (None if node.aof is None else node.aof.freeze(), node.bgsave_child is not None,
+                 node.rewrite_scheduled, node.bgsave_scheduled)
+        return (self.server.freeze(), files), self.zone.lo[-1]
 
     def _may_move_on(self, p: int, heads: list[Op]) -> bool:
         """Moving on defers the available heads; useless if one must run before anything new arrives."""

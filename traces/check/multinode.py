@@ -16,7 +16,7 @@ primary fed; a ``sync`` event must match the resynchronisation the model decides
 an ``ack`` sets the primary's acknowledged offset. Crash, restart, pause, resume
 and link events change the deployment where they stand; a restart keeps what
 rule 10 says the node's persistence keeps (under ``everysec`` a crash loses at most
-the writes acknowledged in the last two seconds). What was sent to a crashed node
+the writes acknowledged in the last two seconds and a cron period, AOF-8). What was sent to a crashed node
 and not answered may or may not have run, as the search decides before the crash.
 """
 
@@ -28,7 +28,7 @@ import itertools
 import re
 from typing import Any
 
-from xspec.models.replication import NO_REPLID, REPLICATION_DIALECTS, Deployment, Link, setting
+from xspec.models.replication import NO_REPLID, REPLICATION_DIALECTS, Deployment, Link, everysec_loss_ms, setting
 from xspec.spec import commands
 from xspec.spec.dialect import Dialect, UnknownDialect, dialect_for_server
 from xspec.spec.ids import parse_ll
@@ -228,6 +228,9 @@ class _MultiSearch(_Search):
             op = at[p]
             self.files_quiet_from[p] = self.files_quiet_from[p + 1] and kinds[p] not in (_CRASH, _RESTART) and not (
                 op is not None and op.inv == p and op.argv and op.argv[0].upper() in _READS_FILES)
+        # Each restart multiplies the executions to try: which commands in flight ran before the kill,
+        # which AOF prefix survived, each with a reload; the budget grows with the restarts.
+        self.budget += RESTART_STEP_BUDGET * sum(1 for k in kinds if k == _RESTART)
         self.stream_positions: dict[str, list[int]] = {}  # primary -> its repl cmd events, in order
         for i, e in enumerate(trace.events):
             if isinstance(e, ReplCmd):
@@ -347,6 +350,7 @@ class _MultiSearch(_Search):
             k = view.released.get(e.replica, 0)
             if e.cmd == PING and link.fed == k:
                 self._internal(p, ("ping", e.primary))  # REPL-13: the cron's PING, where the proxy saw it
+                self._undefer_after_ping(p, e.primary)
             if link.fed <= k:
                 raise _Failure(p, f"node {e.primary} has not sent a command number {k + 1} to {e.replica} here; "
                                   f"the model's stream holds {link.fed}")
@@ -369,6 +373,23 @@ class _MultiSearch(_Search):
             if e.fack is not None:  # WAITAOF-2: the replica's fsynced offset
                 link.fack = max(link.fack, e.fack)
             self._served(d._serve_waiting(d.nodes[e.primary]).served)
+
+    def _may_move_on(self, p: int, heads: list[Op]) -> bool:
+        """As for one server, and also past a ``repl`` event showing the cron's PING: a command sent
+        before it may run after it (the cron fed the PING while the command waited to be read,
+        REPL-13), which the deferral's reasoning misses, since the PING changes the stream."""
+        e = self.trace.events[p]
+        if isinstance(e, ReplCmd) and e.cmd == PING:
+            return True
+        return super()._may_move_on(p, heads)
+
+    def _undefer_after_ping(self, p: int, primary: str) -> None:
+        """The commands of ``primary``'s clients passed over at the PING at ``p`` run in another state
+        after it (their propagation follows the PING): they are not the same order tried again."""
+        for inv, since in list(self.deferred.items()):
+            op = self.live.get(inv)
+            if since == p and op is not None and self.client_nodes.get(op.client) == primary:
+                del self.deferred[inv]
 
     def _same_command(self, argv: list[bytes], shown: list[bytes]) -> bool:
         """Whether the stream's command ``argv`` is the one the proxy showed: a time the stream keeps
@@ -583,8 +604,8 @@ class _MultiSearch(_Search):
     def _aof_kept(self, node: Any) -> int | None:
         """How many AOF units survived the crash (rule 10, AOF-3): all under ``always``; under
         ``everysec`` a prefix the search chooses, the longest first, that holds every write
-        acknowledged more than two seconds before the crash (a write ``everysec`` postponed while
-        a background fsync ran is forced out after two seconds); under ``no``, a prefix that holds
+        acknowledged more than two seconds and a cron period before the crash (AOF-8: a write
+        ``everysec`` postponed while a background fsync ran is forced out then); under ``no``, a prefix that holds
         every write acknowledged before the crash (AOF-3: the write to the file, never postponed
         under ``no``, precedes the reply, and a killed process loses nothing the OS has)."""
         fsync = None if node.aof is None else setting(node.server, "appendfsync")
@@ -594,7 +615,7 @@ class _MultiSearch(_Search):
         least = 0
         crashed = self.server.crashed_at.get(node.name)  # type: ignore[attr-defined]
         if crashed is not None and fsync in ("everysec", "no"):
-            bound = (EVERYSEC_LOSS_MS + self.trace.header.slack_ms) * 1000 if fsync == "everysec" else 0
+            bound = (everysec_loss_ms(node) + self.trace.header.slack_ms) * 1000 if fsync == "everysec" else 0
             acks = self.server.aof_acks.get(node.name, [])  # type: ignore[attr-defined]
             for i, acked in enumerate(acks[:n]):
                 if acked is not None and crashed - acked >= bound:
@@ -998,9 +1019,9 @@ def _section(reply: Reply) -> dict[str, str] | None:
 
 
 _ON_DISK = -UNBOUNDED
+RESTART_STEP_BUDGET = 50_000
+"""The search's step budget grows by this much per restart in the trace."""
 """The acknowledgement time given to AOF units a restart found in the file (older than any crash)."""
-EVERYSEC_LOSS_MS = 2000
-"""Rule 10: under ``appendfsync everysec`` a crash may lose the writes acknowledged in the last two seconds."""
 _READS_ACKS = frozenset({b"WAIT", b"ROLE", b"INFO"})
 _QUIET = "\x00quiet"
 _LOUD = frozenset({b"WAIT", b"WAITAOF", b"ROLE", b"INFO", b"REPLICAOF", b"SLAVEOF", b"FAILOVER", b"CONFIG",

@@ -34,7 +34,8 @@ from xspec.spec.resp import Reply, show
 from xspec.spec.rule_index import Levels, LineRules, RuleIndex, chain, load_index
 from xspec.spec.trace_format import Trace
 
-STEP_KINDS = ("command", "timeout", "connect", "close", "expire", "rewrite")
+STEP_KINDS = ("command", "timeout", "connect", "close", "expire", "rewrite", "bgsave-done", "start-rewrite",
+              "start-bgsave")
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +222,9 @@ class WitnessReplay:
             return StepResult(None, None)
         if step.kind == "rewrite":  # AOF-7: the running BGREWRITEAOF's child finished
             server.aof_rewrite_done()
+            return StepResult(None, None)
+        if step.kind in ("bgsave-done", "start-rewrite", "start-bgsave"):  # FORK-2: the cron's steps about children
+            server.persistence_step(step.kind)
             return StepResult(None, None)
         server.client(step.client)
         return StepResult(None, None)
