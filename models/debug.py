@@ -11,7 +11,7 @@ from __future__ import annotations
 from xspec.models.server import Call, CommandError, command
 from xspec.models.state import ListValue, SetValue, Stream, Value, ZSetValue
 from xspec.spec import commands as table
-from xspec.spec.ids import c_string
+from xspec.spec.ids import c_atoi, c_string
 from xspec.spec.resp import OK, Array, Reply, Simple
 
 DEBUG_HELP = ("OBJECT <key>", "    Show low level info about `key` and associated value.",
@@ -42,7 +42,8 @@ def debug(call: Call) -> Reply:
     if sub == b"sleep" and len(argv) == 3:
         return OK  # DEBUG-1: the whole server stops for a while; nothing changes
     if sub == b"set-active-expire" and len(argv) == 3:
-        return OK  # DEBUG-2: keys never expire in the model
+        call.server.active_expire_enabled = c_atoi(argv[2]) != 0  # DEBUG-2: atoi, as the server reads it
+        return OK
     if sub == b"object" and len(argv) == 3:
         value = call.lookup(argv[2])
         if value is None:  # DEBUG-3

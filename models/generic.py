@@ -14,10 +14,19 @@ from __future__ import annotations
 from xspec.models.cerrno import note_strtoull
 from xspec.models.expiry import key_count
 from xspec.models.notify import notify_keyspace_event, notify_new
-from xspec.models.server import Call, CommandError, HandlerResult, PreRendered, Server, command
+from xspec.models.server import FLUSHALL_SAVE, Call, CommandError, HandlerResult, PreRendered, Server, command
 from xspec.models.state import ListValue, Stream, Value, ZSetValue, type_name
 from xspec.spec import commands as table
-from xspec.spec.errors import DB_OUT_OF_RANGE, INT_OUT_OF_RANGE, INVALID_CURSOR, INVALID_FIRST_DB, INVALID_SECOND_DB
+from xspec.spec.errors import (
+    DB_OUT_OF_RANGE,
+    INT_OUT_OF_RANGE,
+    INVALID_CURSOR,
+    INVALID_FIRST_DB,
+    INVALID_SECOND_DB,
+    SCAN_NOSCORES,
+    SCAN_NOVALUES,
+    unknown_type_name,
+)
 from xspec.spec.glob import matching_keys
 from xspec.spec.ids import c_string, parse_ll, strtoull
 from xspec.spec.limits import NUM_DATABASES
@@ -174,6 +183,8 @@ def flushall(call: Call) -> Reply:
     call.changed(sum(map(len, call.server.dbs)) + call.server.dialect.flushall_counts_itself)
     for dbid in range(NUM_DATABASES):  # FLUSH-2
         flush_database(call.server, dbid)
+    for hook in FLUSHALL_SAVE:  # FLUSH-6
+        hook(call.server)
     call.propagate_verbatim()  # FLUSH-5
     return OK
 
@@ -297,6 +308,7 @@ def scan(call: Call) -> Reply:
     type_filter: bytes | None = None
     i = 2
     argv = call.argv
+    dialect = call.server.dialect
     while i < len(argv):  # SCAN-2: options in any order, the last of each kind wins
         option = c_string(argv[i]).lower()
         more = len(argv) - i
@@ -312,13 +324,40 @@ def scan(call: Call) -> Reply:
             i += 2
         elif option == b"type" and more >= 2:
             type_filter = argv[i + 1]
+            if dialect.scan_type_known_names and c_string(type_filter).lower() not in KNOWN_TYPE_NAMES:
+                raise CommandError(unknown_type_name(type_filter))  # SCAN-DIALECT-1
             i += 2
+        elif option.decode("latin-1") in dialect.scan_refused_flags:  # SCAN-DIALECT-1
+            raise CommandError(SCAN_NOVALUES if option == b"novalues" else SCAN_NOSCORES)
         else:
             raise CommandError(table.SYNTAX)
     # SCAN-3: the model answers every SCAN with the whole matching keyspace and
     # cursor 0; which part of it a real server returns, and its next cursor,
     # depend on its hash seed (spec/rules/environment.md ENV-SCAN).
-    found = matching_keys(call.db, pattern, type_filter, type_name)
-    if getattr(call.db, "expires", None):  # EXPIRE-LAZY-3: expired keys are deleted and left out
-        found = [k for k in found if not call.expire_if_needed(k.value)]
-    return Array((Bulk(b"0"), Array(tuple(found))))
+    if type_filter is None or dialect.scan_type_known_names:
+        found = matching_keys(call.db, pattern, type_filter, type_name)
+        if getattr(call.db, "expires", None):  # SCAN-4: expired keys are deleted and left out
+            found = [k for k in found if not call.expire_if_needed(k.value)]
+        return Array((Bulk(b"0"), Array(tuple(found))))
+    return Array((Bulk(b"0"), Array(tuple(_scan_type_lookups(call, pattern, type_filter)))))
+
+
+# SCAN-DIALECT-1: the names Valkey's TYPE option knows (no module types are loaded).
+KNOWN_TYPE_NAMES = frozenset({b"string", b"list", b"set", b"zset", b"hash", b"stream"})
+
+
+def _scan_type_lookups(call: Call, pattern: bytes | None, type_filter: bytes) -> list[Bulk]:
+    """Redis's TYPE filter: a read lookup of each key passing MATCH, which expires it first (SCAN-4)."""
+    wanted = c_string(type_filter).lower()
+    server, dbid = call.server, call.client.db
+    found = []
+    for k in matching_keys(call.db, pattern, None, type_name):
+        if getattr(call.db, "expires", None) and call.expire_if_needed(k.value):  # SCAN-4: whatever its type
+            kept = any(d == dbid and key == k.value for d, key, _, _ in server.expired_aside)
+            # SCAN-5: deleted, the key is no longer expired the second time and passes TYPE none
+            if wanted == b"none" and not kept and call.server.dialect.scan_type_none_lists_expired:
+                found.append(k)
+            continue
+        if type_name(call.db[k.value]).encode() == wanted:
+            found.append(k)
+    return found

@@ -52,8 +52,11 @@ class ActiveExpiry:
 
     def may_delete(self) -> bool:
         """Whether the cycle runs now: not on a replica (EXPIRE-ACTIVE-4), not while clients are
-        paused (CLIENT PAUSE, XSPEC.NODE PAUSE), not on a server shutting down."""
+        paused (CLIENT PAUSE, XSPEC.NODE PAUSE), not on a server shutting down, not after DEBUG
+        SET-ACTIVE-EXPIRE 0 (DEBUG-2)."""
         core = self.core
+        if not core.active_expire_enabled:
+            return False
         if core.replication is not None and core.replication.is_replica:
             return False
         server = core.server

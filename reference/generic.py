@@ -33,6 +33,7 @@ from xspec.reference import notify
 from xspec.reference.api import Blocked, PreRendered, ReplyError
 from xspec.reference.core import is_stream, value_kind
 from xspec.reference.keyspace import expire_if_needed
+from xspec.reference.persistence import flushall_save
 from xspec.reference.protocol import decoded
 from xspec.spec import commands as table
 from xspec.spec.client_filters import ClientFilter, FilterError, parse_filters
@@ -58,6 +59,8 @@ from xspec.spec.errors import (
     NESTED_MULTI,
     NOPROTO,
     PROTO_NOT_INTEGER,
+    SCAN_NOSCORES,
+    SCAN_NOVALUES,
     TIMEOUT_NEGATIVE,
     TIMEOUT_NOT_INTEGER,
     WATCH_INSIDE_MULTI,
@@ -76,6 +79,7 @@ from xspec.spec.errors import (
     subcommand_syntax,
     unknown_client_type,
     unknown_subcommand,
+    unknown_type_name,
 )
 from xspec.spec.glob import matching_keys, pattern_matches
 from xspec.spec.help import (
@@ -89,7 +93,7 @@ from xspec.spec.help import (
     COMMAND_HELP_VALKEY,
     CONFIG_HELP,
 )
-from xspec.spec.ids import I64_MAX, c_string, string2ll, strtoull
+from xspec.spec.ids import I64_MAX, c_atoi, c_string, string2ll, strtoull
 from xspec.spec.info import INFO_ALL_SECTIONS, INFO_DEFAULT_SECTIONS, INFO_FIELDS
 from xspec.spec.resp import (
     NULL_ARRAY,
@@ -345,6 +349,7 @@ def flushall(ctx: Context) -> Reply:
     ctx.changed(sum(map(len, ctx.core.dbs)) + ctx.dialect.flushall_counts_itself)
     for dbid in range(len(ctx.core.dbs)):  # FLUSH-2
         ctx.core.flush_db(dbid)
+    flushall_save(ctx.core)  # FLUSH-6
     ctx.core.tracking.flushed(ctx.client, ctx.dialect.tracking_flush_null_before_reply)  # one null per FLUSHALL
     return OK
 
@@ -452,8 +457,11 @@ def scan(ctx: Context) -> Reply:
     pattern: bytes | None = None
     kind: bytes | None = None
     i = 2
+    dialect = ctx.core.dialect
     while i < len(argv):  # SCAN-2
         opt = lower(argv[i])
+        if opt in (b"novalues", b"noscores") and opt.decode() in dialect.scan_refused_flags:  # SCAN-DIALECT-1
+            raise _err(SCAN_NOVALUES if opt == b"novalues" else SCAN_NOSCORES)
         if i + 1 >= len(argv):
             raise _err(table.SYNTAX)
         if opt == b"count":
@@ -466,14 +474,38 @@ def scan(ctx: Context) -> Reply:
             pattern = None if argv[i + 1] == b"*" else argv[i + 1]
         elif opt == b"type":
             kind = argv[i + 1]
+            if dialect.scan_type_known_names and lower(kind) not in _TYPE_NAMES:  # SCAN-DIALECT-1
+                raise _err(unknown_type_name(kind))
         else:
             raise _err(table.SYNTAX)
         i += 2
+    if kind is not None and not dialect.scan_type_known_names:
+        return Array((Bulk(b"0"), Array(tuple(_scan_by_lookup(ctx, pattern, lower(kind))))))
     found = matching_keys(ctx.db, pattern, kind, type_name)  # type: ignore[arg-type]
-    if getattr(ctx.db, "expires", None):  # EXPIRE-LAZY-3
+    if getattr(ctx.db, "expires", None):  # SCAN-4: Valkey compares the type first, then expires
         now = ctx.now_ms()
         found = [k for k in found if not expire_if_needed(ctx.core, ctx.client.db, k.value, now)]
     return Array((Bulk(b"0"), Array(tuple(found))))
+
+
+_TYPE_NAMES = (b"string", b"list", b"set", b"zset", b"hash", b"stream")  # Valkey's, without modules
+
+
+def _scan_by_lookup(ctx: Context, pattern: bytes | None, kind: bytes) -> list[Bulk]:
+    """Redis's SCAN TYPE: each key passing MATCH is looked up (and so lazily expired), then typed (SCAN-4)."""
+    db, core, dbid = ctx.db, ctx.core, ctx.client.db
+    expires = getattr(db, "expires", None)
+    now = ctx.now_ms()
+    out = []
+    for k in matching_keys(db, pattern, None, type_name):  # type: ignore[arg-type]
+        if expires and expire_if_needed(core, dbid, k.value, now):  # SCAN-4: expired whatever its type
+            # SCAN-5: a key really deleted is not expired at the second look, and is of type none
+            if kind == b"none" and core.dialect.scan_type_none_lists_expired and \
+                    not any(kept[0] == dbid and kept[1] == k.value for kept in core.expired_aside):
+                out.append(k)
+        elif type_name(db[k.value]).encode() == kind:
+            out.append(k)
+    return out
 
 
 # -- strings --------------------------------------------------------------------------------------
@@ -1479,7 +1511,8 @@ def debug(ctx: Context) -> Reply:
             time.sleep(seconds)  # the whole server sleeps, as Redis's does
         return OK
     if sub == b"set-active-expire" and len(argv) == 3:
-        return OK  # keys never expire here
+        ctx.core.active_expire_enabled = c_atoi(argv[2]) != 0  # DEBUG-2
+        return OK
     if sub == b"object" and len(argv) == 3:
         v = ctx.db.get(argv[2])
         if v is None:

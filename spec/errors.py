@@ -60,6 +60,13 @@ INT_OUT_OF_RANGE = "ERR value is out of range, value must between -2147483648 an
 INVALID_FIRST_DB = "ERR invalid first DB index"
 INVALID_SECOND_DB = "ERR invalid second DB index"
 INVALID_CURSOR = "ERR invalid cursor"
+SCAN_NOVALUES = "ERR NOVALUES option can only be used in HSCAN"  # SCAN-DIALECT-1
+SCAN_NOSCORES = "ERR NOSCORES option can only be used in ZSCAN"
+
+
+def unknown_type_name(name: bytes) -> str:
+    """Valkey's SCAN with a TYPE it does not know (SCAN-DIALECT-1)."""
+    return f"ERR unknown type name '{error_text(name)}'"
 
 
 def hello_bad_option(option: bytes) -> str:

