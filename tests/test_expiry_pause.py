@@ -217,13 +217,15 @@ def paused_session(port: int, dialect: str) -> dict[str, Any]:
         sub = r.pubsub()
         sub.psubscribe("__keyevent@0__:*")
         sub.get_message(timeout=1)
-        r.set("k", "v", px=60)
-        r.set("s", "v")
-        r.xadd("st", {"f": "v"}, id="1-1")
-        r.pexpire("st", 60)
+        written = time.monotonic()
+        # One round trip: the pause is in force before the expiry cycle can see k or st past their time,
+        # however slow the machine.
+        pipe = r.pipeline(transaction=False)
+        pipe.set("k", "v", px=300).set("s", "v").xadd("st", {"f": "v"}, id="1-1").pexpire("st", 300)
+        pipe.client_pause(5000, all=False)
+        pipe.execute()
         _messages(sub)
-        r.client_pause(5000, all=False)
-        time.sleep(0.12)
+        time.sleep(max(0.0, written + 0.4 - time.monotonic()))
         for cmd in (("GET", "k"), ("EXISTS", "k", "st", "s"), ("TTL", "k"), ("PTTL", "st"), ("TYPE", "k"),
                     ("STRLEN", "k"), ("XRANGE", "st", "-", "+"), ("XLEN", "st"), ("KEYS", "*"), ("SCAN", "0"),
                     ("MGET", "k", "s"), ("DBSIZE",), ("INFO", "keyspace")):
@@ -308,9 +310,11 @@ def _failover_session(primary_port: int, replica: Any) -> dict[str, Any]:
         assert p.execute_command("WAIT", "1", "2000") == 1
         os.kill(replica.proc.pid, signal.SIGSTOP)  # our own replica: it acknowledges nothing until SIGCONT
         try:
-            p.set("k", "v", px=60)
-            out["FAILOVER"] = p.execute_command("FAILOVER", "TIMEOUT", "5000")
-            time.sleep(0.15)
+            written = time.monotonic()
+            pipe = p.pipeline(transaction=False)  # one round trip: paused before k can expire
+            pipe.set("k", "v", px=300).execute_command("FAILOVER", "TIMEOUT", "5000")
+            out["FAILOVER"] = pipe.execute()[1]
+            time.sleep(max(0.0, written + 0.4 - time.monotonic()))
             out["state"] = p.info("replication").get("master_failover_state")
             out["while paused"] = (p.get("k"), p.exists("k"), p.dbsize(), p.info("stats")["expired_keys"])
             out["ABORT"] = p.execute_command("FAILOVER", "ABORT")
