@@ -631,10 +631,12 @@ class Replication:
         moment of the fork to a pipe and leaves; meanwhile the server serves and keeps the stream for
         ``replicas``, which get ``+FULLRESYNC``, the file and that stream once the child is done
         (:meth:`end_sync`; until then, as while a diskless sync waits, a newline a second). False (nothing
-        done) where the server cannot fork."""
+        done) where the server cannot fork, and where a trace records the server (``--trace``,
+        ``--checked``): the model has no state for a replica waiting on the child (INFO's link fields
+        while it runs), so a recorded sync is taken whole, as one step."""
         from xspec.reference.persistence import persistence_of
         persistence = persistence_of(self.core)
-        if not persistence.can_fork():
+        if not persistence.can_fork() or self.core.observer is not None:
             return False
         try:
             loop = asyncio.get_running_loop()
