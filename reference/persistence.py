@@ -383,10 +383,8 @@ def flushall_save(core: Core) -> None:
     p = core.persistence
     if isinstance(p, Persistence) and p.child is not None and p.child.kind == "rdb" and not p.child.killed:
         p.child.killed = True
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(p.child.pid, signal.SIGUSR1)
-        except ProcessLookupError:
-            pass
     if core.config.get("save", "").split():
         p = persistence_of(core)
         dirty = core.dirty

@@ -44,11 +44,16 @@ Call = Callable[..., Reply]
 Flags = tuple[int, int, int]
 
 
-def flags(reply: Reply) -> Flags:
-    """INFO persistence's child fields: rdb_bgsave_in_progress, aof_rewrite_in_progress, aof_rewrite_scheduled."""
+def info_fields(reply: Reply) -> dict[bytes, bytes]:
+    """An INFO reply's ``name:value`` lines."""
     text = reply.value if isinstance(reply, Bulk) else reply.text if isinstance(reply, Verbatim) else None
     assert isinstance(text, bytes), reply
-    fields = dict(line.split(b":", 1) for line in text.split(b"\r\n") if b":" in line)
+    return dict(line.split(b":", 1) for line in text.split(b"\r\n") if b":" in line)
+
+
+def flags(reply: Reply) -> Flags:
+    """INFO persistence's child fields: rdb_bgsave_in_progress, aof_rewrite_in_progress, aof_rewrite_scheduled."""
+    fields = info_fields(reply)
     return (int(fields[b"rdb_bgsave_in_progress"]), int(fields[b"aof_rewrite_in_progress"]),
             int(fields[b"aof_rewrite_scheduled"]))
 
@@ -235,10 +240,7 @@ def test_a_real_servers_children_conform_to_the_model(name: str) -> None:
 
 
 def _changes(reply: Reply) -> int:
-    text = reply.value if isinstance(reply, Bulk) else reply.text if isinstance(reply, Verbatim) else b""
-    assert isinstance(text, bytes), reply
-    return int(dict(line.split(b":", 1) for line in text.split(b"\r\n") if b":" in line)[
-        b"rdb_changes_since_last_save"])
+    return int(info_fields(reply)[b"rdb_changes_since_last_save"])
 
 
 @pytest.mark.parametrize("name", ["redis-7.0", "redis-6.2"])
