@@ -60,10 +60,20 @@ def _lp_int(v: int) -> bytes:
     return b"\xf4" + (v & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
 
 
+# The elements of the 13-bit integers (-4096..4095, index value + 4096), the most common ones in
+# streams (flags, ID deltas, counts): made once.
+_SMALL_INT_ELEMENTS: tuple[bytes, ...] = tuple(
+    _lp_int(v) + _lp_backlen(len(_lp_int(v))) for v in range(-4096, 4096))
+
+
 def lp_element(e: Element) -> bytes:
     """One element: its encoding and its backlen."""
     if isinstance(e, int):
+        if -4096 <= e <= 4095:
+            return _SMALL_INT_ELEMENTS[e + 4096]
         enc = _lp_int(e)
+    elif e and not (48 <= e[0] <= 57 or e[0] == 45) and len(e) < 64:
+        return bytes((0x80 | len(e),)) + e + bytes((len(e) + 1,))  # a 6-bit length string: not an integer
     else:
         as_int = as_listpack_int(e)
         if as_int is not None:

@@ -24,16 +24,18 @@ def _slot(h: int) -> int:
     return ((h >> 8) - h * 5) & 0xFFFF
 
 
-def _literal(out: bytearray, op: int, lit: int, byte: int) -> tuple[int, int]:
-    """Append one literal byte at ``op`` to the open run of ``lit`` bytes; a full run is closed
-    and the next run's control byte reserved. Returns the new (op, lit)."""
-    out[op] = byte
-    op += 1
-    lit += 1
-    if lit == _MAX_LIT:
-        out[op - lit - 1] = lit - 1
-        return op + 1, 0
-    return op, lit
+def _first_difference(data: bytes, a: int, b: int, lo: int, hi: int) -> int:
+    """The least k in [lo, hi) with ``data[a + k] != data[b + k]``; ``hi`` when there is none and
+    ``lo`` when the range is empty. Compares slices, then bytes within the first unequal one."""
+    k = lo
+    while k < hi:
+        step = min(hi - k, 32)
+        if data[a + k:a + k + step] != data[b + k:b + k + step]:
+            while data[a + k] == data[b + k]:
+                k += 1
+            return k
+        k += step
+    return max(k, lo)
 
 
 def compress(data: bytes, out_len: int) -> bytes | None:
@@ -50,29 +52,25 @@ def compress(data: bytes, out_len: int) -> bytes | None:
     h = (data[0] << 8 | data[1]) if n > 1 else 0
     while ip < end:
         h = ((h << 8) | data[ip + 2]) & _MASK32
-        slot = _slot(h)
+        slot = ((h >> 8) - h * 5) & 0xFFFF
         ref = table.get(slot, 0)
         table[slot] = ip
         off = ip - ref - 1
         if (ref > 0 and off < _MAX_OFF and data[ref + 2] == data[ip + 2]
                 and data[ref] == data[ip] and data[ref + 1] == data[ip + 1]):
-            length = 2
-            maxlen = min(n - ip - length, _MAX_REF)
+            maxlen = min(n - ip - 2, _MAX_REF)
             if op + 4 >= out_len and op - (lit == 0) + 4 >= out_len:
                 return None
             out[op - lit - 1] = (lit - 1) & 0xFF  # close the literal run
             op -= lit == 0  # no literal: drop its control byte
-            extend = True
-            if maxlen > 16:  # the unrolled first 16 comparisons, which do not look at maxlen
-                for _ in range(16):
-                    length += 1
-                    if data[ref + length] != data[ip + length]:
-                        extend = False
-                        break
-            if extend:
-                length += 1
-                while length < maxlen and data[ref + length] == data[ip + length]:
-                    length += 1
+            # The match's length as liblzf counts it: above 16 it compares bytes 3..18 without
+            # looking at maxlen, then goes on from 19 while below maxlen; else from 3 below maxlen.
+            if maxlen > 16:
+                length = _first_difference(data, ref, ip, 3, 19)
+                if length == 19:
+                    length = _first_difference(data, ref, ip, 19, maxlen)
+            else:
+                length = _first_difference(data, ref, ip, 3, maxlen)
             length -= 2
             ip += 1
             if length < 7:
@@ -97,12 +95,24 @@ def compress(data: bytes, out_len: int) -> bytes | None:
         else:
             if op >= out_len:
                 return None
-            op, lit = _literal(out, op, lit, data[ip])
+            out[op] = data[ip]  # a literal byte; a full run is closed and the next one's control byte kept
+            op += 1
+            lit += 1
+            if lit == _MAX_LIT:
+                out[op - lit - 1] = lit - 1
+                op += 1
+                lit = 0
             ip += 1
     if op + 3 > out_len:
         return None
     for byte in data[ip:]:
-        op, lit = _literal(out, op, lit, byte)
+        out[op] = byte
+        op += 1
+        lit += 1
+        if lit == _MAX_LIT:
+            out[op - lit - 1] = lit - 1
+            op += 1
+            lit = 0
     out[op - lit - 1] = (lit - 1) & 0xFF
     op -= lit == 0
     return bytes(out[:op])
@@ -141,8 +151,10 @@ def decompress(data: bytes, size: int) -> bytes:
         start = len(out) - back
         if start < 0 or len(out) + length > size:
             raise LzfError("back-reference out of range")
-        for k in range(length):  # byte by byte: a reference may overlap what it writes
-            out.append(out[start + k])
+        if back >= length:
+            out += out[start:start + length]
+        else:  # the reference overlaps what it writes: its last ``back`` bytes repeat
+            out += (out[start:] * (length // back + 1))[:length]
     if len(out) != size:
         raise LzfError("decoded length differs")
     return bytes(out)
