@@ -29,7 +29,7 @@ from setuptools.command.build_ext import build_ext
 COMPILED = ("protocol", "streams", "xcommands", "core", "generic", "api", "clock", "tracking", "connection",
             "strings", "lists", "pubsub", "keyspace", "expiry", "notify", "values", "scripting", "hashes", "zsets",
             "../spec/lua",  # spec/lua.py (xspec.spec.lua): redis.call's bridge, shared with the model
-            "propagation", "replication",
+            "propagation", "replication", "replica_link",
             # the snapshot a full sync sends and loads: RDB records, listpacks, LZF, the checksum
             "../spec/rdb", "../spec/listpack_codec", "../spec/lzf", "../spec/crc64")
 

@@ -16,21 +16,23 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from xspec.reference.api import POSTPONED, Encoded, PreRendered
 from xspec.reference.core import Client, Core
 from xspec.reference.protocol import (
     BULK_HEADERS,
+    BULK_TYPE,
     ENCODERS,
     FAST_SCAN,
+    INT_TYPE,
     RequestError,
     encode_into,
     parse_fast_scan,
     parse_fast_split,
     parse_requests,
 )
-from xspec.spec.resp import OK, Bulk, Int, Reply, encode
+from xspec.spec.resp import OK, Reply, encode
 
 MAX_CLIENTS_REACHED = b"-ERR max number of clients reached\r\n"
 DENIED = (
@@ -45,9 +47,9 @@ DENIED = (
     b"manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an "
     b"authentication password for the default user. NOTE: You only need to do one of the above things in "
     b"order for the server to start accepting connections from the outside.\r\n")
-TURN_COMMANDS = 512  # commands of one client per loop turn (about 20 KB of small pipelined commands)
-TURN_REPLY_PIECES = 16384  # reply pieces (bulk strings, headers) of one client per loop turn
-TURN_INPUT = 65536  # a read this large pauses reading until the next loop turn
+TURN_COMMANDS: Final = 512  # commands of one client per loop turn (about 20 KB of small pipelined commands)
+TURN_REPLY_PIECES: Final = 16384  # reply pieces (bulk strings, headers) of one client per loop turn
+TURN_INPUT: Final = 65536  # a read this large pauses reading until the next loop turn
 OUTPUT_HIGH_WATER = 1 << 20  # unsent reply bytes past which a client's commands wait (pause_writing)
 OUTPUT_LOW_WATER = 1 << 18  # ... until they are down to this (resume_writing)
 
@@ -396,13 +398,13 @@ class ClientConnection:
                     if r is POSTPONED:  # CLIENT PAUSE: this command and the rest wait for resume()
                         return n - 1
                     self._skip_reply(c)
-                elif t is Bulk:  # the commonest replies, encoded here (as encode_into does)
+                elif t is BULK_TYPE:  # the commonest replies, encoded here (as encode_into does)
                     v = r.value
                     try:
                         out += (bulk_headers[len(v)], v, b"\r\n")  # no formatting: the header is made
                     except IndexError:
                         out.append(b"$%d\r\n%b\r\n" % (len(v), v))
-                elif t is Int:
+                elif t is INT_TYPE:
                     out.append(b":%d\r\n" % r.value)
                 elif r is OK:
                     out.append(b"+OK\r\n")

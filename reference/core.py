@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, MutableMapping
 from errno import EAGAIN
 from time import perf_counter_ns
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from xspec.reference.api import BLOCKED, POSTPONED, Blocked, Encoded, Postponed, PreRendered, ReplyError
 from xspec.reference.clock import Clock, WallClock
@@ -74,6 +74,10 @@ SERVED_DIALECTS = ("redis-7.0", "redis-6.2", "redis-7.2", "redis-7.4", "valkey-8
 
 # MULTI-DIALECT-1: the commands Valkey flags "no-multi" among them.
 _NO_MULTI_IN_VALKEY = frozenset({"multi", "watch"})
+# What _call reads per command, as C statics when compiled (an imported name is a dict lookup per use).
+_NOW_NS: Final = perf_counter_ns
+_BLOCKED: Final = BLOCKED
+_ERROR: Final = Error
 
 
 def _spec(name: str, arity: int, flags: str = "", subs: tuple[tuple[str, int, str], ...] = ()) -> CommandSpec:
@@ -789,7 +793,7 @@ class Core:
         ctx.db = db
         ctx.can_block = can_block
         ctx.spec = spec
-        started = perf_counter_ns()
+        started = _NOW_NS()
         propagation = self.propagation
         dirty = self.dirty
         token: Any = None
@@ -813,10 +817,10 @@ class Core:
         known = self.command_stats.get(stat_name) if stat_name else None
         stat = known if known is not None else self.command_stat(spec)
         # STATS-2: every call; STATS-DIALECT-7: 7.2+ counts one that blocks when it is unblocked
-        if r is not BLOCKED or not self.blocked_reexecution:
+        if r is not _BLOCKED or not self.blocked_reexecution:
             stat[0] += 1
-        stat[1] += (perf_counter_ns() - started) // 1000
-        if type(r) is Error:  # STATS-2: the command's own error reply makes it a failed call
+        stat[1] += (_NOW_NS() - started) // 1000
+        if type(r) is _ERROR:  # STATS-2: the command's own error reply makes it a failed call
             self.count_error(r.text)
             stat[3] += 1
         elif self.failing:  # STATS-9
@@ -824,7 +828,7 @@ class Core:
         self.failing = False
         if c.tracking and readonly:
             self.tracking.remember(c, spec, argv)  # call()'s trackingRememberKeys, whatever the reply
-        if r is BLOCKED:
+        if r is _BLOCKED:
             return None
         return r  # type: ignore[return-value]
 

@@ -9,7 +9,7 @@ answers in insertion order, one of the orders a real server may give.
 from __future__ import annotations
 
 import random
-from typing import ClassVar
+from typing import ClassVar, Final
 
 from xspec.reference.api import ReplyError
 from xspec.reference.core import Context
@@ -43,9 +43,12 @@ class RefHash(dict[bytes, bytes]):
         self.encoding = "listpack"
 
 
+_LIMIT_NAMES: Final = {what: (f"hash-max-listpack-{what}", f"hash-max-ziplist-{what}") for what in ("value", "entries")}
+
+
 def _limit(ctx: Context, what: str, default: int) -> int:
     config = ctx.core.config
-    for name in (f"hash-max-listpack-{what}", f"hash-max-ziplist-{what}"):
+    for name in _LIMIT_NAMES[what]:
         if name in config:
             return int(config[name])
     return default

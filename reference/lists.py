@@ -15,7 +15,7 @@ from typing import TypeVar
 from xspec.reference.api import Blocked, ReplyError
 from xspec.reference.core import Context
 from xspec.reference.notify import notify_keyspace_event, notify_new
-from xspec.reference.values import handler_table, int_reply, value_at
+from xspec.reference.values import bulk_reply, handler_table, int_reply, value_at
 from xspec.spec import commands as table
 from xspec.spec.errors import (
     COUNT_NOT_POSITIVE,
@@ -126,7 +126,7 @@ def _pop(ctx: Context, left: bool, name: str) -> Reply:
     _popped(ctx, key, left, not lst)
     ctx.modified(key)  # LIST-4
     ctx.changed(n)
-    return Bulk(out[0]) if count is None else Array(tuple(map(Bulk, out)))
+    return bulk_reply(out[0]) if count is None else Array(tuple(map(Bulk, out)))
 
 
 @_handler("lpop")

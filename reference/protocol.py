@@ -375,9 +375,13 @@ _Encoder = Callable[[Any, list[bytes]], None]
 
 
 # Headers of short bulk strings and arrays, made once: most replies are built from them.
+# The commonest replies' classes as C statics when compiled (an imported name is a dict lookup per use).
+BULK_TYPE: Final = Bulk
+INT_TYPE: Final = Int
+
 _TABLED = 4096
-BULK_HEADERS = [b"$%d\r\n" % n for n in range(_TABLED)]
-_ARRAY_HEADERS = [b"*%d\r\n" % n for n in range(_TABLED)]
+BULK_HEADERS: Final = [b"$%d\r\n" % n for n in range(_TABLED)]  # Final: a C static, compiled
+_ARRAY_HEADERS: Final = [b"*%d\r\n" % n for n in range(_TABLED)]
 
 
 def _bulk(r: Bulk, out: list[bytes]) -> None:
@@ -536,7 +540,7 @@ def _verbatim_as_bulk(r: Verbatim, out: list[bytes]) -> None:
     out.append(b"$%d\r\n%b\r\n" % (len(r.text), r.text))
 
 
-ENCODERS: dict[int, dict[type, _Encoder]] = {2: _make_encoders(2), 3: _make_encoders(3)}
+ENCODERS: Final[dict[int, dict[type, _Encoder]]] = {2: _make_encoders(2), 3: _make_encoders(3)}
 
 
 def encode_reply(reply: Reply | Encoded, proto: int) -> bytes:

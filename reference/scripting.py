@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from xspec.reference.api import PreRendered, ReplyError
-from xspec.reference.core import Client, Context, Core
+from xspec.reference.core import Client, Context, Core, FastCommand
 from xspec.reference.protocol import decoded
 from xspec.spec.commands import NOT_INTEGER, CommandSpec
 from xspec.spec.errors import subcommand_syntax
@@ -94,6 +94,7 @@ class _ScriptClient:
         self.client.ctx.core = ctx.core
         self.client.db = ctx.client.db
         self.known: dict[bytes, CommandSpec] = {}  # redis.call's first argument, as sent -> its entry
+        self.plain: dict[int, FastCommand] = {}  # id of a remembered entry -> its handler and names
 
     def lookup(self, argv: list[bytes]) -> CommandSpec | None:
         name = argv[0]
@@ -105,7 +106,10 @@ class _ScriptClient:
         # function of the name as sent (bounded, so that random names cannot grow it without end).
         if (spec is not None and not spec.subcommands and spec.container is None and len(self.known) < 1024
                 and len(name) <= 32):
-            self.known[name] = spec
+            handler = self.core.handler_for(spec)
+            if handler is not None:
+                self.known[name] = spec
+                self.plain[id(spec)] = FastCommand(spec, handler)
         return spec
 
     def execute(self, spec: CommandSpec, argv: list[bytes]) -> Reply:
@@ -114,11 +118,14 @@ class _ScriptClient:
         client.proto = run_state.resp if run_state is not None else 2
         core = self.core
         propagation = core.propagation
-        if propagation is None:
-            reply = core.run(client, argv, spec, False)  # SCRIPT-10: a script's client never blocks
+        pending = 0 if propagation is None else len(propagation.pending)
+        plain = self.plain.get(id(spec))
+        if plain is not None:  # Core.run with what it reads off the entry read once (SCRIPT-10: never blocks)
+            name = plain.name
+            reply = core._call(client, argv, spec, False, plain.handler, name, name, plain.readonly)
         else:
-            pending = len(propagation.pending)
-            reply = core.run(client, argv, spec, False)
+            reply = core.run(client, argv, spec, False)  # SCRIPT-10: a script's client never blocks
+        if propagation is not None:
             if run_state is not None and run_state.repl == 0:
                 del propagation.pending[pending:]  # redis.set_repl(redis.REPL_NONE)
         kind = type(reply)

@@ -16,7 +16,7 @@ from xspec.reference.core import Context
 from xspec.reference.expiry import deletion_word, invalid_expire, look, past_expiry_event, propagate_as
 from xspec.reference.keyspace import SELF_EXPIRING, expire_if_needed, store
 from xspec.reference.notify import notify_keyspace_event, notify_new
-from xspec.reference.values import handler_table, integer
+from xspec.reference.values import bulk_reply, handler_table, int_reply, integer
 from xspec.spec import commands as table
 from xspec.spec.floats import round_long_double, string2ld
 from xspec.spec.ids import I64_MAX, I64_MIN, c_string
@@ -195,7 +195,7 @@ def get(ctx: Context) -> Reply:
         return NULL_BULK
     if type(v) is not bytes:
         raise ReplyError(table.WRONGTYPE)  # STRING-1
-    return Bulk(v)  # GET-1
+    return bulk_reply(v)  # GET-1
 
 
 @_handler("getdel")
@@ -306,7 +306,7 @@ def _add(ctx: Context, delta: int) -> Reply:
     ctx.modified(key)
     notify_keyspace_event(ctx, "$", "incrby", key)  # NOTIFY-1
     ctx.changed()
-    return Int(total)
+    return int_reply(total)
 
 
 @_handler("incr")

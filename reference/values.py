@@ -10,7 +10,7 @@ from typing import Any, Final, TypeVar
 from xspec.reference.api import ReplyError
 from xspec.spec import commands as table
 from xspec.spec.ids import I64_MAX, c_string, string2ll
-from xspec.spec.resp import Int
+from xspec.spec.resp import Bulk, Int
 
 Handler = Callable[[Any], Any]
 H = TypeVar("H", bound=Handler)
@@ -40,13 +40,29 @@ def value_at(db: Mapping[bytes, Any], key: bytes, kind: type[V]) -> V | None:
 
 
 _SMALL_INTS: Final = tuple(Int(n) for n in range(1024))
+# The reply classes and slot setters in statics: building a reply with them skips the interpreted __init__
+# spec/resp.py gives them (about half a short command's handler, compiled). tests/test_reference_values_fast.py
+_NEW: Final = object.__new__
+_INT: Final = Int
+_SET_INT: Final = Int.__dict__["value"].__set__
+_BULK: Final = Bulk
+_SET_BULK: Final = Bulk.__dict__["value"].__set__
 
 
 def int_reply(n: int) -> Int:
     """``Int(n)``, the small ones made once (a reply object costs as much as a short command's parsing)."""
     if 0 <= n < 1024:
         return _SMALL_INTS[n]
-    return Int(n)
+    reply: Int = _NEW(_INT)
+    _SET_INT(reply, n)
+    return reply
+
+
+def bulk_reply(value: bytes) -> Bulk:
+    """``Bulk(value)``, built without its interpreted constructor."""
+    reply: Bulk = _NEW(_BULK)
+    _SET_BULK(reply, value)
+    return reply
 
 
 def integer(arg: bytes, error: str = table.NOT_INTEGER) -> int:

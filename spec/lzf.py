@@ -24,6 +24,19 @@ def _slot(h: int) -> int:
     return ((h >> 8) - h * 5) & 0xFFFF
 
 
+def _literal(out: bytearray, op: int, lit: int, byte: int) -> tuple[int, int]:
+    """Append one literal byte at ``op`` to the open run of ``lit`` bytes; a full run is closed
+    and the next run's control byte reserved. Returns the new (op, lit). (The main loop does the
+    same inline: it runs for every byte that starts no match.)"""
+    out[op] = byte
+    op += 1
+    lit += 1
+    if lit == _MAX_LIT:
+        out[op - lit - 1] = lit - 1
+        return op + 1, 0
+    return op, lit
+
+
 def _first_difference(data: bytes, a: int, b: int, lo: int, hi: int) -> int:
     """The least k in [lo, hi) with ``data[a + k] != data[b + k]``; ``hi`` when there is none and
     ``lo`` when the range is empty. Compares slices, then bytes within the first unequal one."""
@@ -106,13 +119,7 @@ def compress(data: bytes, out_len: int) -> bytes | None:
     if op + 3 > out_len:
         return None
     for byte in data[ip:]:
-        out[op] = byte
-        op += 1
-        lit += 1
-        if lit == _MAX_LIT:
-            out[op - lit - 1] = lit - 1
-            op += 1
-            lit = 0
+        op, lit = _literal(out, op, lit, byte)
     out[op - lit - 1] = (lit - 1) & 0xFF
     op -= lit == 0
     return bytes(out[:op])
