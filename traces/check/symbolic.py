@@ -103,6 +103,9 @@ class Zone:
         self.choose: Chooser = _no_chooser
         # The reply the command being run should give: its IDs hint Time.id_ms's choices.
         self.expected: Any = None
+        # Set by the checker when the command's reply shows the ID it makes (an answered XADD):
+        # then only the hinted values of Time.id_ms can succeed, and no other is tried.
+        self.ids_shown = False
 
     # -- snapshots ------------------------------------------------------------------
     def snapshot(self) -> tuple[Any, ...]:
@@ -509,6 +512,14 @@ class Time:
                 return value
         else:
             candidates = [h for h in id_hints(expected) if low <= h <= high]
+            if zone.ids_shown:
+                # The command's one ID: any other value makes an ID the reply does not show, and that
+                # branch fails at the reply, so leaving it untried loses no execution.
+                zone.ids_shown = False
+                value = candidates[zone.choose(len(candidates), True)] if len(candidates) > 1 else \
+                    candidates[0] if candidates else low
+                zone.add_eq(self.pos, self.neg, value - self.c)
+                return value
         complete = True
         v = low
         while v <= high:
@@ -725,6 +736,7 @@ class SymbolicClock:
         self.hi = hi
         self.expected = expected
         self.zone.expected = expected
+        self.zone.ids_shown = False
 
     def now_ms(self) -> Time:
         return Time(self.zone.new_reading(self.lo, self.hi), 0, 0, self.zone)
