@@ -460,6 +460,29 @@ _PARSERS.update({"min-replicas-to-write": _parse_integer, "min-replicas-max-lag"
                  "repl-backlog-size": _parse_memory, "replica-priority": _parse_integer})
 
 
+def _parse_between(low: int, high: int) -> Callable[[bytes], int]:
+    """An integer setting within Redis's bounds (``createIntConfig``)."""
+    def parse(value: bytes) -> int:
+        v = parse_ll(value)
+        if v is None:
+            raise ValueError(CONFIG_NOT_INTEGER)
+        if not low <= v <= high:
+            raise ValueError(CONFIG_RANGE.format(low, high))
+        return v
+    return parse
+
+
+# CONFIG-DIALECT-3: Redis's testing knobs, settable by name. The model keeps them for CONFIG GET only:
+# how long a child takes is a step the checker places (FORK-2), whatever delay slows it down.
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+_KNOBS: dict[str, Callable[[bytes], int | str]] = {
+    "rdb-key-save-delay": _parse_between(_INT_MIN, _INT_MAX), "key-load-delay": _parse_between(_INT_MIN, _INT_MAX),
+    "watchdog-period": _parse_between(0, _INT_MAX),
+    "loading-process-events-interval-bytes": _parse_between(1024, _INT_MAX), "use-exit-on-panic": _parse_yes_no}
+_SETTABLE = (*_SETTABLE, *_KNOBS)
+_PARSERS.update(_KNOBS)
+
+
 @command("config|set")
 def config_set(call: Call) -> Reply:
     argv = call.argv

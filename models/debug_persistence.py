@@ -21,6 +21,7 @@ from typing import Any
 from xspec.models import debug as _plain_debug
 from xspec.models.persistence import AppendOnlyFile, Snapshot, load_snapshot, take_snapshot
 from xspec.models.server import AFTER_COMMAND, HANDLERS, Call, CommandError, HandlerResult, Outcome, Server
+from xspec.spec.errors import config_invalid_argument, config_set_failed
 from xspec.spec.ids import c_string
 from xspec.spec.resp import OK, Reply
 
@@ -44,7 +45,7 @@ def debug_reload(call: Call) -> Reply:
     server = call.server
     snapshot = take_snapshot(server.dbs, server.dialect.rdb_version)  # RDB-1, RDB-4
     server.stats.saved()  # STATS-4: rdbSave zeroes the changes counter
-    now = call.now()
+    now = server.clock.now_ms()  # rdbLoad's own reading, not the command's snapshot (7.2+, Valkey)
     for db, loaded in zip(server.dbs, load_snapshot(snapshot), strict=True):
         db.clear()
         db.update(loaded)
@@ -88,8 +89,10 @@ def track_aof(server: Server, client: Any, out: Outcome) -> None:
         return
     deployment = deployment_of(node)
     if node.aof is None or getattr(node, "aof_stopped", False):
-        node.aof_stopped = False
         started = node.aof is None and node.config.get("appendonly") == "yes"  # not CONFIG SET appendonly yes
+        if node.aof is None and not started and node.rewrite_scheduled:
+            return  # AOF-SCHEDULE-1: waiting for its first rewrite, whose base holds these writes
+        node.aof_stopped = False
         if out.propagated or (started and server.dialect.aof_single_file):
             # the first command of a server started with appendonly yes: the base is empty
             empty: list[dict[bytes, Any]] = [{} for _ in server.dbs]
@@ -134,7 +137,7 @@ def debug_loadaof(call: Call) -> Reply:
     stats = copy.deepcopy(server.stats)  # the replay runs no command of a client: nothing counts
     _empty_data(server)
     if isinstance(node.aof.base, Snapshot):
-        call.now()  # DEBUG-LOADAOF-1: loading the RDB preamble reads the clock once
+        server.clock.now_ms()  # DEBUG-LOADAOF-1: loading the RDB preamble reads the clock once (its own)
     deployment_of(node)._load_aof(node)  # DEBUG-LOADAOF-1: base, then the units
     server.stats = stats
     server.stats.saved()  # DEBUG-LOADAOF-2: the changes counter is zero
@@ -150,5 +153,44 @@ def debug(call: Call) -> HandlerResult:
     return _OTHER_DEBUG(call)
 
 
+def config_set(call: Call) -> HandlerResult:
+    """``CONFIG SET appendonly yes|no`` alone: ``startAppendOnly`` and ``stopAppendOnly`` (AOF-SCHEDULE-1);
+    every other CONFIG SET is admin.py's."""
+    argv = call.argv
+    if len(argv) != 4 or c_string(argv[2]).lower() != b"appendonly":
+        return _OTHER_CONFIG_SET(call)
+    from xspec.models.replication import deployment_of, node_of, setting
+    server = call.server
+    value = c_string(argv[3]).lower()
+    if value not in (b"yes", b"no"):
+        if not server.dialect.subcommand_table:  # CONFIG-DIALECT-1
+            raise CommandError(config_invalid_argument(argv[3], argv[2], YES_NO))
+        raise CommandError(config_set_failed(b"appendonly", YES_NO))  # CONFIG-7
+    was = setting(server, "appendonly")
+    server.config["appendonly"] = value.decode()  # CONFIG-8
+    if was == value.decode():
+        return OK
+    node = node_of(server)
+    deployment = deployment_of(node)
+    if value == b"no":  # stopAppendOnly: a rewrite's child killed, none scheduled
+        if node.aof is not None and node.aof.rewriting is not None:
+            node.aof.rewriting = None
+        node.rewrite_scheduled = False
+        return OK
+    child = deployment.child_of(node)
+    if child == "rdb" or (call.in_exec and server.dialect.exec_schedules_children):
+        node.rewrite_scheduled = True  # AOF-SCHEDULE-1: the cron's ``start-rewrite`` once no child runs
+        return OK
+    if child == "aof" and node.aof is not None:
+        node.aof.rewriting = None  # AOF-SCHEDULE-1: the old rewrite's child is killed, a new one starts
+    deployment.rewrite_aof(node, finished=False)  # AOF-5, AOF-7: done at the ``rewrite`` step
+    node.rewrite_scheduled = False  # FORK-2: rewriteAppendOnlyFileBackground clears it
+    node.aof_stopped = False  # type: ignore[attr-defined]  # as track_aof keeps it
+    return OK
+
+
+YES_NO = "argument must be 'yes' or 'no'"
+_OTHER_CONFIG_SET = HANDLERS["config|set"]
 HANDLERS["debug"] = debug
+HANDLERS["config|set"] = config_set
 AFTER_COMMAND.append(track_aof)

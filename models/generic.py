@@ -336,22 +336,52 @@ def scan(call: Call) -> Reply:
     # depend on its hash seed (spec/rules/environment.md ENV-SCAN).
     if type_filter is None or dialect.scan_type_known_names:
         found = matching_keys(call.db, pattern, type_filter, type_name)
+        skipped = _unvisited(call, found)
         if getattr(call.db, "expires", None):  # SCAN-4: expired keys are deleted and left out
-            found = [k for k in found if not call.expire_if_needed(k.value)]
-        return Array((Bulk(b"0"), Array(tuple(found))))
-    return Array((Bulk(b"0"), Array(tuple(_scan_type_lookups(call, pattern, type_filter)))))
+            found = [k for k in found if k.value not in skipped and not call.expire_if_needed(k.value)]
+        return Array((_cursor(skipped), Array(tuple(found))))
+    matching = matching_keys(call.db, pattern, None, type_name)
+    skipped = _unvisited(call, matching)
+    return Array((_cursor(skipped), Array(tuple(_scan_type_lookups(call, matching, skipped, type_filter)))))
+
+
+# SCAN-6: at most this many expired keys are each a choice of the checker (2^n branches); with more, the
+# model takes the call to have visited every one (a whole iteration).
+SCAN_VISIT_CHOICES = 6
+
+
+def _unvisited(call: Call, keys: list[Bulk]) -> set[bytes]:
+    """SCAN-6: the expired keys among ``keys`` the call did not visit, so did not expire. A real call that
+    returns early visited part of the table (ENV-SCAN); under the checker the model asks its chooser, key
+    by key, whether the call visited it (first: yes). Without a chooser every key was visited."""
+    choose = call.server.chooser
+    if choose is None or not getattr(call.db, "expires", None):
+        return set()
+    dbid = call.client.db
+    expired = [k.value for k in keys if call.server.key_is_expired(dbid, k.value)]
+    if len(expired) > SCAN_VISIT_CHOICES:
+        return set()
+    return {key for key in expired if choose(2) == 1}
+
+
+def _cursor(skipped: set[bytes]) -> Bulk:
+    """SCAN-6: a call that left a key unvisited did not walk the whole table: its cursor is not 0 (the
+    model's ``1`` stands for any; ENV-SCAN)."""
+    return Bulk(b"1" if skipped else b"0")
 
 
 # SCAN-DIALECT-1: the names Valkey's TYPE option knows (no module types are loaded).
 KNOWN_TYPE_NAMES = frozenset({b"string", b"list", b"set", b"zset", b"hash", b"stream"})
 
 
-def _scan_type_lookups(call: Call, pattern: bytes | None, type_filter: bytes) -> list[Bulk]:
-    """Redis's TYPE filter: a read lookup of each key passing MATCH, which expires it first (SCAN-4)."""
+def _scan_type_lookups(call: Call, matching: list[Bulk], skipped: set[bytes], type_filter: bytes) -> list[Bulk]:
+    """Redis's TYPE filter: a read lookup of each visited key passing MATCH, which expires it first (SCAN-4)."""
     wanted = c_string(type_filter).lower()
     server, dbid = call.server, call.client.db
     found = []
-    for k in matching_keys(call.db, pattern, None, type_name):
+    for k in matching:
+        if k.value in skipped:  # SCAN-6: not visited
+            continue
         if getattr(call.db, "expires", None) and call.expire_if_needed(k.value):  # SCAN-4: whatever its type
             kept = any(d == dbid and key == k.value for d, key, _, _ in server.expired_aside)
             # SCAN-5: deleted, the key is no longer expired the second time and passes TYPE none

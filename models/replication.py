@@ -185,6 +185,9 @@ class Link:
 
     ``phase``: ``wait-bgsave`` (a full sync waits for its snapshot), ``transfer`` (the
     snapshot is on its way; the stream after it is buffered), ``online``.
+    ``child``: the primary's RDB child writing that snapshot still runs (the primary shows the
+    replica ``wait_bgsave``, REPL-19); ``bulk``: a disk-based snapshot's file is being sent (``send_bulk``);
+    ``disk``: the snapshot goes through a file, which the replica gets only after the child (REPL-19).
     ``pending`` is what the primary sent and the replica has not applied, with end offsets.
     """
 
@@ -200,12 +203,22 @@ class Link:
     sync: tuple[str, str, int] | None = None  # ("full"|"partial", replid, offset) of the handshake
     fed: int = 0  # commands put on the link since the handshake
     applied: int = 0  # of those, applied by the replica
+    child: bool = False
+    bulk: bool = False
+    disk: bool = False
+
+    @property
+    def replstate(self) -> str:
+        """The replica's state as its primary's INFO shows it (REPL-19)."""
+        if self.phase == "wait-bgsave" or self.child:
+            return "wait_bgsave"
+        return "send_bulk" if self.bulk else "online"
 
     def freeze(self) -> tuple[Any, ...]:
         return (self.primary, self.replica, self.phase, self.held,
                 tuple((e, tuple(a)) for e, a in self.pending),
                 None if self.snapshot is None else self.snapshot.freeze(), self.ack, tuple(self.getacks),
-                self.sync, self.fack)
+                self.sync, self.fack, self.child, self.bulk, self.disk)
 
 
 @dataclass
@@ -243,6 +256,9 @@ class Node:
     rewrite_scheduled: bool = False  # FORK-2: ``aof_rewrite_scheduled``
     bgsave_scheduled: bool = False  # FORK-2: ``rdb_bgsave_scheduled``
     rewrite_failures: int = 0  # AOF-LIMIT-1: ``aof_rewrites_consecutive_failures``
+    # REPL-19: the running RDB child writes a full sync's snapshot: to a file (``disk``) or to the
+    # replicas' sockets (``socket``); None: no child, or a BGSAVE's
+    sync_target: str | None = None
 
     @property
     def is_replica(self) -> bool:
@@ -261,7 +277,8 @@ class Node:
                 None if self.failover is None else self.failover.freeze(), self.getack_requested, self.good,
                 self.dirty, self.fsynced,
                 (None if self.bgsave_child is None else self.bgsave_child.freeze(), self.bgsave_dirty,
-                 self.bgsave_killed, self.rewrite_scheduled, self.bgsave_scheduled, self.rewrite_failures))
+                 self.bgsave_killed, self.rewrite_scheduled, self.bgsave_scheduled, self.rewrite_failures,
+                 self.sync_target))
 
 
 @dataclass
@@ -621,7 +638,7 @@ class Deployment:
             if node.failover is not None and node.failover.state == "waiting-for-sync" \
                     and node.failover.end is not None and not node.failover.idle:
                 out.append(("failover", node.name))  # FAILOVER-6: the cron checks the timeout
-            if any(link.phase == "wait-bgsave" for link in self.replicas_of(node)):
+            if self.can_fork(node):
                 out.append(("fork", node.name))
             if not node.is_replica and int(setting(node.server, "min-replicas-to-write")) and \
                     node.good != self.good_replicas(node):
@@ -634,15 +651,18 @@ class Deployment:
                 out.append(("bgsave", node.name))  # RDB-7: a save point's condition is met in the cron
             if child == "aof":
                 out.append(("rewrite", node.name))  # AOF-7: the rewrite's child exits, its base takes over
+            if any(link.bulk for link in self.replicas_of(node)):
+                out.append(("bulk-sent", node.name))  # REPL-19: the file's last byte is written to the replica
             out.extend((kind, node.name) for kind in self._fork_steps(node, child))
         for link in self.links.values():
             primary, replica = self.nodes[link.primary], self.nodes[link.replica]
             if link.held or primary.paused or replica.paused or not replica.up or not primary.up:
                 continue
             if link.phase == "transfer":
-                out.append(("load", link.replica))
+                if self.can_load(link):
+                    out.append(("load", link.replica))
             elif link.phase == "online":
-                if link.pending:
+                if link.pending and not link.child:  # REPL-19: the stream is held until the child is reaped
                     out.append(("apply", link.replica))
                 if link.getacks:
                     out.append(("getack", link.replica))
@@ -666,6 +686,10 @@ class Deployment:
             return self.fork(name)
         if kind == "load":
             return self.load(name)
+        if kind == "bulk-sent":
+            for link in self.replicas_of(self.nodes[name]):
+                link.bulk = False  # REPL-19: sendBulkToSlave's end puts the replica online
+            return Outcome(None)
         if kind == "apply":
             return self.apply(name)
         if kind == "ack":
@@ -763,15 +787,36 @@ class Deployment:
         b = primary.backlog
         return b is not None and b.first <= psync_offset <= b.first + b.histlen
 
+    def can_fork(self, node: Node) -> bool:
+        """A full sync's child may start: a replica waits for one and no child runs (REPL-19, FORK-1)."""
+        return self.child_of(node) is None and any(link.phase == "wait-bgsave" for link in self.replicas_of(node))
+
+    def can_load(self, link: Link) -> bool:
+        """The replica may have its whole snapshot: a disk-based one only once the child wrote the file
+        and the primary sent it; a diskless one as soon as the child streamed it (REPL-19)."""
+        return link.phase == "transfer" and not (link.disk and (link.child or link.bulk))
+
     def fork(self, name: str) -> Outcome:
-        """The primary's snapshot for the replicas waiting for one (``+FULLRESYNC replid offset``, REPL-5)."""
+        """The primary's RDB child for the replicas waiting for a snapshot; each gets ``+FULLRESYNC replid
+        offset`` at the fork (REPL-5, REPL-19). The child counts as the node's RDB child (FORK-1) until the
+        cron reaps it (``bgsave-done``); a disk-based one also writes the node's RDB file then."""
         primary = self.nodes[name]
         snap = take_snapshot(primary.server.dbs, self._rdb_version(primary), primary.replid, primary.offset)
+        disk = setting(primary.server, "repl-diskless-sync") != "yes"
+        if disk:
+            self.start_bgsave(primary)  # the file rdbSaveBackground writes for the replicas
+        else:
+            primary.bgsave_child = snap
+        primary.sync_target = "disk" if disk else "socket"
         for link in self.replicas_of(primary):
             if link.phase == "wait-bgsave":
                 link.phase = "transfer"
                 link.snapshot = snap
                 link.sync = ("full", primary.replid, primary.offset)
+                link.child, link.bulk, link.disk = True, False, disk
+                replica = self.nodes[link.replica]
+                if replica.server.dialect.full_sync_forgets_cached_master:
+                    replica.cached = None  # REPL-DIALECT-6: at +FULLRESYNC
         primary.server.repl_db = -1  # REPL-5: the stream after a full sync starts with a SELECT
         return Outcome(None)
 
@@ -797,8 +842,9 @@ class Deployment:
         replica.offset = snap.offset
         replica.backlog = new_backlog(replica, snap.offset + 1)
         replica.cached = None
+        no_persistence = not setting(replica.server, "save").strip() and not _aof_on(replica)
         if setting(replica.server, "repl-diskless-load") == "disabled" and \
-                setting(replica.server, "rdb-del-sync-files") == "no":
+                not (setting(replica.server, "rdb-del-sync-files") == "yes" and no_persistence):
             replica.rdb = snap  # RDB-6: the synchronisation's file stays on disk
         server.close(MASTER_CLIENT)
         server.client(MASTER_CLIENT)
@@ -1057,7 +1103,15 @@ class Deployment:
         """One of :data:`FORK_STEPS` (``auto-rewrite``: AOF-AUTO-1's rewrite, which a checker is told of)."""
         if kind == "bgsave-done":  # FORK-2: backgroundSaveDoneHandler, then the tick's end
             assert node.bgsave_child is not None
-            if node.bgsave_killed:  # FLUSH-6: a child FLUSHALL stopped leaves the file and the counters alone
+            target, node.sync_target = node.sync_target, None
+            for link in self.replicas_of(node):
+                if link.child and node.bgsave_killed:
+                    self._drop_link(link.replica)  # REPL-19: a child FLUSHALL stopped fails its replicas' sync
+                elif link.child:  # REPL-19: updateSlavesWaitingBgsave
+                    link.child, link.bulk = False, link.disk and link.phase == "transfer"
+            if target == "socket":  # REPL-19: a diskless sync's child writes no file
+                node.bgsave_child, node.bgsave_killed = None, False
+            elif node.bgsave_killed:  # FLUSH-6: a child FLUSHALL stopped leaves the file and the counters alone
                 node.bgsave_child, node.bgsave_killed = None, False
             else:
                 node.rdb, node.bgsave_child = node.bgsave_child, None  # RDB-1: the file replaces the old one
@@ -1504,6 +1558,17 @@ def persistence_step(server: Server, kind: str) -> bool:
         else:
             deployment.fork_step(kind, node)  # AOF-AUTO-1
         return True
+    if kind in SYNC_FORKS:
+        # REPL-19: the server forked a full sync's child for replicas this model does not hold
+        # (a server checked on its own): it counts as the RDB child until ``bgsave-done``
+        if deployment.child_of(node) is not None:
+            return False
+        if kind == "sync-fork-disk":
+            deployment.start_bgsave(node)
+        else:
+            node.bgsave_child = deployment._snapshot(node)
+        node.sync_target = SYNC_FORKS[kind]
+        return True
     if kind == "rewrite-failed":
         if deployment.child_of(node) != "aof":
             return False
@@ -1514,6 +1579,9 @@ def persistence_step(server: Server, kind: str) -> bool:
     deployment.step(kind, node.name)
     return True
 
+
+SYNC_FORKS = {"sync-fork-disk": "disk", "sync-fork-socket": "socket"}
+"""``persistence_step``'s kinds for a full sync's fork on a server checked on its own (REPL-19)."""
 
 PERSISTENCE_HOOKS["step"] = persistence_step
 
@@ -1571,6 +1639,11 @@ def info_replication(server: Server) -> str:
         lines += [f"slave_read_repl_offset:{off}", f"slave_repl_offset:{off}"]
         if server.dialect.info_replication_dual_channel:  # REPL-DIALECT-5
             lines += ["replicas_repl_buffer_size:0", "replicas_repl_buffer_peak:0"]
+        if link is not None and link.phase == "transfer":
+            # REPL-19: the transfer's progress as the replica measures it; before the file's length
+            # arrives the size is unknown (-1); the byte counts and the time measure the host
+            lines += ["master_sync_total_bytes:-1", "master_sync_read_bytes:0", "master_sync_left_bytes:-1",
+                      "master_sync_perc:-0.00", "master_sync_last_io_seconds_ago:0"]
         if not online:
             lines.append("master_link_down_since_seconds:-1")
         lines += [f"slave_priority:{cfg.get('replica-priority', '100')}",
@@ -1583,7 +1656,7 @@ def info_replication(server: Server) -> str:
     for i, link in enumerate(links):
         r = deployment.nodes[link.replica]
         host, port = announced(r)
-        state = {"wait-bgsave": "wait_bgsave", "transfer": "send_bulk", "online": "online"}[link.phase]
+        state = link.replstate  # REPL-19
         kind = ",type=replica" if server.dialect.info_replication_dual_channel else ""  # REPL-DIALECT-5
         lines.append(f"slave{i}:ip={host},port={port},state={state},offset={link.ack},lag=0{kind}")
     backlog = node.backlog

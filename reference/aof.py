@@ -138,7 +138,7 @@ class Aof:
         self.fd = -1
         self.selected_db = -1
         self.unsynced = False
-        self.last_fsync = core.now_ms()
+        self.last_fsync = core.clock.now_ms()  # not a reading of the command that turns the AOF on (--checked)
         self.loading = False
         self.propagator = Propagator(self.feed, core.dialect.stream_counters, core.dialect.wraps_transactions_only)
         self.single = core.dialect.aof_single_file  # AOF-SINGLE-1: 6.2's one file
@@ -172,8 +172,8 @@ class Aof:
 
     def feed(self, ops: list[tuple[int, list[bytes]]]) -> None:
         """feedAppendOnlyFile for one call's commands (AOF-1): SELECT where the database changes."""
-        if self.loading or self.fd < 0:
-            return
+        if self.loading or (self.fd < 0 and self.rewrite_buffer is None):
+            return  # AOF-SCHEDULE-1: no file yet (a rewrite waits for another child): the base will hold it
         out = []
         if ops[0][0] < 0 and len(ops) > 1 and 0 <= ops[1][0] != self.selected_db \
                 and not self.core.dialect.select_after_multi:  # PROP-DIALECT-4: 7.0 and 6.2 select before MULTI
@@ -185,13 +185,15 @@ class Aof:
                 self.selected_db = dbid
             out.append(resp_command(argv))
         data = b"".join(out)
+        if self.rewrite_buffer is not None:  # AOF-SINGLE-2: also for the file the child is writing
+            self.rewrite_buffer.append(data)
+        if self.fd < 0:
+            return  # AOF-SCHEDULE-1: 6.2 waiting for its first rewrite fills the rewrite buffer only
         view = memoryview(data)
         while view:
             written = os.write(self.fd, view)
             view = view[written:]
         self.current_size += len(data)  # AOF-INFO-1
-        if self.rewrite_buffer is not None:  # AOF-SINGLE-2: also for the file the child is writing
-            self.rewrite_buffer.append(data)
         self.unsynced = True
         if self.core.config.get("appendfsync", "everysec") == "always":  # AOF-3: on disk before the reply leaves
             server = self.core.server
@@ -699,10 +701,10 @@ def aof_of(core: Core) -> Aof | None:
     return found if isinstance(found, Aof) else None
 
 
-def start_aof(core: Core, at_start: bool) -> None:
+def start_aof(core: Core, at_start: bool, in_exec: bool = False) -> None:
     """appendonly turned on: at start, load the AOF when there is one (AOF-4: never the RDB file, even
     without an AOF), else write a first base (6.2: create an empty file, AOF-SINGLE-1); at run time
-    (CONFIG SET appendonly yes), rewrite at once."""
+    (CONFIG SET appendonly yes), rewrite at once, or once another child is done (AOF-SCHEDULE-1)."""
     p = persistence_of(core)
     aof = Aof(core, p)
     p.aof = aof
@@ -713,6 +715,15 @@ def start_aof(core: Core, at_start: bool) -> None:
             aof.load()
         aof.open_single()
         return
+    if not at_start and (in_exec or (p.child is not None and p.child.kind != "aof")):  # AOF-SCHEDULE-1, FORK-3
+        if aof.single:  # 6.2 opens (creates) its file at once; nothing goes in before the rewrite
+            os.close(os.open(aof.single_path(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+        p.aof_rewrite_scheduled = True
+        p.arm_cron()
+        log.warning("AOF was enabled during a transaction. An AOF background was scheduled to start when possible."
+                    if in_exec else "AOF was enabled but there is already another background operation. An AOF "
+                    "background was scheduled to start when possible.")
+        return
     if at_start and aof.read_manifest():  # AOF-4: the AOF, never the RDB file
         aof.load()
         if not aof.manifest.incr:
@@ -721,6 +732,8 @@ def start_aof(core: Core, at_start: bool) -> None:
             name = aof.manifest.incr[-1][0]
             aof.fd = os.open(os.path.join(aof.dirname(), name), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         return
+    # AOF-5: at run time Redis forks this rewrite (INFO shows it in progress; a DEBUG LOADAOF before it ends
+    # finds no manifest and exits); this server writes the base in the foreground, whole at once.
     aof.start_rewrite(background=False)
     if at_start:  # AOF-INFO-1: 7.0 counts nothing for the first base it writes at start
         aof.current_size = aof.base_size = 0
@@ -743,11 +756,12 @@ def stop_aof(core: Core) -> None:
     core.propagation = None
 
 
-def check_appendonly(core: Core) -> None:
-    """CONFIG SET appendonly took effect: start or stop the AOF to match it."""
+def check_appendonly(core: Core, in_exec: bool = False) -> None:
+    """CONFIG SET appendonly took effect: start or stop the AOF to match it (``in_exec``: inside EXEC, where
+    7.0 and Valkey schedule the first rewrite, FORK-3)."""
     wanted = core.config.get("appendonly", "no") == "yes"
     if wanted and aof_of(core) is None:
-        start_aof(core, at_start=False)
+        start_aof(core, at_start=False, in_exec=in_exec)
     elif not wanted and aof_of(core) is not None:
         stop_aof(core)
 
@@ -975,7 +989,7 @@ def add_persistence(handlers: dict[str, Any]) -> None:
     if config_set is not None:
         def config_set_then_aof(ctx: Context) -> Any:
             reply = config_set(ctx)
-            check_appendonly(ctx.core)
+            check_appendonly(ctx.core, ctx.client.in_multi and ctx.core.dialect.exec_schedules_children)
             return reply
 
         handlers["config|set"] = config_set_then_aof

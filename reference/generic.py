@@ -1282,6 +1282,13 @@ _CONFIG_PARSERS: dict[str, Callable[[bytes], str]] = {
     "requirepass": _decoded,
     "hz": lambda v: _parse_number(v, 0, (1 << 31) - 1),
     "timeout": lambda v: _parse_number(v, 0, (1 << 31) - 1),
+    # CONFIG-DIALECT-3: the testing knobs (C ints); the children read the save delay when they start (FORK-2)
+    "rdb-key-save-delay": lambda v: _parse_number(v, -(1 << 31), (1 << 31) - 1),
+    "key-load-delay": lambda v: _parse_number(v, -(1 << 31), (1 << 31) - 1),
+    "watchdog-period": lambda v: _parse_number(v, 0, (1 << 31) - 1),
+    "loading-process-events-interval-bytes": lambda v: _parse_number(v, 1024, (1 << 31) - 1),
+    "use-exit-on-panic": _parse_yes_no,
+    "appendonly": _parse_yes_no,  # AOF-SCHEDULE-1
 }
 _IMMUTABLE = frozenset("""daemonize databases enable-debug-command enable-module-command enable-protected-configs
     io-threads io-threads-do-reads logfile pidfile supervised syslog-enabled syslog-facility syslog-ident

@@ -113,7 +113,8 @@ class Persistence:
         # RDB-5: a primary with a backlog, or a replica, records its replication ID and offset (not an AOF base)
         replication = core.replication
         repl = replication.rdb_info() if replication is not None and not aof_base else None
-        aux = rf.standard_aux(version, dialect.server_name, dialect.version, core.now_ms() // 1000,
+        # the file's ctime is no reading of the command that saves (--checked: the model reads none here)
+        aux = rf.standard_aux(version, dialect.server_name, dialect.version, core.clock.now_ms() // 1000,
                               _used_memory(), aof_base, repl)
         return rf.RdbFile(version, aux, [], dbs)
 
@@ -328,6 +329,15 @@ class Persistence:
             raise LoadError(f"cannot load the RDB file {path!r}: {e}") from e
         log.info("DB loaded from disk: %d keys", sum(len(k) for k in f.dbs.values()))
         self.loaded_replication = (f.aux_value(b"repl-id"), f.aux_value(b"repl-offset"))  # RDB-5
+
+
+def keeps_sync_file(config: dict[str, str]) -> bool:
+    """RDB-6: a replica reads a full sync's snapshot into its RDB file (``repl-diskless-load disabled``)
+    and keeps it, unless ``rdb-del-sync-files yes`` and no persistence is on."""
+    if config.get("repl-diskless-load", "disabled") != "disabled":
+        return False
+    no_persistence = not config.get("save", "").strip() and config.get("appendonly", "no") != "yes"
+    return not (config.get("rdb-del-sync-files", "no") == "yes" and no_persistence)
 
 
 def mirror_step(core: Core, kind: str) -> None:

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from typing import Any
 
 from xspec.reference.aof import aof_of, obeyed, parse_command
 from xspec.reference.core import Client, Core
-from xspec.reference.persistence import LoadError, persistence_of
+from xspec.reference.persistence import LoadError, keeps_sync_file, persistence_of, write_atomically
+from xspec.reference.protocol import parse_fast
 from xspec.reference.waitaof import fsynced_offset, has_waitaof
 from xspec.reference.xcommands import xadd_obeyed
 from xspec.spec import rdb
@@ -42,9 +44,6 @@ from xspec.spec import rdb_file as rf
 log = logging.getLogger("xspec.serve")
 
 READ_SIZE = 1 << 16
-# The lines of a canonical command (what primaries send): its count line, and each argument's length line.
-_COUNT_LINES = {b"*%d" % n: n for n in range(1, 1024)}
-_LENGTH_OF = {b"$%d" % n: n for n in range(4096)}
 _XADD_WORDS = frozenset({b"XADD", b"xadd", b"Xadd"})  # as primaries send it: as their clients wrote it
 RECONNECT_SECONDS = 1.0  # replicationCron's period: a lost link is tried again a second later
 
@@ -59,6 +58,11 @@ def replicaof_setting(core: Core) -> tuple[str, int] | None:
     if len(words) != 2 or not words[1].isdigit():
         return None
     return words[0], int(words[1])
+
+
+def _canonical_size(argv: list[bytes]) -> int:
+    """The bytes of a command written canonically (what :func:`parse_fast` reads)."""
+    return len(b"*%d\r\n" % len(argv)) + sum(len(b"$%d\r\n\r\n" % len(a)) + len(a) for a in argv)
 
 
 def _command(*argv: bytes) -> bytes:
@@ -193,6 +197,8 @@ class ReplicaLink:
                 raise LinkError(f"bad +FULLRESYNC reply: {reply.decode('latin-1')}")
             replid, offset = words[1].decode("latin-1"), int(words[2])
             self.state = "sync"
+            if self.core.dialect.full_sync_forgets_cached_master:
+                rep.cached = None  # REPL-DIALECT-6
             data, rest, diskless = await self._payload(reader)
             self._load(data, replid, offset)
         elif reply.startswith(b"+CONTINUE"):
@@ -251,6 +257,8 @@ class ReplicaLink:
         rep.cached = None
         rep.disconnect_replicas()  # replicationAttachToNewMaster
         p = persistence_of(core)
+        if keeps_sync_file(core.config):  # RDB-6: the snapshot is read into a file, which stays
+            write_atomically(p.path(f"temp-{os.getpid()}.sync.rdb"), p.rdb_path(), [data])
         p.empty_data()
         propagation, core.propagation = core.propagation, None
         try:
@@ -332,49 +340,37 @@ class ReplicaLink:
 
     def _apply_canonical(self, buf: bytes, c: Client) -> int:
         """Run the commands at the start of ``buf`` written as primaries write them (a count line, then
-        a length line and the bytes of each argument, none holding CRLF); the bytes they took, or -1 when
-        one ended the link. The rest (a keep-alive, an argument holding CRLF, a cut command) is left.
+        a length line and the bytes of each argument: :func:`parse_fast`); the bytes they took, or -1 when
+        one ended the link. The rest (a keep-alive, what parse_fast leaves, a cut command) is left.
 
         The XADDs with an explicit ID that a primary propagates are applied the short way
         (:func:`xadd_obeyed`) while nothing but the data would see them (:meth:`_short_way`); they are
         counted as the core counts a command (calls, time, the dirty counter) in one step per run of them,
         and so is their part of the offset (a GETACK, which runs the general way, answers the offset
         before it)."""
-        lines = buf.split(b"\r\n")
-        last = len(lines) - 1  # the piece after the final CRLF: never a whole line
-        counts = _COUNT_LINES.get
-        length_of = _LENGTH_OF.get
+        cmds: list[list[bytes]] = []
+        end = parse_fast(buf, cmds)  # the canonical commands at the start, as a client's are read
         core = self.core
         execute = core.execute
         short = self._short_way(c)
         xadds = 0  # applied the short way, not yet counted
         since = time.perf_counter_ns()
-        i = 0  # the next line to read
-        pos = counted = 0  # buf[:pos] is lines[:counted]: the byte position is found when needed
+        done = 0  # buf[:pos] holds cmds[:done]: the byte position is found when needed
+        pos = 0
         accounted = 0  # buf[:accounted] is in the offset applied, but for the XADDs applied since
         unfed = 0  # buf[unfed:pos] is counted, not yet fed: the backlog and replicas get it in one piece
-        while i < last:
-            n = counts(lines[i])
-            if n is None:
-                break
-            j = i + 1 + 2 * n
-            if j > last:
-                break
-            argv = lines[i + 2:j:2]
-            if list(map(length_of, lines[i + 1:j:2])) != list(map(len, argv)):
-                break  # an argument holding CRLF, or a long one: read exactly
+        for k, argv in enumerate(cmds):
             if short is not None and argv[0] in _XADD_WORDS and xadd_obeyed(short, argv, self.node_entries,
                                                                              self.node_bytes):
                 xadds += 1
-                i = j
                 continue
-            start = pos = pos + sum(map(len, lines[counted:i])) + 2 * (i - counted)
+            start = pos = pos + sum(map(_canonical_size, cmds[done:k]))
             if xadds:
                 self.applied += start - accounted
                 self._count_xadds(c, xadds, time.perf_counter_ns() - since)
                 xadds = 0
-            pos += sum(map(len, lines[i:j])) + 2 * (j - i)
-            counted = i = j
+            pos += _canonical_size(argv)
+            done = k + 1
             execute(c, obeyed(argv))
             if self.client is not c:
                 if start > unfed:
@@ -390,8 +386,7 @@ class ReplicaLink:
             accounted = pos
             short = self._short_way(c)
             since = time.perf_counter_ns()
-        if counted < i:
-            pos += sum(map(len, lines[counted:i])) + 2 * (i - counted)
+        pos = end
         if xadds:
             self.applied += pos - accounted
             self._count_xadds(c, xadds, time.perf_counter_ns() - since)

@@ -11,17 +11,17 @@ replica, in order with the replies of that loop turn.
 
 A full resynchronisation (REPL-5) answers ``+FULLRESYNC <id> <offset>`` and
 the RDB snapshot of that moment, written by the persistence writer in the
-dialect's RDB version, sent in the disk format (``$<length>``, then the file)
-without touching the disk. As Redis's BGSAVE for replicas, a forked child
+dialect's RDB version, sent in the disk format (``$<length>``, then the file).
+As Redis's BGSAVE for replicas (REPL-19), a forked child, counted as the
+server's RDB child (FORK-1: INFO's ``rdb_bgsave_in_progress``, BGSAVE refused),
 writes the snapshot (of the moment of the fork, copy-on-write) to a pipe while
 the server goes on serving and keeps the stream from the snapshot's offset for
-the replica (``wait_bgsave``, a newline a second on its link); once the child
-is done the replica gets ``+FULLRESYNC``, the file, then that stream, and is
-online (as a disk-based sync is once the file is sent). Redis answers
-``+FULLRESYNC`` when the child starts; sent with the file, the replica's INFO
-shows no sync in progress before it, as the model's link (REPL-5: its fork
-step sends both) has it. Where the server cannot fork (no event loop: a core
-driven by a test) the snapshot is taken at once. A diskless one
+the replica (``wait_bgsave``, a newline a second on its link). The replica gets
+``+FULLRESYNC`` at the fork; a diskless sync's file as soon as the child wrote
+it, a disk-based one's (the child also writes the RDB file) once the cron
+reaped the child; at the reap the replica is online and gets the stream kept.
+Where the server cannot fork (no event loop: a core driven by a test) the
+snapshot is taken at once. A diskless one
 (``repl-diskless-sync yes`` and a replica with ``capa eof``) first waits
 ``repl-diskless-sync-delay`` seconds for more replicas, as Redis does. A partial one (REPL-6) answers
 ``+CONTINUE <id>`` and the backlog from the byte asked for.
@@ -221,14 +221,17 @@ class SyncChild:
     """A forked child writing a snapshot for replicas (REPL-5): its pid, the pipe it writes to, the
     snapshot's ``+FULLRESYNC`` line, what the server has read of it so far, and the replicas waiting for it."""
 
-    __slots__ = ("pid", "fd", "head", "chunks", "replicas")
+    __slots__ = ("pid", "fd", "head", "chunks", "replicas", "disk", "sent", "dirty")
 
-    def __init__(self, pid: int, fd: int, head: bytes, replicas: list[Replica]) -> None:
+    def __init__(self, pid: int, fd: int, head: bytes, replicas: list[Replica], disk: bool) -> None:
         self.pid = pid
-        self.fd = fd
+        self.fd = fd  # -1 once the pipe is read to its end and closed
         self.head = head
         self.chunks: list[bytes] = []
         self.replicas = replicas
+        self.disk = disk  # repl-diskless-sync no: the file goes out after the reap (REPL-19)
+        self.sent = False  # the file went out to the replicas
+        self.dirty = 0  # the changes counted at the fork, which a disk-based sync's file saves
 
 
 class Waiting:
@@ -295,8 +298,10 @@ class Replication:
         self.sync_partial_ok = 0
         self.sync_partial_err = 0
         self.sync_children: list[SyncChild] = []  # REPL-5: snapshots being written by forked children
+        self.after_child: list[Replica] = []  # REPL-19: replicas waiting for another child to end first
         # feed_xadd's last encoded head: (key, command name as sent, argument count, its RESP bytes)
         self.xadd_head: tuple[bytes, bytes, int, bytes] = (b"", b"", 0, b"")
+        self.unfed_now = False  # no event loop: feed_xadd's bytes go out at once, not at the turn's end
 
     # -- the stream ------------------------------------------------------------------------------
     @property
@@ -361,41 +366,42 @@ class Replication:
         """:meth:`feed_ops` of an XADD without options, its ID argument rewritten to ``new_id`` (the ID it
         added), the short way when that is all there is to do: no AOF, this node a primary with a backlog,
         the database already selected; False (nothing done) otherwise. The command's head (its count, name
-        and key) is encoded once for a run of XADDs to one key."""
+        and key) is encoded once for a run of XADDs to one key; its pieces wait in ``unfed``, joined once a
+        turn (:meth:`feed_unfed`)."""
         persistence = self.core.persistence
         if self._backlog is None or dbid != self.selected_db or self.master is not None or (
                 persistence is not None and persistence.aof is not None):
             return False
+        unfed = self.unfed
         n = len(argv)
         head = self.xadd_head
         headers = _BULK_HEADERS
         try:
             if head[0] != argv[1] or head[1] != argv[0] or head[2] != n:
                 head = self.xadd_head = (argv[1], argv[0], n, b"".join((
-                    _ARRAY_HEADERS[n], headers[len(argv[0])], argv[0], b"\r\n", headers[len(argv[1])], argv[1],
-                    b"\r\n")))
-            if n == 5:
-                field = argv[3]
-                value = argv[4]
-                data = b"".join((head[3], headers[len(new_id)], new_id, b"\r\n", headers[len(field)], field,
-                                 b"\r\n", headers[len(value)], value, b"\r\n"))
-            else:
-                out = [head[3], headers[len(new_id)], new_id, b"\r\n"]
-                for a in argv[3:]:
-                    out += (headers[len(a)], a, b"\r\n")
-                data = b"".join(out)
+                    _ARRAY_HEADERS[n], headers[len(argv[0])], argv[0], b"\r\n", headers[len(argv[1])],
+                    argv[1], b"\r\n")))
+            out = [head[3], headers[len(new_id)], new_id, b"\r\n"]
+            for a in argv[3:]:
+                out += (headers[len(a)], a, b"\r\n")
         except IndexError:  # a long argument: the general way
             return False
-        offset = self.offset = self.offset + len(data)
+        offset = self.offset = self.offset + sum(map(len, out))
+        if not unfed:
+            self._feed_later()
+        unfed += out
         self.core.repl_offset = offset
-        unfed = self.unfed
-        unfed.append(data)
-        if len(unfed) == 1:
-            try:
-                asyncio.get_running_loop().call_soon(self.feed_unfed)
-            except RuntimeError:  # no loop (a core driven directly): at once
-                self.feed_unfed()
+        if self.unfed_now:
+            self.unfed_now = False
+            self.feed_unfed()
         return True
+
+    def _feed_later(self) -> None:
+        """The first XADD of a turn counted: :meth:`feed_unfed` runs at its end (at once without a loop)."""
+        try:
+            asyncio.get_running_loop().call_soon(self.feed_unfed)
+        except RuntimeError:  # no loop (a core driven directly)
+            self.unfed_now = True
 
     def feed_unfed(self) -> None:
         """The XADDs :meth:`feed_xadd` counted go to the backlog and the online replicas, in one piece: at
@@ -404,7 +410,7 @@ class Replication:
         unfed = self.unfed
         if not unfed:
             return
-        data = unfed[0] if len(unfed) == 1 else b"".join(unfed)
+        data = b"".join(unfed)  # the parts of the XADDs counted
         self.unfed = []
         backlog = self._backlog
         if backlog is not None:
@@ -510,7 +516,10 @@ class Replication:
         if not self.paused:
             self.drop_timed_out()
         self.cron_seconds += 1
-        waiting = self.sync_waiting + [r for child in self.sync_children for r in child.replicas]
+        # a child's replicas until their file goes out (a newline after it would be read as the
+        # stream's first byte: a diskless file goes out before the reap)
+        presync = [r for child in self.sync_children if not child.sent for r in child.replicas]
+        waiting = self.sync_waiting + self.after_child + presync
         for r in waiting:  # replicationCron: a newline a second keeps a waiting replica's link alive
             if r.client.conn is not None:
                 r.client.conn.write([b"\n"])
@@ -629,23 +638,35 @@ class Replication:
     def fork_sync(self, replicas: list[Replica]) -> bool:
         """REPL-5 in a forked child, as Redis's BGSAVE for replicas: the child writes the snapshot of the
         moment of the fork to a pipe and leaves; meanwhile the server serves and keeps the stream for
-        ``replicas``, which get ``+FULLRESYNC``, the file and that stream once the child is done
+        ``replicas``, which get ``+FULLRESYNC`` at once, the file and that stream once the child is done
         (:meth:`end_sync`; until then, as while a diskless sync waits, a newline a second). False (nothing
-        done) where the server cannot fork, and where a trace records the server (``--trace``,
-        ``--checked``): the model has no state for a replica waiting on the child (INFO's link fields
-        while it runs), so a recorded sync is taken whole, as one step."""
-        from xspec.reference.persistence import persistence_of
+        done) where the server cannot fork. The child is the server's RDB child (REPL-19, FORK-1); while
+        another child runs the replicas wait (``wait_bgsave``, no ``+FULLRESYNC`` yet) and the fork
+        comes once the cron reaped it."""
+        from xspec.reference.persistence import Child, mirror_step, persistence_of
         persistence = persistence_of(self.core)
-        if not persistence.can_fork() or self.core.observer is not None:
+        if not persistence.can_fork():
             return False
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return False
         self.ensure_first_backlog()
+        persistence.reap()
+        if persistence.child is not None:  # REPL-19: updateSlavesWaitingBgsave forks once it is reaped
+            for r in replicas:
+                r.state = "wait_bgsave"
+                if r not in self.after_child:
+                    self.after_child.append(r)
+            if self.fork_after_child not in persistence.hooks:
+                persistence.hooks.append(self.fork_after_child)
+            persistence.arm_cron()
+            return True
         if self.unfed:  # the bytes counted before the snapshot are in it, not in the replicas' buffers
             self.feed_unfed()
         head = b"+FULLRESYNC %s %d\r\n" % (self.replid.encode(), self.offset)
+        disk = self.core.config.get("repl-diskless-sync", "no") != "yes"
+        dirty = self.core.dirty
         read_fd, write_fd = os.pipe()
         try:
             pid = os.fork()
@@ -662,6 +683,8 @@ class Replication:
                 with os.fdopen(write_fd, "wb") as pipe:  # a buffered writer: it writes each chunk whole
                     for chunk in self.snapshot_chunks():
                         pipe.write(chunk)
+                if disk:  # REPL-19: a disk-based sync's snapshot is the RDB file too
+                    persistence.write_rdb(persistence.rdb_path())
                 code = 0
             finally:
                 os._exit(code)
@@ -672,10 +695,29 @@ class Replication:
         for r in replicas:
             r.state = "wait_bgsave"
             r.buffered = []
-        child = SyncChild(pid, read_fd, head, replicas)
+            if not r.pre_psync and r.client.conn is not None:
+                r.client.conn.write([head])  # REPL-19: replicationSetupSlaveForFullResync, at the fork
+        child = SyncChild(pid, read_fd, head, replicas, disk)
+        child.dirty = dirty
         self.sync_children.append(child)
         loop.add_reader(read_fd, self.read_sync, child)
+        persistence.child = Child(pid, "rdb", dirty, lambda ok: self.end_sync(child, ok))
+        persistence.arm_cron()
+        mirror_step(self.core, "sync-fork-disk" if disk else "sync-fork-socket")  # REPL-19: --checked's model
         return True
+
+    def fork_after_child(self) -> None:
+        """The cron, while replicas wait for another child to end: the sync's child once none runs."""
+        from xspec.reference.persistence import persistence_of
+        persistence = persistence_of(self.core)
+        if persistence.child is not None or self.stopped:
+            return
+        persistence.hooks.remove(self.fork_after_child)
+        waiting, self.after_child = [r for r in self.after_child if r in self._replicas], []
+        if waiting and not self.fork_sync(waiting):
+            for r in waiting:
+                if r.client.conn is not None:
+                    r.client.conn.close_now()
 
     def read_sync(self, child: SyncChild) -> None:
         """The child's pipe is readable: what it wrote so far, or at its end :meth:`end_sync`."""
@@ -688,30 +730,65 @@ class Replication:
         if data:
             child.chunks.append(data)
             return
-        self.close_sync(child)
-        try:
-            _, status = os.waitpid(child.pid, 0)
-            ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-        except ChildProcessError:
-            ok = False
-        self.end_sync(child, ok)
+        self.close_pipe(child)
+        if not child.disk:  # REPL-19: a diskless file reaches the replicas as the child writes it
+            self.send_file(child)
 
-    def close_sync(self, child: SyncChild) -> None:
-        """The child's pipe is no longer watched nor open, and the child no longer counted."""
+    def close_pipe(self, child: SyncChild) -> None:
+        """The child's pipe is no longer watched nor open."""
+        if child.fd < 0:
+            return
         try:
             asyncio.get_running_loop().remove_reader(child.fd)
         except RuntimeError:
             pass
         os.close(child.fd)
+        child.fd = -1
+
+    def close_sync(self, child: SyncChild) -> None:
+        """The child's pipe is closed, and the child no longer counted."""
+        self.close_pipe(child)
         if child in self.sync_children:
             self.sync_children.remove(child)
 
-    def end_sync(self, child: SyncChild, ok: bool) -> None:
-        """The child is done: each replica still attached gets ``+FULLRESYNC`` (not one that asked with
-        SYNC), the file (``$<length>``, the file) and the stream kept since the fork, and is online; after
-        a failed child, their links close (Redis drops the replicas waiting for a failed BGSAVE)."""
+    def drain(self, child: SyncChild) -> None:
+        """The child exited: what is left in its pipe (the write end is closed, so this ends)."""
+        if child.fd < 0:
+            return
+        os.set_blocking(child.fd, True)
+        while True:
+            try:
+                data = os.read(child.fd, 1 << 20)
+            except OSError:
+                break
+            if not data:
+                break
+            child.chunks.append(data)
+
+    def send_file(self, child: SyncChild) -> None:
+        """``$<length>`` and the file to each replica still attached (``+FULLRESYNC`` went at the fork)."""
+        if child.sent:
+            return
+        child.sent = True
         data = b"".join(child.chunks)
         child.chunks = []
+        for r in child.replicas:
+            conn = r.client.conn
+            if r in self._replicas and conn is not None:
+                conn.write([b"$%d\r\n" % len(data), data])
+
+    def end_sync(self, child: SyncChild, ok: bool) -> None:
+        """The cron reaped the child (REPL-19): each replica still attached gets the file if it has not
+        yet, then the stream kept since the fork, and is online; after a failed child, their links
+        close (Redis drops the replicas waiting for a failed BGSAVE)."""
+        from xspec.reference.persistence import mirror_step, persistence_of
+        self.drain(child)
+        self.close_sync(child)
+        if ok:
+            self.send_file(child)
+            if child.disk:
+                persistence_of(self.core).saved(child.dirty)
+        mirror_step(self.core, "bgsave-done")  # FORK-2: --checked's model reaps its child too
         now = self.core.clock.now_ms() / 1000
         for r in child.replicas:
             buffered, r.buffered = r.buffered or [], None
@@ -723,8 +800,8 @@ class Replication:
                 continue
             r.state = "online"
             r.ack_time = now
-            head = [] if r.pre_psync else [child.head]
-            conn.write([*head, b"$%d\r\n" % len(data), data, *buffered])
+            if buffered:
+                conn.write(buffered)
         if ok:
             log.info("Background RDB transfer terminated with success")
         else:
@@ -733,8 +810,12 @@ class Replication:
 
     def kill_sync_children(self) -> None:
         """At shutdown: the children writing snapshots are killed and reaped."""
+        from xspec.reference.persistence import persistence_of
+        persistence = persistence_of(self.core)
         for child in list(self.sync_children):
             self.close_sync(child)
+            if persistence.child is not None and persistence.child.pid == child.pid:
+                persistence.child = None
             try:
                 os.kill(child.pid, 9)
                 os.waitpid(child.pid, 0)

@@ -34,6 +34,8 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import IO, Any
 
@@ -100,6 +102,10 @@ class Deployment:
                  data_dir: str | None = None, **options: Any) -> None:
         names = [PRIMARY, *(replica_name(i) for i in range(1, replicas + 1))]
         self.nodes: dict[str, Node] = {}
+        # each node has its own data folder (RDB-6: a replica keeps its full sync's file); without one
+        # given, in a temporary folder removed at stop, so no node loads a file it did not write
+        self.temp_dir = tempfile.mkdtemp(prefix="xspec-deployment-") if data_dir is None else None
+        data_dir = self.temp_dir if data_dir is None else data_dir
         for n, name in enumerate(names):
             config = dict(options.pop("config", None) or {}) if n == 0 else dict(self.nodes[PRIMARY].options["config"])
             config.setdefault("repl-diskless-sync-delay", "0")  # a test's replicas sync at once
@@ -155,6 +161,8 @@ class Deployment:
                 node.server.stop()
         if self.trace is not None:
             self.trace.finish()
+        if self.temp_dir is not None:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     async def serve_until_stopped(self) -> None:
         while any(n.server is not None and not n.server.shutdown_asap for n in self.nodes.values()):

@@ -54,9 +54,11 @@ import gc
 import os
 import resource
 import select
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from types import FrameType
@@ -435,6 +437,12 @@ class ServerThread:
 
     def __init__(self, **options: Any) -> None:
         options.setdefault("port", 0)
+        config = dict(options.get("config") or {})
+        # the files it writes (a disk-based full sync's RDB, a replica's, RDB-6) go to a folder of its
+        # own, removed at exit, unless one is given: never another run's working directory
+        self.temp_dir = None if "dir" in config else tempfile.mkdtemp(prefix="xspec-serve-")
+        if self.temp_dir is not None:
+            options["config"] = {**config, "dir": self.temp_dir}
         self.server = ReferenceServer(**options)
         self.loop = new_event_loop()
         self._started = threading.Event()
@@ -472,6 +480,8 @@ class ServerThread:
     def __exit__(self, *exc: object) -> None:
         self.loop.call_soon_threadsafe(self.server.stop)
         self.thread.join(10)
+        if self.temp_dir is not None:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def main() -> None:

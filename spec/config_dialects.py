@@ -166,5 +166,10 @@ CONFIG_62 = derive(CONFIG_DEFAULTS, """
 + watchdog-period 0
 """)
 
+# Hidden from patterns on 7.0.15 (``HIDDEN_CONFIG``; 6.2 lists them, Valkey 9.1.2 hides them too), found by
+# exact name and settable: Redis's testing knobs.
+CONFIG_HIDDEN_70 = {"use-exit-on-panic": "no", "rdb-key-save-delay": "0", "key-load-delay": "0",
+                    "watchdog-period": "0", "loading-process-events-interval-bytes": "2097152"}
+
 # Listed by 7.0.15, hidden from patterns since 7.2 (Redis and Valkey), still found by exact name.
-CONFIG_HIDDEN_SINCE_72 = {"aof-disable-auto-gc": "no"}
+CONFIG_HIDDEN_SINCE_72 = {**CONFIG_HIDDEN_70, "aof-disable-auto-gc": "no"}

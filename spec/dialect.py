@@ -25,6 +25,7 @@ from xspec.spec.config_dialects import (
     CONFIG_62,
     CONFIG_72,
     CONFIG_74,
+    CONFIG_HIDDEN_70,
     CONFIG_HIDDEN_SINCE_72,
     CONFIG_VALKEY_81,
     CONFIG_VALKEY_91,
@@ -185,6 +186,9 @@ class Dialect:
     # INFO replication has Valkey 8's dual-channel fields: ``replicas_repl_buffer_size`` and
     # ``_peak`` on a replica, ``type=`` per replica line, ``replicas_waiting_psync`` (REPL-DIALECT-5).
     info_replication_dual_channel: bool = False
+    # A replica forgets its cached master when ``+FULLRESYNC`` arrives, so INFO shows offset 1 during
+    # the transfer (6.2); 7.0+ keeps it until the snapshot is loaded (REPL-19, REPL-DIALECT-6).
+    full_sync_forgets_cached_master: bool = False
 
     # -- 7.2+ ---------------------------------------------------------
     # Blocked readers are served by re-executing their command (7.2's blocking rework):
@@ -436,6 +440,7 @@ REDIS_70 = Dialect(
     version="7.0.15",
     time_snapshot_per_command=False,
     config_defaults=dict(_STREAM_DEFAULTS),
+    config_hidden=CONFIG_HIDDEN_70,
 )
 
 REDIS_62 = replace(
@@ -443,6 +448,8 @@ REDIS_62 = replace(
     name="redis-6.2",
     version="6.2.14",
     config_parameters=CONFIG_62,
+    config_hidden={},
+    full_sync_forgets_cached_master=True,
     keyspace_new_events=False,
     rdb_version=9,
     stream_counters=False,

@@ -279,9 +279,13 @@ def _scan(argv: list[bytes], trace: Reply, model: Reply) -> bool:
         return False
     if not set(got) <= set(allowed):
         return False
-    # A call that starts and ends at cursor 0 is a whole iteration: it returns everything.
+    # A call that starts and ends at cursor 0 is a whole iteration: it returns everything, and it
+    # visited every expired key (SCAN-6: a model that left one unvisited answers a nonzero cursor).
     whole = argv[1].isdigit() and int(argv[1]) == 0 and cursor.value == b"0"
-    return set(got) == set(allowed) if whole else True
+    if whole:
+        model_cursor = model.items[0]
+        return set(got) == set(allowed) and isinstance(model_cursor, Bulk) and model_cursor.value == b"0"
+    return True
 
 
 def _zscan(argv: list[bytes], trace: Reply, model: Reply) -> bool:

@@ -34,6 +34,7 @@ from xspec.traces.scenarios.runner import config_args, configure, start_redis
 
 if TYPE_CHECKING:
     from tests.conftest import RealRedis
+    from xspec.reference.server import ServerThread
 
 
 class Scenario:
@@ -307,3 +308,26 @@ def start_real(dialect: str, folder: Path, config: dict[str, str]) -> tuple[subp
     if binary is None:
         pytest.skip(f"no {dialect} binary")
     return start_redis(binary, str(folder), config_args(config))
+
+
+def stop_all(stops: Sequence[Callable[[], None]]) -> None:
+    """Run every stop, the last added first, even after one fails; then raise the first failure
+    (a failed check among them must not leave a server running)."""
+    failed: list[BaseException] = []
+    for stop in reversed(stops):
+        try:
+            stop()
+        except BaseException as e:  # noqa: BLE001  # re-raised below, once everything is stopped
+            failed.append(e)
+    if failed:
+        raise failed[0]
+
+
+def assert_no_divergence(st: ServerThread) -> None:
+    """A ``--checked`` server thread's model checker (the observer after the trace writer) saw no divergence."""
+    from xspec.reference.trace import CheckedRun
+
+    checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+    assert isinstance(checker, CheckedRun)
+    assert checker.divergences == 0
+

@@ -22,11 +22,10 @@ from typing import Any
 import pytest
 import redis as redis_py
 
-from tests.support import start_real
+from tests.support import assert_no_divergence, start_real, stop_all
 from xspec.commands.serve import model_checker
 from xspec.reference.persistence import persistence_of
 from xspec.reference.server import ServerThread
-from xspec.reference.trace import CheckedRun
 from xspec.traces.scenarios.runner import stop_process
 
 LIMIT_LINE = "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in 1 minutes"
@@ -65,7 +64,7 @@ def start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[Callable
         st = ServerThread(dialect=dialect, config={"dir": str(folder), **config}, checker=model_checker)
         st.__enter__()
         stops.append(st.__exit__)
-        stops.append(lambda: _no_divergence(st))
+        stops.append(lambda: assert_no_divergence(st))
 
         def our_child() -> int | None:
             child = st.call(lambda: persistence_of(st.core).child)
@@ -76,14 +75,7 @@ def start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[Callable
                       our_child, lambda: caplog.text)
 
     yield make
-    for stop in reversed(stops):
-        stop()
-
-
-def _no_divergence(st: ServerThread) -> None:
-    checker = st.core.observer.observers[1]  # type: ignore[union-attr]
-    assert isinstance(checker, CheckedRun)
-    assert checker.divergences == 0
+    stop_all(stops)
 
 
 def _wait(target: Target, running: bool, tries: int = 300) -> bool:

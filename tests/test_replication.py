@@ -26,7 +26,7 @@ from xspec.traces.record.client import RespConnection
 from xspec.traces.scenarios.runner import free_port
 
 REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
-EAGER = ("connect", "fork", "load", "apply", "getack")
+EAGER = ("connect", "fork", "load", "apply", "getack", "bgsave-done", "bulk-sent")  # the sync child's reap, its file sent (REPL-19)
 
 
 def _start(workdir: str) -> tuple[subprocess.Popen[bytes], int]:

@@ -347,6 +347,10 @@ class _MultiSearch(_Search):
             self._sync(p, e)
         elif isinstance(e, ReplCmd):
             link = self._link(p, e.primary, e.replica)
+            if link.child:  # REPL-19: the stream kept since the fork goes out once the child is reaped,
+                self._internal(p, ("bgsave-done", e.primary))
+            if link.bulk:  # and after a disk-based sync's file
+                self._internal(p, ("bulk-sent", e.primary))
             k = view.released.get(e.replica, 0)
             if e.cmd == PING and link.fed == k:
                 self._internal(p, ("ping", e.primary))  # REPL-13: the cron's PING, where the proxy saw it
@@ -428,10 +432,11 @@ class _MultiSearch(_Search):
     def _applicable(self, name: str) -> int:
         """How many commands replica ``name`` can apply now (rule 8): those its primary fed it,
         as far as the proxy passed them where ``repl`` events show the link; 0 when the link is
-        not online or held, or either node is down or paused."""
+        not online or held, or either node is down or paused, or while the primary's sync child
+        still runs (REPL-19: the stream kept since the fork goes out at the reap)."""
         d = self.deployment
         link = d.links.get(name)
-        if link is None or link.phase != "online" or link.held:
+        if link is None or link.phase != "online" or link.held or link.child:
             return 0
         primary, replica = d.nodes[link.primary], d.nodes[name]
         if not primary.up or not replica.up or primary.paused or replica.paused:
@@ -443,9 +448,9 @@ class _MultiSearch(_Search):
 
     def _next_step(self, name: str) -> tuple[str, str] | None:
         """The next internal step of replica ``name``'s synchronisation, None when it has none now:
-        its handshake, its primary's snapshot, loading it, applying the next command of the stream
-        (on a link with ``repl`` events, its sync event does the handshake and the snapshot, and it
-        applies only what the proxy passed)."""
+        its handshake, its primary's snapshot, loading it, the primary reaping the snapshot's child,
+        applying the next command of the stream (on a link with ``repl`` events, its sync event does
+        the handshake and the snapshot, and it applies only what the proxy passed)."""
         d = self.deployment
         node = d.nodes[name]
         if not node.up or node.paused or node.master is None:
@@ -464,10 +469,20 @@ class _MultiSearch(_Search):
         primary = d.nodes[link.primary]
         if link.held or not primary.up or primary.paused:
             return None
-        if link.phase == "wait-bgsave":
-            return None if (primary.name, name) in self.observed_links else ("fork", primary.name)
-        if link.phase == "transfer":
+        if link.phase == "wait-bgsave":  # REPL-19: the child starts once no other child runs
+            observed = (primary.name, name) in self.observed_links
+            return None if observed or not d.can_fork(primary) else ("fork", primary.name)
+        if link.phase == "transfer" and d.can_load(link):
             return "load", name
+        # REPL-19: the primary's sync child ends and is reaped (a disk-based file is sent after it), a
+        # step of this replica's synchronisation here; still a lazy step of the primary too, for the
+        # orders this one does not reach (a diskless replica loading after the reap)
+        if link.child:
+            return "bgsave-done", primary.name
+        if link.bulk:
+            return "bulk-sent", primary.name
+        if link.phase == "transfer":
+            return None
         return ("apply", name) if self._applicable(name) > 0 else None
 
     def _advance(self) -> None:
@@ -635,6 +650,8 @@ class _MultiSearch(_Search):
             self._internal(p, ("connect", e.replica))
         link = self._link(p, e.primary, e.replica)
         if e.sync == "full" and link.phase == "wait-bgsave":
+            if not d.can_fork(d.nodes[e.primary]) and d.child_of(d.nodes[e.primary]) == "rdb":
+                self._internal(p, ("bgsave-done", e.primary))  # REPL-19: the running child ends first
             self._internal(p, ("fork", e.primary))
         if link.sync is None or link.sync[0] != e.sync:
             model = ("full" if link.phase == "wait-bgsave" else "none yet") if link.sync is None else link.sync[0]
@@ -845,6 +862,9 @@ class _MultiSearch(_Search):
             if name in ("master_replid", "master_replid2"):
                 if not view.same_name(w, g):
                     return f"{name} is {g}, the model's ID is already named otherwise"
+            elif name == "master_sync_perc":  # REPL-19: a percentage with two decimals ("-0.00")
+                if not _PERCENT.fullmatch(g):
+                    return f"{name} is {g!r}, not a percentage"
             elif name in _HOST_FIELDS or name.startswith("master_sync_"):
                 if not _INTEGER.fullmatch(g):
                     return f"{name} is {g!r}, not a number"
@@ -959,6 +979,9 @@ class _MultiSearch(_Search):
 
     def _begin(self, op: Op) -> None:
         super()._begin(op)
+        if self.wall and op.resp is not None and isinstance(op.expected, Bulk) and op.argv \
+                and op.argv[0].upper() == b"XADD":
+            self.zone.ids_shown = True  # XADD-11: the reply is the ID the clock's millisecond makes
         d = self.deployment
         node = d.nodes[self.client_nodes[op.client]]
         links = d.replicas_of(node) if not node.is_replica else []
@@ -989,12 +1012,16 @@ class _MultiSearch(_Search):
             acked = None if op.resp is None else _event_us(self.trace.events[op.resp])
             self._track_aof(name, before, acked)
         if not _refused_unread(op.expected):
-            self._observed(self.client_nodes[op.client])
+            self._observed(name)
+            for link in self.deployment.replicas_of(self.deployment.nodes[name]):
+                if link.child or link.bulk:  # REPL-19: their next step is this node's (its child's end)
+                    self._observed(link.replica)
 
 
 _READING = "\x00reading"
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 _INTEGER = re.compile(r"-?[0-9]+")
+_PERCENT = re.compile(r"-?[0-9]+\.[0-9]{2}")
 _HOST_FIELDS = frozenset({"master_last_io_seconds_ago", "master_link_down_since_seconds"})
 
 
