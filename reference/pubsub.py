@@ -15,7 +15,7 @@ ends); handlers see the core's context and client as ``Any``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from xspec.reference.api import ReplyError
 from xspec.reference.protocol import Pushed, encode_into
@@ -35,9 +35,6 @@ from xspec.spec.pubsub import (
     pubsub_help,
 )
 from xspec.spec.resp import Array, Bulk, Int, NullBulk, Push, Reply, Simple
-
-if TYPE_CHECKING:  # core imports this module
-    from xspec.reference.core import Context
 
 HANDLERS, _handler = handler_table()
 
@@ -212,7 +209,7 @@ def _reply(ctx: Any, n: int, own: list[Reply]) -> Any:
 
 
 @_handler("publish")
-def publish(ctx: Context) -> Any:  # Context: native attribute reads, compiled
+def publish(ctx: Any) -> Any:
     registry = ctx.core.pubsub
     if not registry.patterns and ctx.argv[1] not in registry.channels:
         return int_reply(0)  # PUBSUB-7: nobody listens
