@@ -100,8 +100,9 @@ SLOWEST = [  # the stripped traces that took 2-5 s while each millisecond was tr
     "negative/redis-6.2.14/failover/acked-pending-again.jsonl",
     "redis-7.0.15/persistence/aof-rewrite-preamble-restart.jsonl",
 ]
-STEP_BOUND = 2500
-"""The first search on each of them took 3,500-11,000 steps with exact times; about 200-1,500 without."""
+STEP_BOUND = 3300
+"""The first search on each of them took 3,500-11,000 steps with exact times; about 200-1,500 without, and
+460-3,030 since a full sync's child, its reap and the file's sending are steps of their own (REPL-19)."""
 
 
 @pytest.mark.skipif(not MODEL_RENDERS, reason="the model renders times with Instant.id_ms (one value, a branch)")
