@@ -331,3 +331,11 @@ def assert_no_divergence(st: ServerThread) -> None:
     assert isinstance(checker, CheckedRun)
     assert checker.divergences == 0
 
+
+def first_by_default(*values: str) -> list[Any]:
+    """Test parameters: the first value runs in the default suite, the others under ``-m slow`` (the
+    other dialects of a differential test against real servers, each a server start or two)."""
+    import pytest
+
+    return [values[0], *(pytest.param(v, marks=pytest.mark.slow) for v in values[1:])]
+

@@ -19,7 +19,7 @@ import pytest
 import redis as redis_py
 
 from tests.replication_support import wait_until
-from tests.support import start_real
+from tests.support import first_by_default, start_real
 from xspec.reference.aof import EXIT_REFUSED, aof_of
 from xspec.reference.persistence import persistence_of
 from xspec.reference.replication import replication_of
@@ -79,7 +79,7 @@ def persistence_fields(r: redis_py.Redis) -> list[str]:
     return [line.split(b":")[0].decode() for line in text.split(b"\r\n")[1:] if b":" in line]
 
 
-@pytest.mark.parametrize("dialect", ["redis-7.0", "redis-6.2", "valkey-9.1"])
+@pytest.mark.parametrize("dialect", first_by_default("redis-7.0", "redis-6.2", "valkey-9.1"))
 def test_info_persistence_has_the_aof_fields_the_real_server_has(pair, dialect: str) -> None:
     """AOF-INFO-1: with the AOF on, the size fields end the section (6.2 with its rewrite buffer's)."""
     for appendonly in ("yes", "no"):
@@ -114,7 +114,7 @@ def _grow(r: redis_py.Redis, batch: int) -> tuple[int, int, int]:
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize("dialect", ["redis-7.0", "redis-6.2", "valkey-9.1"])
+@pytest.mark.parametrize("dialect", first_by_default("redis-7.0", "redis-6.2", "valkey-9.1"))
 def test_the_aof_is_rewritten_when_it_has_grown_as_the_real_server_does(pair, dialect: str) -> None:
     """AOF-AUTO-1: past auto-aof-rewrite-min-size and auto-aof-rewrite-percentage over the base size, the
     cron rewrites; the sizes (a rewrite of commands: the same bytes on both) follow step by step."""
@@ -175,7 +175,7 @@ def fork_script(r: redis_py.Redis, set_delay: Setter) -> list[Any]:
     return [*out, _flags(r)]
 
 
-@pytest.mark.parametrize("dialect", ["redis-7.0", "redis-6.2", "valkey-9.1"])
+@pytest.mark.parametrize("dialect", first_by_default("redis-7.0", "redis-6.2", "valkey-9.1"))
 def test_bgsave_and_bgrewriteaof_wait_for_each_other_as_the_real_server(pair, dialect: str) -> None:
     """FORK-1, FORK-2, FORK-3, measured on 7.0.15 and 6.2.14."""
     config = {"appendonly": "yes", "save": "", "auto-aof-rewrite-percentage": "0"}
@@ -325,7 +325,7 @@ def _flushall_session(r: redis_py.Redis, set_param: Setter, folder: Path, child:
 
 
 @pytest.mark.parametrize("child", [False, True], ids=["no-child", "child"])
-@pytest.mark.parametrize("dialect", ["redis-7.0", "redis-6.2", "valkey-9.1"])
+@pytest.mark.parametrize("dialect", first_by_default("redis-7.0", "redis-6.2", "valkey-9.1"))
 def test_flushall_kills_the_bgsave_child_and_saves_as_redis_does(pair, tmp_path: Path, dialect: str,
                                                                  child: bool) -> None:
     """FLUSH-6: with a save point set FLUSHALL saves the emptied data at once (7.0 and Valkey zero the

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import redis as redis_py
 
-from tests.support import assert_no_divergence, start_real, stop_all
+from tests.support import assert_no_divergence, first_by_default, start_real, stop_all
 from xspec.commands.serve import model_checker
 from xspec.reference.server import ServerThread
 from xspec.traces.scenarios.runner import stop_process
@@ -86,7 +86,7 @@ def scheduled_script(r: redis_py.Redis) -> list[Any]:
     return out
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dialect", first_by_default(*DIALECTS))
 def test_appendonly_yes_during_a_bgsave_schedules_the_rewrite(start, dialect: str) -> None:
     real, ours = (scheduled_script(start(kind, dialect)) for kind in ("real", "ours"))
     assert real[3] == (1, 1, 0, 1)  # AOF-SCHEDULE-1, measured
@@ -121,7 +121,7 @@ def knobs_script(r: redis_py.Redis) -> list[Any]:
     return out
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dialect", first_by_default(*DIALECTS))
 def test_testing_knobs_are_set_at_run_time(tmp_path: Path, dialect: str) -> None:
     """CONFIG-DIALECT-3: 7.0 and Valkey find the knobs by exact name only; a delay set at run time holds
     the next child."""
@@ -139,7 +139,7 @@ def test_testing_knobs_are_set_at_run_time(tmp_path: Path, dialect: str) -> None
     assert ours == real
 
 
-@pytest.mark.parametrize("dialect", ["redis-7.0", "redis-6.2", "valkey-9.1"])
+@pytest.mark.parametrize("dialect", first_by_default("redis-7.0", "redis-6.2", "valkey-9.1"))
 def test_saving_reads_no_clock_in_the_command(tmp_path: Path, dialect: str, caplog: pytest.LogCaptureFixture) -> None:
     """The file's ctime is no reading of SAVE, DEBUG RELOAD or CONFIG SET appendonly yes, and DEBUG RELOAD's
     load reads the clock afresh beside Valkey's per-command snapshot, on both sides: a wall-clock

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import first_by_default
 from xspec.commands.serve import model_checker
 from xspec.models.clock import ManualClock
 from xspec.models.server import Server
@@ -178,7 +179,7 @@ def _forged(trace: trace_format.Trace, argv: list[bytes], nth: int, reply: Reply
     return trace_format.Trace(trace.header, events, trace.path), at + 1
 
 
-@pytest.mark.parametrize("name", list(DIALECTS))
+@pytest.mark.parametrize("name", first_by_default(*DIALECTS))
 def test_checked_serve_and_its_trace_agree_with_the_model(tmp_path: Path, name: str) -> None:
     """`--checked`: the model takes each of the server's cron steps when the server does, and agrees with
     every answer (INFO's child fields included); the recorded trace conforms offline, and EXEC answered as
@@ -220,7 +221,7 @@ def _record(name: str) -> trace_format.Trace:
         return h.trace()
 
 
-@pytest.mark.parametrize("name", list(DIALECTS))
+@pytest.mark.parametrize("name", first_by_default(*DIALECTS))
 def test_a_real_servers_children_conform_to_the_model(name: str) -> None:
     """The real server's trace/2 conforms (the deployment's checker takes the cron's steps); the first
     INFO forged to show no scheduled rewrite diverges there."""

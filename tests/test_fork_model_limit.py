@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import redis as redis_py
 
-from tests.support import assert_no_divergence, start_real, stop_all
+from tests.support import assert_no_divergence, first_by_default, start_real, stop_all
 from xspec.commands.serve import model_checker
 from xspec.reference.persistence import persistence_of
 from xspec.reference.server import ServerThread
@@ -123,7 +123,7 @@ def failures_script(target: Target) -> list[Any]:
     return out
 
 
-@pytest.mark.parametrize("dialect", ["redis-7.0", "redis-6.2", "valkey-9.1"])
+@pytest.mark.parametrize("dialect", first_by_default("redis-7.0", "redis-6.2", "valkey-9.1"))
 def test_failed_rewrites_postpone_the_crons_as_the_real_server_does(start, dialect: str) -> None:
     real, ours = (failures_script(start(kind, dialect)) for kind in ("real", "ours"))
     assert ours == real

@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from tests.replication_support import NO_SYNC_DELAY, wait_until
+from tests.support import first_by_default
 from xspec.reference.server import ServerThread
 from xspec.traces.scenarios.runner import start_redis, stop_process
 
@@ -115,7 +116,7 @@ def xspec_steps(dialect: str) -> list[Any]:
         return steps(redis.Redis(port=a.port), redis.Redis(port=b.port), b.port, a.port)
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dialect", first_by_default(*DIALECTS))
 def test_waitaof_as_the_real_server(dialect: str) -> None:
     """WAITAOF-1 .. WAITAOF-3: the same replies from xspec serve as from the dialect's real server."""
     expected = real_steps(dialect)
