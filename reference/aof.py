@@ -51,6 +51,7 @@ from xspec.reference.persistence import (
     Child,
     LoadError,
     Persistence,
+    close_inherited_descriptors,
     mirror_step,
     persistence_of,
     write_atomically,
@@ -263,6 +264,7 @@ class Aof:
         if pid == 0:  # the parent names the file when the child is done
             code = 1
             try:
+                close_inherited_descriptors()
                 self.persistence.child_delay()
                 write_synced(temp, self.base_chunks())
                 code = 0

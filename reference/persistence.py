@@ -49,6 +49,20 @@ class LoadError(Exception):
     """A file the server cannot load at start; the text is one line."""
 
 
+def close_inherited_descriptors(keep: int = -1) -> None:
+    """In a forked child: close every descriptor above stderr but ``keep``, the listening sockets of every
+    server in this process among them (Redis's ``closeChildUnusedResourceAfterFork``), so that no port stays
+    taken by a child after its server closed it (a node of a deployment restarting on its port)."""
+    if keep > 2:
+        os.closerange(3, keep)
+        os.closerange(keep + 1, _FD_LIMIT)
+    else:
+        os.closerange(3, _FD_LIMIT)
+
+
+_FD_LIMIT = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
+
+
 class Child:
     """A forked child writing a file: its pid, what it writes, and the changes counted when it started."""
 
@@ -164,6 +178,7 @@ class Persistence:
         if pid == 0:  # RDB-1: the child writes the snapshot of the moment of the fork, and leaves
             code = 1
             try:
+                close_inherited_descriptors()
                 self.child_delay()
                 self.write_rdb(target)
                 code = 0

@@ -643,7 +643,7 @@ class Replication:
         done) where the server cannot fork. The child is the server's RDB child (REPL-19, FORK-1); while
         another child runs the replicas wait (``wait_bgsave``, no ``+FULLRESYNC`` yet) and the fork
         comes once the cron reaped it."""
-        from xspec.reference.persistence import Child, mirror_step, persistence_of
+        from xspec.reference.persistence import Child, close_inherited_descriptors, mirror_step, persistence_of
         persistence = persistence_of(self.core)
         if not persistence.can_fork():
             return False
@@ -678,7 +678,7 @@ class Replication:
         if pid == 0:  # the child: the snapshot of the moment of the fork, then leave
             code = 1
             try:
-                os.close(read_fd)
+                close_inherited_descriptors(keep=write_fd)  # read_fd among them
                 persistence.child_delay()
                 with os.fdopen(write_fd, "wb") as pipe:  # a buffered writer: it writes each chunk whole
                     for chunk in self.snapshot_chunks():
