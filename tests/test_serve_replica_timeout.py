@@ -63,6 +63,7 @@ def test_a_replica_drops_a_silent_primary_and_resyncs_partially(deployment: tupl
     wait_until(lambda: all(r.get("k") == b"2" for r in replicas), what="the stream again")
 
 
+@pytest.mark.slow  # the default suite keeps the other cases (issue 18's time)
 def test_pings_keep_a_quiet_link_up(deployment: tuple[Real, list[redis.Redis]]) -> None:
     """A primary that writes nothing but PINGs every second keeps its replicas' links past repl-timeout."""
     primary, replicas = deployment
@@ -72,6 +73,7 @@ def test_pings_keep_a_quiet_link_up(deployment: tuple[Real, list[redis.Redis]]) 
     assert primary.r.info("stats")["sync_partial_ok"] == 0
 
 
+@pytest.mark.slow  # the default suite keeps the other cases (issue 18's time)
 def test_a_replica_drops_a_paused_xspec_primary() -> None:
     """The same with an xspec primary paused by XSPEC.NODE PAUSE: the replica drops the link after
     repl-timeout, and once the primary resumes it continues from the backlog."""

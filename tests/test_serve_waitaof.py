@@ -134,6 +134,7 @@ def fack_steps(primary: redis.Redis, replica: redis.Redis, primary_port: int) ->
     return out
 
 
+@pytest.mark.slow  # the default suite keeps the other cases (issue 18's time)
 def test_fack_between_real_and_xspec_nodes() -> None:
     """WAITAOF-2 on the wire: a real 7.4.1 primary counts an xspec replica's FACK, and an xspec primary a
     real replica's."""
