@@ -25,6 +25,7 @@ makes 500 kills, each trace judged, and reports what was lost.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import functools
 import os
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -472,7 +474,7 @@ def campaign(folder: Path, kills: int, policies: tuple[str, ...],
             out.check_seconds += time.process_time() - began
             out.statuses.append(verdict.status)
             if verdict.status != "conform":
-                out.verdicts.append(f"trace {k} ({policy}): {verdict.describe()}")
+                out.verdicts.append(f"trace {k} ({policy}): {verdict.describe()}\n{_packed(trace)}")
             out.traces.append(trace)
             if progress is not None:
                 progress(f"trace {k} ({policy}, {len(trace.events)} events): {verdict.status}; lost {lost}; "
@@ -480,6 +482,12 @@ def campaign(folder: Path, kills: int, policies: tuple[str, ...],
     finally:
         zygote.close()
     return out
+
+
+def _packed(trace: Trace) -> str:
+    """The trace in one line a failure message can carry (a recording is not reproducible): unpack
+    with ``zlib.decompress(base64.b64decode(text))`` and ``trace_format.loads``."""
+    return "trace (zlib, base64): " + base64.b64encode(zlib.compress(trace_format.dumps(trace).encode(), 9)).decode()
 
 
 def _report(c: Campaign) -> str:
