@@ -777,7 +777,30 @@ class Deployment:
             # REPL-3: the first replica creates the backlog, under a new ID
             primary.replid, primary.replid2, primary.second_offset = self._new_replid(), NO_REPLID, -1
             primary.backlog = new_backlog(primary, primary.offset + 1)
+        joined = self._waiting_for_disk_child(primary)
+        if joined is not None:
+            self._join_child(link, joined)
         return out
+
+    def _waiting_for_disk_child(self, primary: Node) -> Link | None:
+        """REPL-20: the first replica waiting for the end of a running disk-based sync child, which a new
+        full sync joins (every replica of a deployment announces ``capa eof psync2``: the capabilities match)."""
+        if self.child_of(primary) != "rdb" or primary.sync_target != "disk":
+            return None
+        return next((other for other in self.replicas_of(primary)
+                     if other.phase == "transfer" and other.child), None)
+
+    def _join_child(self, link: Link, joined: Link) -> None:
+        """REPL-20: ``link`` gets ``joined``'s ``+FULLRESYNC``, snapshot and stream kept since the fork."""
+        primary, replica = self.nodes[link.primary], self.nodes[link.replica]
+        link.phase = "transfer"
+        link.snapshot, link.sync = joined.snapshot, joined.sync
+        link.child, link.bulk, link.disk = True, False, True
+        link.pending = deque(joined.pending)
+        link.fed = len(link.pending)
+        if replica.server.dialect.full_sync_forgets_cached_master:
+            replica.cached = None  # REPL-DIALECT-6: at +FULLRESYNC
+        primary.server.repl_db = -1  # REPL-20: the next fed command starts with a SELECT
 
     @staticmethod
     def _partial_ok(primary: Node, replid: str, psync_offset: int) -> bool:

@@ -257,7 +257,7 @@ class Aof:
     def fork_base_writer(self, temp: str) -> int | None:
         """A child that writes the new base into ``temp`` and exits (0: written); its pid, or None when fork failed."""
         try:
-            pid = os.fork()
+            pid = self.persistence.fork()
         except OSError as e:
             log.warning("Can't rewrite append only file in background: fork: %s", e)
             return None
@@ -1006,7 +1006,8 @@ def add_persistence(handlers: dict[str, Any]) -> None:
 
 def persistence_info(core: Core, reply: Any) -> Any:
     """INFO's persistence fields from this server's state (the rest of INFO is generic.py's)."""
-    if not isinstance(reply, Verbatim) or b"rdb_bgsave_in_progress:" not in reply.text:
+    if not isinstance(reply, Verbatim) or (b"rdb_bgsave_in_progress:" not in reply.text
+                                           and b"total_forks:" not in reply.text):
         return reply
     p = persistence_of(core)
     p.reap()
@@ -1022,6 +1023,7 @@ def persistence_info(core: Core, reply: Any) -> Any:
         b"aof_rewrites": p.aof_rewrites,
         b"aof_last_bgrewrite_status": b"ok" if p.last_aof_rewrite_ok else b"err",
         b"aof_rewrites_consecutive_failures": p.aof_rewrite_failures,  # AOF-LIMIT-1
+        b"total_forks": p.forks,
     }
     lines = reply.text.split(b"\r\n")
     end = None

@@ -91,6 +91,7 @@ class Persistence:
         self.aof: Any = None  # reference.aof.Aof while appendonly is yes
         self.aof_rewrite_scheduled = False
         self.saves = 0  # rdb_saves
+        self.forks = 0  # INFO stats total_forks
         self.finished = False  # the server shut down: nothing more is saved
         self.aof_rewrites = 0
         # RDB-5: the replication ID and offset of the RDB file loaded at start (reference/replication.py)
@@ -170,7 +171,7 @@ class Persistence:
         dirty = self.core.dirty
         target = self.rdb_path()
         try:
-            pid = os.fork()
+            pid = self.fork()
         except OSError as e:
             log.warning("Can't save in background: fork: %s", e)
             self.last_bgsave_ok = False
@@ -200,6 +201,14 @@ class Persistence:
 
     def can_fork(self) -> bool:
         return hasattr(os, "fork") and self.core.timer_factory is not None
+
+    def fork(self) -> int:
+        """``os.fork`` for one of the server's children (BGSAVE, rewrite, full sync), counted in the parent
+        as ``total_forks`` (redisFork's count); OSError when the fork fails."""
+        pid = os.fork()
+        if pid:
+            self.forks += 1
+        return pid
 
     # -- the cron -----------------------------------------------------------------------------------------
 

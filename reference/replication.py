@@ -290,11 +290,12 @@ class Replication:
         self.deployment: Any = None  # reference.replication_deployment.Deployment of xspec serve --replicas
         self.paused = False  # XSPEC.NODE PAUSE: the cron sends nothing
         self.sync_full = 0  # INFO stats: sync_full, sync_partial_ok, sync_partial_err
-        # REPL-5: replicas waiting for a diskless snapshot (repl-diskless-sync-delay), its timer, and the
-        # clients that announced REPLCONF capa eof (only those may wait: the others get a disk-based one)
+        # REPL-5: replicas waiting for a diskless snapshot (repl-diskless-sync-delay) and its timer
         self.sync_waiting: list[Replica] = []
         self.sync_timer: Any = None
-        self.eof_capable: set[int] = set()
+        # the capabilities each client announced with REPLCONF capa (eof: it may get a diskless snapshot,
+        # REPL-5; a replica joins another's child only with all of that one's, REPL-20)
+        self.capabilities: dict[int, frozenset[bytes]] = {}
         self.sync_partial_ok = 0
         self.sync_partial_err = 0
         self.sync_children: list[SyncChild] = []  # REPL-5: snapshots being written by forked children
@@ -557,7 +558,7 @@ class Replication:
     def client_gone(self, c: Client) -> None:
         """A connection closed: a replica's goes from the list, a waiting client's WAIT is forgotten."""
         self.announced.pop(c.id, None)
-        self.eof_capable.discard(c.id)
+        self.capabilities.pop(c.id, None)
         before = len(self.replicas)
         self.replicas = [r for r in self.replicas if r.client is not c]
         self.waiting = [w for w in self.waiting if w.client is not c]
@@ -585,6 +586,9 @@ class Replication:
         the waiting replicas get ``+FULLRESYNC`` when it starts, with its offset, and a newline a
         second until then."""
         self.ensure_first_backlog()
+        head = self.join_disk_child(c, pre_psync)
+        if head is not None:
+            return Encoded([] if pre_psync else [head])
         delay = self.diskless_delay(c)
         if delay > 0 and self.core.timer_factory is not None:
             waiting = self.attach(c, "wait_bgsave")
@@ -604,9 +608,31 @@ class Replication:
         payload = self.sync_payload()
         return Encoded(payload[1:] if pre_psync else payload)
 
+    def join_disk_child(self, c: Client, pre_psync: bool) -> bytes | None:
+        """REPL-20: ``c`` joins the running disk-based sync child whose first replica still waits for its
+        end, when ``c`` has all that replica's capabilities: a copy of the stream kept since the fork, the
+        file after the reap. Returns the child's ``+FULLRESYNC`` line; None (nothing changed) when there
+        is no such child."""
+        waiting = next(((child, r) for child in self.sync_children if child.disk and not child.sent
+                        for r in child.replicas if r in self._replicas and r.state == "wait_bgsave"), None)
+        if waiting is None:
+            return None
+        child, other = waiting
+        theirs = self.capabilities.get(other.client.id, frozenset())
+        if not theirs <= self.capabilities.get(c.id, frozenset()):
+            log.info("Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC")
+            return None
+        replica = self.attach(c, "wait_bgsave")
+        replica.pre_psync = pre_psync
+        replica.buffered = list(other.buffered or [])
+        child.replicas.append(replica)
+        self.selected_db = -1  # REPL-20: replicationSetupSlaveForFullResync: the next fed command starts with a SELECT
+        log.info("Waiting for end of BGSAVE for SYNC")
+        return child.head
+
     def diskless_delay(self, c: Client) -> int:
         """The seconds a full sync for ``c`` waits: ``repl-diskless-sync-delay`` when the sync is diskless."""
-        if self.core.config.get("repl-diskless-sync", "no") != "yes" or c.id not in self.eof_capable:
+        if self.core.config.get("repl-diskless-sync", "no") != "yes" or b"eof" not in self.capabilities.get(c.id, ()):
             return 0
         return self._config_int("repl-diskless-sync-delay", 0)
 
@@ -669,7 +695,7 @@ class Replication:
         dirty = self.core.dirty
         read_fd, write_fd = os.pipe()
         try:
-            pid = os.fork()
+            pid = persistence.fork()
         except OSError as e:
             os.close(read_fd)
             os.close(write_fd)
@@ -1123,8 +1149,9 @@ def replconf_command(ctx: Context) -> Any:
             port = rep.announced.get(c.id, ("", 0))[1]
             rep.announced[c.id] = (_text(value), port)
         elif option == "capa":
-            if c_string(value).lower() == b"eof":
-                rep.eof_capable.add(c.id)
+            capability = c_string(value).lower()
+            if capability in (b"eof", b"psync2"):
+                rep.capabilities[c.id] = rep.capabilities.get(c.id, frozenset()) | {capability}
         elif option in ("rdb-only", "rdb-filter-only", "fack"):
             continue
         elif option == "ack":

@@ -26,6 +26,12 @@ def wait_until(check: Callable[[], Any], timeout: float = 10.0, what: str = "con
         time.sleep(every)
 
 
+def wait_for_transfer(cluster: Any, replica: str) -> None:
+    """Wait until ``replica`` of a recording ``Cluster`` is in its full sync's transfer (REPL-19)."""
+    wait_until(lambda: cluster.info(replica).get("master_sync_in_progress") == "1", timeout=10, every=0.02,
+               what=f"{replica}'s transfer")
+
+
 def link_up(r: redis.Redis) -> bool:
     """Whether the replica ``r`` says its link to its primary is up."""
     return bool(r.info("replication").get("master_link_status") == "up")

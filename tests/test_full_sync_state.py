@@ -11,11 +11,11 @@ the stream kept since the fork is applied only after the reap.
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Any
 
 import pytest
 
+from tests.replication_support import wait_for_transfer
 from xspec.spec.trace_format import Call, Recv, Trace
 from xspec.traces.check.checker import check_trace
 from xspec.traces.cluster.harness import Cluster
@@ -38,10 +38,7 @@ def _record(label: str, diskless: str) -> Trace:
         for i in range(KEYS):
             p.call("SET", f"k{i}", str(i))
         cluster.replicaof("b", "a", settle=False)
-        deadline = time.monotonic() + 5
-        while cluster.info("b").get("master_sync_in_progress") != "1":
-            assert time.monotonic() < deadline, "the replica never started its transfer"
-            time.sleep(0.02)
+        wait_for_transfer(cluster, "b")
         r.call("INFO", "replication")
         p.call("INFO", "replication")
         p.call("INFO", "persistence")
