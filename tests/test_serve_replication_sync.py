@@ -50,7 +50,10 @@ def test_the_sync_waits_the_delay_for_more_replicas(primary: Any) -> None:
     wait_until(lambda: replica_states(primary) == ["wait_bgsave"], what="the first replica waiting")
     second.replicaof("127.0.0.1", primary.port)
     wait_until(lambda: replica_states(primary) == ["wait_bgsave", "wait_bgsave"], what="both waiting")
-    assert not link_up(first) and primary.info("replication")["connected_slaves"] == 2
+    waited = time.monotonic() - started
+    assert primary.info("replication")["connected_slaves"] == 2
+    if waited < 1.5:  # the link may be up once the delay has passed (a slow machine's handshakes)
+        assert not link_up(first)
     wait_until(lambda: link_up(first) and link_up(second), what="both in sync")
     assert time.monotonic() - started >= 1.9
     # Redis puts them online when it sees its child done (its cron), after they may say the link is up
