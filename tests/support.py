@@ -35,6 +35,7 @@ from xspec.traces.scenarios.runner import config_args, configure, start_redis
 if TYPE_CHECKING:
     from tests.conftest import RealRedis
     from xspec.reference.server import ServerThread
+    from xspec.reference.trace import CheckedRun
 
 
 class Scenario:
@@ -323,13 +324,18 @@ def stop_all(stops: Sequence[Callable[[], None]]) -> None:
         raise failed[0]
 
 
-def assert_no_divergence(st: ServerThread) -> None:
-    """A ``--checked`` server thread's model checker (the observer after the trace writer) saw no divergence."""
+def checked_run(st: ServerThread) -> CheckedRun:
+    """A ``--checked`` server thread's model checker (the observer after the trace writer)."""
     from xspec.reference.trace import CheckedRun
 
     checker = st.core.observer.observers[1]  # type: ignore[union-attr]
     assert isinstance(checker, CheckedRun)
-    assert checker.divergences == 0
+    return checker
+
+
+def assert_no_divergence(st: ServerThread) -> None:
+    """A ``--checked`` server thread's model checker saw no divergence."""
+    assert checked_run(st).divergences == 0
 
 
 def first_by_default(*values: str) -> list[Any]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import redis as redis_py
 
+from tests.support import checked_run
 from xspec.commands.serve import model_checker
 from xspec.reference.server import ServerThread
 from xspec.reference.trace import CheckedRun
@@ -44,8 +45,7 @@ def _two_rewrites(tmp_path: Path, appendonly: str) -> tuple[int, Path]:
             _wait_rewritten(r)
             r.xadd("s", {"f": "w"})
         r.close()
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
-        assert isinstance(checker, CheckedRun)
+        checker = checked_run(st)
         return checker.divergences, trace
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import checked_run
 from xspec.commands.serve import model_checker
 from xspec.reference.server import ServerThread
 from xspec.reference.trace import CheckedRun
@@ -52,7 +53,7 @@ def _run(dialect: str, trace: Path) -> tuple[list[object], CheckedRun]:
         finally:
             a.close()
             b.close()
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+        checker = checked_run(st)
         return replies, checker
 
 
@@ -93,7 +94,7 @@ def test_a_wrong_count_in_the_model_is_a_divergence(caplog, monkeypatch, tmp_pat
             assert a.call([b"BLPOP", b"q", b"0.01"]) == NullArray()
         finally:
             a.close()
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+        checker = checked_run(st)
         assert checker.divergences == 1, caplog.text
     assert "[b'INFO', b'stats']" in caplog.text
 

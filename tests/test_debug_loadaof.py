@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import redis as redis_py
 
-from tests.support import keyspace_state
+from tests.support import checked_run, keyspace_state
 from xspec.commands.serve import model_checker
 from xspec.models.clock import ManualClock
 from xspec.models.debug_persistence import LOADAOF_EXITS
@@ -147,7 +147,7 @@ def test_loadaof_gives_what_redis_gives_and_the_model_agrees(real, tmp_path, cap
         assert state(ours) == expected
         assert ours.info("persistence")["rdb_changes_since_last_save"] == 0
         ours.close()
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+        checker = checked_run(st)
     assert checker.divergences == 0, caplog.text
     assert "clock readings differ" not in caplog.text  # the replay reads the clock as the server's does
 
@@ -245,5 +245,5 @@ def test_checked_valkey_without_an_aof(tmp_path, caplog):
         assert ours.dbsize() == 0
         assert ours.info("persistence")["rdb_changes_since_last_save"] == 1
         ours.close()
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+        checker = checked_run(st)
     assert checker.divergences == 0, caplog.text

@@ -24,6 +24,7 @@ import pytest
 import redis
 
 from tests.replication_support import NO_SYNC_DELAY, Real, wait_until
+from tests.support import checked_run
 from xspec.commands.serve import model_checker
 from xspec.models import ManualClock, Server
 from xspec.reference.server import ServerThread
@@ -279,7 +280,7 @@ def _checked_session(tmp_path: Path) -> tuple[int, Path]:
     trace = tmp_path / "serve.jsonl"
     with ServerThread(checker=model_checker, trace=str(trace)) as st:
         paused_session(st.port, "redis-7.0")
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+        checker = checked_run(st)
         return checker.divergences, trace
 
 

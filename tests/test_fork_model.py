@@ -20,12 +20,11 @@ from typing import Any
 
 import pytest
 
-from tests.support import first_by_default
+from tests.support import checked_run, first_by_default
 from xspec.commands.serve import model_checker
 from xspec.models.clock import ManualClock
 from xspec.models.server import Server
 from xspec.reference.server import ServerThread
-from xspec.reference.trace import CheckedRun
 from xspec.spec import trace_format
 from xspec.spec.dialect import REDIS_62, REDIS_70, VALKEY_91, Dialect
 from xspec.spec.resp import Array, Bulk, Error, Reply, Simple, Verbatim
@@ -165,8 +164,7 @@ def _checked_run(tmp_path: Path, name: str) -> tuple[list[Any], int, Path]:
 
         out = script(call, set_delay)
         conn.close()
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
-        assert isinstance(checker, CheckedRun)
+        checker = checked_run(st)
         return out, checker.divergences, trace
 
 
@@ -271,8 +269,7 @@ def test_flushall_saves_and_stops_the_child_as_the_model_says(tmp_path: Path, na
         assert until(call, lambda f: f == (0, 0, 0)) == (0, 0, 0)
         second = _changes(call("INFO", "persistence"))
         conn.close()
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
-        assert isinstance(checker, CheckedRun)
+        checker = checked_run(st)
         assert checker.divergences == 0
     assert (first, second) == ((0, 0) if name == "redis-7.0" else (11, 22))
     loaded = trace_format.load(trace)

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import RealRedis
+from tests.support import checked_run
 from xspec.commands.serve import model_checker
 from xspec.reference.protocol import encode_reply, parse_one, parse_requests, split_args
 from xspec.reference.server import ServerThread
@@ -522,7 +523,7 @@ def test_trace_and_checked_mode_agree_with_the_model(tmp_path: os.PathLike[str],
         finally:
             a.close()
             b.close()
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+        checker = checked_run(st)
         assert checker.divergences == 0, caplog.text
     trace = load(path)
     raw = [e for e in trace.events if isinstance(e, Send) and e.raw is not None]

@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from tests.pubsub_session import messages, session
+from tests.support import checked_run
 from xspec.commands.serve import model_checker
 from xspec.reference.server import ServerThread
 from xspec.spec.resp import Array, Bulk, Int, Push
@@ -30,7 +31,7 @@ def test_pushes_are_recorded_and_judged(dialect: str, proto: int, tmp_path: Path
     path = tmp_path / "serve.jsonl"
     with ServerThread(dialect=dialect, checker=model_checker, trace=str(path)) as st:
         received = session(st.port, proto)
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+        checker = checked_run(st)
     assert checker.divergences == 0, caplog.text  # --checked compared each push with the model's
     assert "observer" not in caplog.text, caplog.text
     trace = load(path)
@@ -86,7 +87,7 @@ def test_a_wrong_push_is_a_divergence_in_checked_mode(monkeypatch: pytest.Monkey
         assert [m["data"] for m in messages(p, 1)] == [b"garbled"]
         p.close()
         r.close()
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+        checker = checked_run(st)
     assert checker.divergences == 1 and "the model ['message', 'a', 'hello']" in caplog.text
 
 
@@ -110,7 +111,7 @@ def test_keys_the_virtual_clock_expires_are_judged(tmp_path: Path, caplog: pytes
         assert r.dbsize() == 1
         p.close()
         r.close()
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+        checker = checked_run(st)
     assert sorted(got) == [b"a", b"b"]
     assert checker.divergences == 0, caplog.text
     trace = load(path)

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.real_servers import SERVER_FIXTURES
+from tests.support import checked_run
 from tests.test_pubsub import DIALECTS, shape
 from xspec.reference.server import ServerThread
 from xspec.spec.resp import Array, Bulk, Int, Map, Push, Set
@@ -185,5 +186,5 @@ def test_serve_checked_judges_tracking_command_and_notifications(dialect: str, t
                      ["COMMAND", "GETKEYS", "mset", "a", "1", "b", "2"], ["COMMAND", "LIST", "FILTERBY", "ACLCAT", "stream"]):
             conn.call([a.encode() for a in form])
         conn.close()
-        checker = st.core.observer.observers[1]  # type: ignore[union-attr]
+        checker = checked_run(st)
     assert checker.divergences == 0
