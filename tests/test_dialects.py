@@ -114,7 +114,9 @@ def test_62_deletion_does_not_wake_xreadgroup(r62: DialectServer):
     s = r62.scenario()
     s.call(1, "XADD", "s", "1-0", "f", "v")
     s.call(1, "XGROUP", "CREATE", "s", "g", "$")
-    s.send(2, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "150", "STREAMS", "s", ">")
+    # A deadline well past the two 50 ms looks and the DEL between them, however slowly the client runs (at
+    # 150 ms a 50 ms pause of the test process let the timeout's reply arrive in the second look).
+    s.send(2, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "1000", "STREAMS", "s", ">")
     assert s.is_waiting(2)
     s.call(1, "DEL", "s")
     assert s.is_waiting(2)
