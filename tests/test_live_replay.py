@@ -250,6 +250,8 @@ def test_check_job_fails_on_a_fuzz_divergence(tmp_path: Path, monkeypatch: pytes
         return CampaignResult(targets=targets, dialect=None, seed=0, steps=10, findings=[finding])  # type: ignore[list-item]
 
     monkeypatch.setattr(fuzz, "run_campaign", run_campaign)
+    # Three corpus traces: the whole bundled corpus took the 30 s budget at load 8, and no campaign ran.
+    monkeypatch.setattr(checkjob, "CORPUS_DIR", _small_corpus(tmp_path / "corpus"))
     result = CliRunner().invoke(check_command, ["--target", "model:redis-7.0+mutant:" + _a_mutant(), "--budget", "30",
                                                 "--report", str(tmp_path / "r"), "-q"], catch_exceptions=False)
     assert result.exit_code == 1, result.output
