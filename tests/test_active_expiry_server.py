@@ -55,10 +55,13 @@ def expired_keys(r: redis.Redis) -> int:
 
 def test_keys_go_without_access_and_are_counted(target: redis.Redis) -> None:
     before = expired_keys(target)
+    # One round trip: no expiry cycle runs between the writes and DBSIZE, however slowly the machine
+    # serves the client (50 ms of it between the first SET and DBSIZE and a cron tick would count fewer).
+    pipe = target.pipeline(transaction=False)
     for i in range(5):
-        target.set(f"k{i}", "v", px=50)
-    target.set("kept", "v")
-    assert target.dbsize() == 6
+        pipe.set(f"k{i}", "v", px=50)
+    pipe.set("kept", "v").dbsize()
+    assert pipe.execute()[-1] == 6
     wait_until(lambda: target.dbsize() == 1, what="the active expiry cycle")
     assert expired_keys(target) - before == 5
     assert target.exists("kept") == 1
@@ -84,9 +87,10 @@ def test_subscribers_get_the_expired_events(target: redis.Redis) -> None:
 
 
 def test_a_paused_server_deletes_nothing_until_unpaused(target: redis.Redis) -> None:
-    target.set("p1", "v", px=150)
-    target.set("p2", "v", px=150)
-    target.execute_command("CLIENT", "PAUSE", "5000", "WRITE")
+    # One round trip: the pause is in force before the cycle can see the keys past their time.
+    pipe = target.pipeline(transaction=False)
+    pipe.set("p1", "v", px=150).set("p2", "v", px=150).execute_command("CLIENT", "PAUSE", "5000", "WRITE")
+    pipe.execute()
     time.sleep(0.6)  # four cron ticks past the keys' time
     assert target.dbsize() == 2  # DBSIZE is no write: it runs under the pause, and reads no key
     target.execute_command("CLIENT", "UNPAUSE")
@@ -108,10 +112,13 @@ def test_the_replica_gets_the_primarys_del(pair: str, reals: list[Real], xspecs:
     _replica_pair(primary_port, replica)
     try:
         replica_before = expired_keys(replica)
-        primary.set("gone", "v", px=400)
+        primary.set("gone", "v")
         primary.set("stays", "v")
-        assert primary.execute_command("WAIT", "1", "2000") == 1
+        assert primary.execute_command("WAIT", "1", "10000") == 1
         assert replica.dbsize() == 2
+        # The time is given only now: the primary's cycle cannot delete the key (and send its DEL) before the
+        # replica was looked at, however slowly the machine serves these calls.
+        primary.pexpire("gone", 50)
         wait_until(lambda: primary.dbsize() == 1, what="the primary's active expiry")
         wait_until(lambda: replica.dbsize() == 1, what="the DEL on the replica")
         assert replica.exists("stays") == 1

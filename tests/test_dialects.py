@@ -114,7 +114,9 @@ def test_62_deletion_does_not_wake_xreadgroup(r62: DialectServer):
     s = r62.scenario()
     s.call(1, "XADD", "s", "1-0", "f", "v")
     s.call(1, "XGROUP", "CREATE", "s", "g", "$")
-    s.send(2, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "150", "STREAMS", "s", ">")
+    # A deadline well past the two 50 ms looks and the DEL between them, however slowly the client runs (at
+    # 150 ms a 50 ms pause of the test process let the timeout's reply arrive in the second look).
+    s.send(2, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "1000", "STREAMS", "s", ">")
     assert s.is_waiting(2)
     s.call(1, "DEL", "s")
     assert s.is_waiting(2)
@@ -248,7 +250,9 @@ def test_valkey_blocked_readers_are_reexecuted(vk: DialectServer):
 def test_valkey_reblocked_reader_keeps_deadline_and_queue(vk: DialectServer):
     s = vk.scenario()
     s.call(1, "XADD", "s", "1-0", "f", "v")
-    s.send(2, "XREAD", "BLOCK", "300", "STREAMS", "s", "$")
+    # A deadline well past the four 50 ms looks and the transaction before the last one, however slowly the
+    # client runs (at 300 ms a pause of the test process let the timeout's reply arrive in the last look).
+    s.send(2, "XREAD", "BLOCK", "1000", "STREAMS", "s", "$")
     assert s.is_waiting(2)
     s.send(3, "XREAD", "BLOCK", "0", "STREAMS", "s", "$")
     assert s.is_waiting(3)

@@ -25,6 +25,7 @@ from xspec.traces.fuzz.generate import Step
 from xspec.traces.harness import live as live_module
 from xspec.traces.harness.live import Replay, Translation, run_live_replay
 from xspec.traces.harness.targets import LiveTarget, parse_target
+from xspec.traces.job import checkjob
 from xspec.traces.job.checkjob import run_check
 from xspec.traces.record.proxy import recording
 
@@ -227,13 +228,14 @@ def test_check_job_fuzzes_the_reference_server_by_default(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --target the reference server is started, fuzzed within the budget, and stopped."""
     monkeypatch.chdir(tmp_path)
-    # The budget covers the corpus replay too (about 1,900 bundled traces, several seconds on a loaded
-    # 2-core machine), so it leaves the campaign room to run.
-    result = CliRunner().invoke(check_command, ["--budget", "20", "-q"], catch_exceptions=False)
+    # The budget covers the corpus replay too, and the bundled corpus (replayed whole by test_corpus.py) takes
+    # 20 s of it on a loaded 2-core machine, leaving the campaign none: three of its traces here.
+    monkeypatch.setattr(checkjob, "CORPUS_DIR", _small_corpus(tmp_path / "corpus"))
+    result = CliRunner().invoke(check_command, ["--budget", "10", "-q"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "the reference server (xspec serve, embedded)" in result.output and "(redis 7.0.15)" in result.output
     report = json.loads((tmp_path / "xspec-report" / "report.json").read_text())
-    assert report["passed"] and report["campaign"]["steps"] > 0 and report["seconds"] < 35
+    assert report["passed"] and report["campaign"]["steps"] > 0 and report["seconds"] < 25
     assert report["coverage"]["XADD"]["fuzz steps"] > 0
 
 
@@ -248,6 +250,8 @@ def test_check_job_fails_on_a_fuzz_divergence(tmp_path: Path, monkeypatch: pytes
         return CampaignResult(targets=targets, dialect=None, seed=0, steps=10, findings=[finding])  # type: ignore[list-item]
 
     monkeypatch.setattr(fuzz, "run_campaign", run_campaign)
+    # Three corpus traces: the whole bundled corpus took the 30 s budget at load 8, and no campaign ran.
+    monkeypatch.setattr(checkjob, "CORPUS_DIR", _small_corpus(tmp_path / "corpus"))
     result = CliRunner().invoke(check_command, ["--target", "model:redis-7.0+mutant:" + _a_mutant(), "--budget", "30",
                                                 "--report", str(tmp_path / "r"), "-q"], catch_exceptions=False)
     assert result.exit_code == 1, result.output

@@ -39,7 +39,10 @@ from tests.conftest import RealRedis
 from xspec.traces.harness.servers import ReferenceProcess
 
 JS_FOLDER = Path(__file__).parent / "js"
-REDIS_MIN_IDLE_MS = 40  # real sleeps against Redis: short
+# Real sleeps against Redis: short, but longer than the few round trips a program makes between a delivery
+# and the claim that must find it not yet idle (its "too early" XAUTOCLAIM, the claim right after a cycle, a
+# BLOCK the program must see blocked): at 40 ms a loaded machine's pause made Redis claim it.
+REDIS_MIN_IDLE_MS = 250
 VIRTUAL_MIN_IDLE_MS = 60_000  # the seed's min-idle: free on the virtual clock
 POISON_LIMIT = 3  # deliveries after which the recovery worker dead-letters an entry
 
