@@ -25,12 +25,14 @@ from typing import Any
 from xspec.models.persistence import SharedUnpickler, Snapshot
 from xspec.models.replication import AofUnits, replay_aof
 from xspec.models.server import Server
-from xspec.traces.check.symbolic import SymbolicClock, Time, Zone
+from xspec.traces.check.symbolic import UNBOUNDED, Infeasible, RenderedTime, SymbolicClock, Time, Zone
 
 TAIL_MARKS = (4, 8, 16, 32, 64)
 """Where a load keeps the model's data for later loads: that many units before its end."""
 MAX_ENTRIES = 256
 """At most this many kept prefixes (the oldest go first)."""
+MAX_LOADED = 2048
+"""At most this many states :class:`LoadedStates` keeps (the oldest go first)."""
 
 _QUERIES = ("decide_le", "test_le", "max_diff", "range_of")
 """The zone's questions a cached load may have asked (each is answered again before it is used)."""
@@ -250,3 +252,147 @@ class ReloadCache:
             h.update(repr(unit).encode())
             out.append(h.copy().digest())
         return out
+
+
+# -- what an AOF loads to, for the search's memo --------------------------------------------------
+class _Uncertain(Exception):
+    """A load asked the clock's constraints or the search something: its outcome may depend on the branch."""
+
+
+LOAD_READING = "\x00load reading"
+"""Stands for a clock reading a load made, in a state :class:`LoadedStates` gives."""
+
+
+class LoadedStates:
+    """What an AOF loads to (AOF-4), as the search's memo compares it (traces/check/multinode.py).
+
+    Before a node's crash the search tries every set and order of the commands in flight, and the
+    AOFs these leave often differ only in the order of units that commute: after the restart,
+    which replays the file, nothing tells them apart. The search's key for a state then holds
+    the frozen state each reload the rest of the trace may make would load (every prefix a
+    restart may keep, rule 10) in place of the file itself.
+
+    A load stands for the restart's only when the restart's would do the same on this branch,
+    whatever comes between. It may compare times, but only where the answer is implied now: by
+    the constraints on the times the file keeps (which only grow along a branch), or, for a
+    reading of its own, by the chain of readings alone (a reading comes after every earlier
+    one). It constrains nothing, asks no other question of the zone (a time made exact, a
+    range) and makes no model choice; else it is *uncertain* and the file itself stays in the
+    key. Its own readings are then constrained only by the chain and the window, which the rest
+    of the key fixes, so they are left out as :data:`LOAD_READING`; a time from before the load
+    (a delivery time the file keeps) stays a :class:`Time`, for the key to name with its bounds.
+    A load is kept with the answers it was given about the file's times, and used again only
+    where the zone gives the same ones.
+    """
+
+    def __init__(self, clock: SymbolicClock) -> None:
+        self.clock = clock
+        self.zone = clock.zone
+        # digest of (node, preamble, the commands loaded) -> the frozen state (None: uncertain) and
+        # the comparisons of the file's times it made, ((p, n, w), answer)
+        self.states: dict[bytes, tuple[tuple[Any, ...] | None, list[tuple[tuple[int, int, int], bool]]]] = {}
+        self.loads = 0  # loads made, for measurements
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LoadedStates:
+        return self
+
+    def __reduce__(self) -> Any:
+        raise pickle.PicklingError("the loaded states are shared, never copied")
+
+    def prefixes(self, new_server: Callable[[], Server], node: str, preamble: Snapshot | None, units: AofUnits,
+                 lengths: list[int]) -> tuple[Any, ...] | None:
+        """The frozen states that loading ``preamble`` then ``units[:k]`` into ``new_server()`` gives,
+        each with the database its last command ran in, for each ``k`` in ``lengths`` (ascending);
+        None when one of these loads is uncertain."""
+        h = hashlib.blake2b(repr((node, None if preamble is None else preamble.freeze())).encode(),
+                            digest_size=20)
+        digests = [h.digest()]
+        for unit in units[:lengths[-1]]:
+            h.update(repr(unit).encode())
+            digests.append(h.copy().digest())
+        out = []
+        for k in lengths:
+            entry = self.states.get(digests[k])
+            if entry is None or any(self.zone.decide_le(*q) is not answer for q, answer in entry[1]):
+                if len(self.states) >= MAX_LOADED:
+                    del self.states[next(iter(self.states))]
+                entry = self.states[digests[k]] = self._load(new_server(), preamble, units[:k])
+            if entry[0] is None:
+                return None
+            # with the loading client's database, where a longer file's next command would run
+            out.append((entry[0], units[k - 1][0] if k else 0))
+        return tuple(out)
+
+    def _load(self, server: Server, preamble: Snapshot | None, units: AofUnits
+              ) -> tuple[tuple[Any, ...] | None, list[tuple[tuple[int, int, int], bool]]]:
+        """One load into ``server``, taken back from the zone afterwards: its frozen state (None when
+        uncertain) and its comparisons of the file's times."""
+        self.loads += 1
+        zone, clock = self.zone, self.clock
+        mark, first = zone.mark(), len(zone.lo)
+        edges, unchained = zone.edges, len(zone.unchained)
+        window = (clock.lo, clock.hi, clock.expected, zone.expected, zone.ids_shown)
+        saved_choose = zone.choose
+        asked: list[tuple[tuple[int, int, int], bool]] = []
+
+        inside = [False]  # the zone answering: its own queries go through
+
+        def implied(p: int, n: int, w: int) -> bool:
+            if p < first and n < first:  # the file's times (or the reference): what the zone implies now
+                inside[0] = True
+                try:
+                    known = Zone.decide_le(zone, p, n, w)
+                finally:
+                    inside[0] = False
+                if known is None:
+                    raise _Uncertain()
+                asked.append(((p, n, w), known))
+                return known
+            # a reading of the load's own: only what the chain implies (t_p <= t_n when p comes first)
+            if p and n and zone.chained(min(p, n), max(p, n)):
+                if p < n and w >= 0:
+                    return True
+                if p > n and w < 0:
+                    return False
+            raise _Uncertain()
+
+        def refusing(name: str) -> Callable[..., Any]:
+            method = getattr(Zone, name, None)
+
+            def refuse(*args: Any) -> Any:
+                if inside[0] and method is not None:
+                    return method(zone, *args)
+                raise _Uncertain()
+            return refuse
+
+        for name in (*_QUERIES, *_CHANGES):
+            setattr(zone, name, refusing(name))
+        zone.decide_le = zone.test_le = implied  # type: ignore[method-assign]
+        server.chooser = refusing("")
+        clock.lo, clock.hi = -UNBOUNDED, UNBOUNDED  # the window matters to no answer given
+        try:
+            replay_aof(server, preamble, units)
+            if zone.edges != edges or len(zone.unchained) != unchained:
+                return None, asked
+            return _without_load_readings(server.freeze(), first), asked
+        except (_Uncertain, Infeasible):
+            return None, asked
+        finally:
+            for name in (*_QUERIES, *_CHANGES):
+                zone.__dict__.pop(name, None)
+            zone.choose = saved_choose
+            clock.lo, clock.hi, clock.expected, zone.expected, zone.ids_shown = window
+            zone.undo(mark)
+
+
+def _without_load_readings(x: Any, first: int) -> Any:
+    """``x`` with every time that is one of the readings from ``first`` on (plus a constant) as
+    :data:`LOAD_READING`."""
+    kind = type(x)
+    if kind is tuple or kind is list:
+        return tuple(_without_load_readings(item, first) for item in x)
+    if kind is RenderedTime:
+        x, kind = x.stands_for, Time
+    if kind is Time and x.pos >= first and not x.neg:
+        return (LOAD_READING, x.pos - first, x.c)
+    return x  # a difference stays a Time, which the search's key does not name (it prunes nothing then)
