@@ -276,7 +276,7 @@ class _MultiSearch(_Search):
                 self.reloads = ReloadCache(self.clock, self.dialect)  # type: ignore[arg-type]
             deployment.aof_replayer = self.reloads  # type: ignore[attr-defined]
             if getattr(self, "loaded_states", None) is None:  # one for the whole search, like the reloads
-                self.loaded_states = LoadedStates(self.clock)  # type: ignore[arg-type]
+                self.loaded_states = LoadedStates(self.clock, self.dialect)  # type: ignore[arg-type]
         self.server = _DeploymentView(deployment, self.client_nodes)  # type: ignore[assignment]
 
     def _shared(self) -> dict[int, Any]:
