@@ -1069,11 +1069,7 @@ class Deployment:
         aof = node.aof
         assert aof is not None
         server = node.server
-        base = aof.base
-        preamble = base if isinstance(base, Snapshot) else None  # AOF-2: the RDB preamble
-        units: AofUnits = [] if isinstance(base, Snapshot) else [(db, replayable(argv)) for db, argv in base or []]
-        for unit in aof.history + aof.units:  # AOF-7: a rewrite not finished left the older files in
-            units.extend(unit)
+        preamble, units, _ = aof_load(aof)
         # A checker may load through its cache of the loads it has done before (traces/check/reload_cache.py).
         replay: Callable[[Server, Snapshot | None, AofUnits], None] = getattr(self, "aof_replayer", None) \
             or replay_aof
@@ -1265,6 +1261,22 @@ def _value(v: Any) -> Any:
 # -- loading an AOF ----------------------------------------------------------------------
 AofUnits = list[tuple[int, tuple[Any, ...]]]
 """An AOF's commands as a load runs them: (database, argv)."""
+
+
+def aof_load(aof: AppendOnlyFile) -> tuple[Snapshot | None, AofUnits, list[int]]:
+    """What loading ``aof`` replays (AOF-4): its RDB preamble (AOF-2) or None, the commands after it
+    (the base's, then the units of the older files a rewrite not finished left, AOF-7, then the
+    units), and how many of those commands come before each of ``aof.units`` and after the last."""
+    base = aof.base
+    preamble = base if isinstance(base, Snapshot) else None
+    commands: AofUnits = [] if isinstance(base, Snapshot) else [(db, replayable(argv)) for db, argv in base or []]
+    for unit in aof.history:
+        commands.extend(unit)
+    boundaries = [len(commands)]
+    for unit in aof.units:
+        commands.extend(unit)
+        boundaries.append(len(commands))
+    return preamble, commands, boundaries
 
 
 def replay_aof(server: Server, preamble: Snapshot | None, units: AofUnits, start: int = 0,

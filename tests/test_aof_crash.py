@@ -685,6 +685,10 @@ def test_everysec_may_lose_only_the_writes_of_its_last_two_seconds(everysec_few:
         entries = list(read.reply.items)
         if len(entries) < 2:
             continue
+        if check_trace(Trace(trace.header, events, trace.path)).status != "conform":
+            # the cut itself is not explained: a dropped XADD the kill left unanswered may show only in
+            # a later reply's sequence number (as in _rejected)
+            continue
         crash = next(i for i, e in enumerate(events) if isinstance(e, Crash))
         late = _later(events, crash, 3_000_000)
         keep_as = tmp_path / "forged.jsonl"

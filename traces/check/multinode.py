@@ -24,11 +24,21 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import itertools
 import re
 from typing import Any
 
-from xspec.models.replication import NO_REPLID, REPLICATION_DIALECTS, Deployment, Link, everysec_loss_ms, setting
+from xspec.models.persistence import AppendOnlyFile
+from xspec.models.replication import (
+    NO_REPLID,
+    REPLICATION_DIALECTS,
+    Deployment,
+    Link,
+    aof_load,
+    everysec_loss_ms,
+    setting,
+)
 from xspec.spec import commands
 from xspec.spec.dialect import Dialect, UnknownDialect, dialect_for_server
 from xspec.spec.ids import parse_ll
@@ -38,7 +48,7 @@ from xspec.spec.trace_format import Crash, Event, Pause, ReplAck, ReplCmd, ReplS
 from xspec.spec.trace_format import Link as LinkEvent
 from xspec.traces.check import checker as base
 from xspec.traces.check.checker import Op, Verdict, _Failure, _Search, _Unsupported
-from xspec.traces.check.reload_cache import ReloadCache
+from xspec.traces.check.reload_cache import LoadedStates, ReloadCache
 from xspec.traces.check.symbolic import UNBOUNDED, Infeasible, RenderedTime, Time
 
 _CRASH, _RESTART, _PAUSE, _RESUME, _LINK, _REPL_CMD, _REPL_SYNC, _REPL_ACK = range(20, 28)
@@ -95,13 +105,17 @@ class _DeploymentView:
     def timeout(self, client: int) -> Reply:
         return self.server_of(client).timeout(client)  # type: ignore[no-any-return]
 
-    def freeze(self, woff_readers: frozenset[int] | None = None, files: bool = True) -> tuple[Any, ...]:
+    def freeze(self, woff_readers: frozenset[int] | None = None, files: bool = True,
+               loads: dict[str, Any] | None = None) -> tuple[Any, ...]:
         """The state, canonically; with ``woff_readers``, each node's per-client write offsets
         (``woff``, read only by WAIT and WAITAOF) are kept for those clients only; without
         ``files``, what only a restart or a persistence command reads is left out (each node's
-        RDB file, AOF, changes since the last save and fsynced offset)."""
+        RDB file, AOF, changes since the last save and fsynced offset). ``loads``: for nodes whose
+        AOF only reloads read, what those reloads load (:meth:`_MultiSearch._aof_loads`), which
+        stands for the AOF and for its units' acknowledgement times."""
         deployment = self.d.freeze()
-        if woff_readers is not None or not files:
+        loads = loads or {}
+        if woff_readers is not None or not files or loads:
             nodes = []
             for n in deployment[0]:
                 kept = list(n)
@@ -110,12 +124,13 @@ class _DeploymentView:
                 if not files:
                     for i in _FILE_FIELDS:
                         kept[i] = None
+                elif n[0] in loads:
+                    kept[_AOF] = (_LOADS, loads[n[0]])
                 nodes.append(tuple(kept))
             deployment = (tuple(nodes), *deployment[1:])
+        acks = tuple(sorted((k, tuple(v)) for k, v in self.aof_acks.items() if k not in loads)) if files else ()
         return (deployment, tuple(sorted(self.held_cut)), tuple(sorted(self.released.items())),
-                tuple(sorted(self.names.items())),
-                tuple(sorted(self.postponed)),
-                tuple(sorted((k, tuple(v)) for k, v in self.aof_acks.items())) if files else ())
+                tuple(sorted(self.names.items())), tuple(sorted(self.postponed)), acks)
 
     def freeze_quiet(self, relevant: set[str], woff_readers: frozenset[int]) -> tuple[Any, ...]:
         """The state as far as a quiet rest of the trace (:meth:`_MultiSearch._quiet_nodes`) can
@@ -157,6 +172,9 @@ _WOFF = 13
 """The place of ``woff`` in :meth:`Node.freeze`'s tuple."""
 _FILE_FIELDS = (11, 12, 17, 18)
 """The places of ``rdb``, ``aof``, ``dirty`` and ``fsynced`` in :meth:`Node.freeze`'s tuple."""
+_AOF = 12
+_LOADS = "\x00loads"
+_UNREAD = "\x00unread"
 
 
 class _NodeDown(Exception):
@@ -228,6 +246,17 @@ class _MultiSearch(_Search):
             op = at[p]
             self.files_quiet_from[p] = self.files_quiet_from[p + 1] and kinds[p] not in (_CRASH, _RESTART) and not (
                 op is not None and op.inv == p and op.argv and op.argv[0].upper() in _READS_FILES)
+        # files_read_from[p]: a command invoked from p on reads or writes persistence state
+        # (_READS_FILES); crashes[node]: the positions of the node's crash events (see _aof_loads)
+        self.files_read_from = [False] * (self.n + 1)
+        for p in range(self.n - 1, -1, -1):
+            op = at[p]
+            self.files_read_from[p] = self.files_read_from[p + 1] or bool(
+                op is not None and op.inv == p and op.argv and op.argv[0].upper() in _READS_FILES)
+        self.crashes: dict[str, list[int]] = {}
+        for i, e in enumerate(trace.events):
+            if isinstance(e, Crash):
+                self.crashes.setdefault(e.node, []).append(i)
         # Each restart multiplies the executions to try: which commands in flight ran before the kill,
         # which AOF prefix survived, each with a reload; the budget grows with the restarts.
         self.budget += RESTART_STEP_BUDGET * sum(1 for k in kinds if k == _RESTART)
@@ -246,6 +275,8 @@ class _MultiSearch(_Search):
             if getattr(self, "reloads", None) is None:
                 self.reloads = ReloadCache(self.clock, self.dialect)  # type: ignore[arg-type]
             deployment.aof_replayer = self.reloads  # type: ignore[attr-defined]
+            if getattr(self, "loaded_states", None) is None:  # one for the whole search, like the reloads
+                self.loaded_states = LoadedStates(self.clock, self.dialect)  # type: ignore[arg-type]
         self.server = _DeploymentView(deployment, self.client_nodes)  # type: ignore[assignment]
 
     def _shared(self) -> dict[int, Any]:
@@ -627,15 +658,22 @@ class _MultiSearch(_Search):
         if fsync is None or fsync == "always":
             return None
         n = len(node.aof.units)
+        least = self._aof_least(node, self.server.crashed_at.get(node.name))  # type: ignore[attr-defined]
+        return n - (self.choose(n - least + 1) if n > least else 0)
+
+    def _aof_least(self, node: Any, crashed: int | None) -> int:
+        """How many of ``node``'s AOF units a crash at trace time ``crashed`` (µs) cannot lose
+        (see :meth:`_aof_kept`): under ``everysec`` and ``no``, up to the last one acknowledged
+        long enough before it."""
+        fsync = setting(node.server, "appendfsync")
         least = 0
-        crashed = self.server.crashed_at.get(node.name)  # type: ignore[attr-defined]
         if crashed is not None and fsync in ("everysec", "no"):
             bound = (everysec_loss_ms(node) + self.trace.header.slack_ms) * 1000 if fsync == "everysec" else 0
             acks = self.server.aof_acks.get(node.name, [])  # type: ignore[attr-defined]
-            for i, acked in enumerate(acks[:n]):
+            for i, acked in enumerate(acks[:len(node.aof.units)]):
                 if acked is not None and crashed - acked >= bound:
                     least = i + 1
-        return n - (self.choose(n - least + 1) if n > least else 0)
+        return least
 
     def _link(self, p: int, primary: str, replica: str) -> Link:
         link = self.deployment.links.get(replica)
@@ -895,7 +933,7 @@ class _MultiSearch(_Search):
             files = not self.files_quiet_from[min(pos + 1, self.n)] \
                 or pos < self.n and self.kinds[pos] in (_CRASH, _RESTART) \
                 or any(op.argv and op.argv[0].upper() in _READS_FILES for op in self.live.values())
-            state = view.freeze(readers, files=files)
+            state = view.freeze(readers, files=files, loads=self._aof_loads() if files else None)
         else:
             state = view.freeze_quiet(relevant, readers)
         try:
@@ -931,6 +969,56 @@ class _MultiSearch(_Search):
             return abstract, (bounds, _chain_order(zone, variables))
         gaps = tuple(zone.max_diff(a, b) for a in variables for b in variables if a != b)
         return abstract, (bounds, gaps)
+
+    def _aof_loads(self) -> dict[str, Any]:
+        """For :meth:`_frozen`: the nodes whose AOF the rest of the trace reads only by reloading it
+        at restarts, each with what those reloads may load (in place of the file in the memo's key).
+
+        Nothing reads a node's AOF but its reload (AOF-4) while no command from here on reads or
+        writes persistence state (:data:`_READS_FILES`: INFO's sizes, a rewrite, CONFIG...). The
+        file is replayed in order, so two files that load to the same state still do with the
+        same units appended; which prefix a restart keeps (rule 10) is chosen by its length,
+        counted from the longest. So the key holds, for each prefix the next restart may keep
+        (under ``always`` the whole file), the state it loads to: :class:`LoadedStates`. While a
+        rewrite runs, its end may come first (AOF-7: its base replaces the older files), so the
+        key holds the states loaded from that base too. A node with no crash ahead is never
+        reloaded: its file does not count at all. A wall trace only (a virtual one runs in file
+        order and never branches there).
+        """
+        p = self.pos
+        if not self.wall or self.files_read_from[p] \
+                or any(op.argv and op.argv[0].upper() in _READS_FILES for op in self.live.values()):
+            return {}
+        view: _DeploymentView = self.server  # type: ignore[assignment]
+        out: dict[str, Any] = {}
+        for name, node in self.deployment.nodes.items():
+            aof = node.aof
+            if aof is None:
+                continue
+            if node.up:
+                crashes = self.crashes.get(name, [])
+                nxt = bisect.bisect_left(crashes, p)
+                if nxt == len(crashes):
+                    out[name] = _UNREAD
+                    continue
+                crashed = _event_us(self.trace.events[crashes[nxt]])
+            else:
+                crashed = view.crashed_at.get(name)
+            least = self._aof_least(node, crashed)
+            fsync = setting(node.server, "appendfsync")
+            files = [aof] if aof.rewriting is None else [aof, AppendOnlyFile(aof.rewriting, aof.units)]
+            loads = []
+            for file in files:
+                preamble, replayed, boundaries = aof_load(file)
+                kept = boundaries[-1:] if fsync == "always" else boundaries[least:]  # as _aof_kept chooses
+                loaded = self.loaded_states.prefixes(functools.partial(self.deployment._new_server, name), name,
+                                                     preamble, replayed, kept)
+                if loaded is None:
+                    break
+                loads.append(loaded)
+            else:
+                out[name] = tuple(loads)
+        return out
 
     def _quiet_nodes(self) -> set[str] | None:
         """When the rest of the trace is quiet, the nodes whose state it can still tell apart; None
