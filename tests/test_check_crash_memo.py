@@ -92,6 +92,7 @@ def test_a_subset_of_the_writes_in_flight_conforms() -> None:
     assert verdict.status == "conform", verdict.describe()
 
 
+@pytest.mark.slow  # 5 s: the default suite keeps the merging and everysec tests (issue 18's minutes)
 def test_a_recovered_value_no_write_made_is_still_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     """Forged: the read shows a value no client sent. The search must rule out every execution, which
     it does with the memo within a budget where without it the search gives up (seven writes in
