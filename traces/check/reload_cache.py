@@ -43,6 +43,18 @@ _CHANGES = ("add_le", "add_eq", "test_eq", "join", "choose")
 _READING: tuple[Zone, int, int] | None = None
 
 
+def _pickled(server: Server, zone: Any, clock: Any, dialect: Any) -> tuple[bytes, list[Any]] | None:
+    """The model's data of ``server`` pickled, the zone, clock and dialect kept out by reference (with the
+    list of them the unpickler needs); None when something in the data does not pickle."""
+    shared = {id(zone): zone, id(clock): clock, id(dialect): dialect}
+    buffer = io.BytesIO()
+    try:
+        _Pickler(buffer, shared).dump(_state(server))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
+    return buffer.getvalue(), list(shared.values())
+
+
 def _time(pos: int, neg: int, c: int) -> Time:
     """A cached :class:`Time`, its load's own readings (from the load's first variable on) renumbered."""
     assert _READING is not None
@@ -197,15 +209,12 @@ class ReloadCache:
 
     def _keep(self, key: bytes, server: Server, first: int, readings: int,
               queries: list[tuple[str, tuple[int, ...], Any]], window: tuple[int, int]) -> None:
-        shared = {id(self.zone): self.zone, id(self.clock): self.clock, id(self.dialect): self.dialect}
-        buffer = io.BytesIO()
-        try:
-            _Pickler(buffer, shared).dump(_state(server))
-        except (pickle.PicklingError, TypeError, AttributeError):
+        pickled = _pickled(server, self.zone, self.clock, self.dialect)
+        if pickled is None:
             return  # something in the data does not pickle: no entry
         if len(self.entries) >= MAX_ENTRIES:
             del self.entries[next(iter(self.entries))]
-        self.entries[key] = _Entry(buffer.getvalue(), list(shared.values()), first, readings, queries, window)
+        self.entries[key] = _Entry(*pickled, first, readings, queries, window)
 
     # -- reusing -------------------------------------------------------------------------------
     def _reuse(self, entry: _Entry) -> tuple[Any, ...] | None:
@@ -417,15 +426,12 @@ class LoadedStates:
         longer file to go on from; its readings from ``first`` on are renumbered then (see _time)."""
         if key in self.resumable:
             return
-        shared = {id(self.zone): self.zone, id(self.clock): self.clock, id(self.dialect): self.dialect}
-        buffer = io.BytesIO()
-        try:
-            _Pickler(buffer, shared).dump(_state(server))
-        except (pickle.PicklingError, TypeError, AttributeError):
+        pickled = _pickled(server, self.zone, self.clock, self.dialect)
+        if pickled is None:
             return  # something in the data does not pickle: no entry
         if len(self.resumable) >= MAX_ENTRIES:
             del self.resumable[next(iter(self.resumable))]
-        self.resumable[key] = _Resumable(buffer.getvalue(), list(shared.values()), first, readings, asked)
+        self.resumable[key] = _Resumable(*pickled, first, readings, asked)
 
     def _resume(self, kept: _Resumable) -> tuple[Any, ...]:
         """The data ``kept`` holds, its load's readings made again after the zone's last one."""
